@@ -1,0 +1,186 @@
+//! Errors of the pmu layer.
+
+use std::io;
+
+/// Everything that can go wrong between an event string and a running counter.
+///
+/// Messages are one line, say what is wrong, and where there is one, what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The event string does not follow the grammar.
+    #[error("bad event syntax in '{input}': {reason}")]
+    Syntax {
+        /// The whole event string, or the part in error.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No event of that name exists for this machine (or the `--cpu` model).
+    #[error("unknown event '{name}'{}", suggestion_text(.suggestion))]
+    UnknownEvent {
+        /// The name the user typed.
+        name: String,
+        /// The nearest known name, if any is close.
+        suggestion: Option<String>,
+    },
+    /// A modifier character that perf's grammar does not have.
+    #[error("bad modifier '{modifier}' in event '{event}': valid modifiers are u k h G H p pp ppp P")]
+    BadModifier {
+        /// The event with its modifiers.
+        event: String,
+        /// The offending modifier text.
+        modifier: String,
+    },
+    /// A `pmu/terms/` event names a PMU that does not exist.
+    #[error("unknown PMU '{name}'{}: `hwprof list` shows the PMUs of this machine", suggestion_text(.suggestion))]
+    UnknownPmu {
+        /// The PMU name.
+        name: String,
+        /// The nearest PMU name.
+        suggestion: Option<String>,
+    },
+    /// A `pmu/term=val/` term that the PMU's format does not define.
+    #[error("PMU '{pmu}' has no term '{term}' (it has: {known})")]
+    UnknownTerm {
+        /// The PMU.
+        pmu: String,
+        /// The term.
+        term: String,
+        /// The terms it does have, comma-separated.
+        known: String,
+    },
+    /// A term value does not fit the bits the format gives it.
+    #[error("value {value:#x} of term '{term}' does not fit in {bits} bits")]
+    TermOverflow {
+        /// The term.
+        term: String,
+        /// The value given.
+        value: u64,
+        /// Bits available.
+        bits: u32,
+    },
+    /// A `--cpu` model name that hwprof does not know.
+    #[error("unknown CPU model '{0}': known models are skylake, skylakex, icelake, sapphirerapids, alderlake, zen2, zen3, zen4, zen5")]
+    UnknownModel(String),
+    /// tracefs is not mounted and could not be mounted.
+    #[error("tracefs is not mounted: run `mount -t tracefs nodev /sys/kernel/tracing` as root ({0})")]
+    NoTracefs(String),
+    /// A tracepoint that tracefs does not list.
+    #[error("unknown tracepoint '{name}'{}: `hwprof list tracepoint` shows them", suggestion_text(.suggestion))]
+    UnknownTracepoint {
+        /// `subsystem:event`.
+        name: String,
+        /// The nearest tracepoint.
+        suggestion: Option<String>,
+    },
+    /// A uprobe target that cannot be resolved.
+    #[error("cannot place uprobe on '{target}': {reason}")]
+    Probe {
+        /// What the user asked for.
+        target: String,
+        /// Why it fails, with the nearest symbols when the symbol is missing.
+        reason: String,
+    },
+    /// An event file (`--event-file`) that cannot be read or parsed.
+    #[error("cannot load event file {path}: {reason}")]
+    EventFile {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// `perf_event_open` failed; `hint` explains the errno for this event.
+    #[error("cannot open event '{event}': {hint}")]
+    Open {
+        /// The event's display name.
+        event: String,
+        /// The errno as the kernel returned it.
+        #[source]
+        source: io::Error,
+        /// What it means and what to do.
+        hint: String,
+    },
+    /// A target process or thread that does not exist.
+    #[error("no such process: {0} (is the PID right, and did it exit already?)")]
+    NoSuchProcess(i32),
+    /// Any other I/O failure, with what was being done.
+    #[error("{context}: {source}")]
+    Io {
+        /// What hwprof was doing.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn suggestion_text(s: &Option<String>) -> String {
+    match s {
+        Some(s) => format!(" (did you mean '{s}'?)"),
+        None => String::new(),
+    }
+}
+
+impl Error {
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        Error::Io { context: context.into(), source }
+    }
+
+    /// The errno behind this error, when it came from the kernel.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            Error::Open { source, .. } | Error::Io { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The nearest of `candidates` to `name` by edit distance, if it is close enough to be a
+/// plausible typo (case-insensitive).
+pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let lname = name.to_ascii_lowercase();
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = edit_distance(&lname, &c.to_ascii_lowercase());
+        if best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c));
+        }
+    }
+    let (d, c) = best?;
+    let limit = (name.len() / 3).clamp(2, 6);
+    (d <= limit).then(|| c.to_string())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        let names = ["cycles", "instructions", "cache-misses", "page-faults"];
+        assert_eq!(nearest("cycels", names).as_deref(), Some("cycles"));
+        assert_eq!(nearest("page-fault", names).as_deref(), Some("page-faults"));
+        assert_eq!(nearest("INSTRUCTIONS", names).as_deref(), Some("instructions"));
+        assert_eq!(nearest("zzzzzzzzzzzz", names), None);
+    }
+}

@@ -1,0 +1,18 @@
+//! `hwprof-pmu`: what to count and how to ask the kernel.
+//!
+//! This crate owns the `perf_event_open` layer of hwprof: the event grammar (generic and
+//! hw-cache names, `rNNNN`, `pmu/term=val/`, vendor names, tracepoints, uprobes,
+//! breakpoints, modifiers and groups), PMU discovery in sysfs, the built-in Intel and AMD
+//! event tables and the perfmon JSON loader, counters and groups with multiplexing
+//! scaling, and derived metrics. It samples nothing and writes no files.
+//!
+//! The only `unsafe` code is in [`sys`].
+
+pub mod attr;
+pub mod cpu;
+pub mod error;
+pub mod format;
+pub mod sys;
+pub mod tables;
+
+pub use error::{Error, Result};

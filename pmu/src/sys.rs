@@ -1,0 +1,353 @@
+//! The unsafe layer: `perf_event_open`, its ioctls, `read`, and process control for
+//! starting a workload. Everything above this module is safe code.
+//!
+//! Every syscall result passes [`check`], which turns `-1` + errno into `io::Error`.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use perf_event_open_sys as pes;
+
+use crate::attr::Attr;
+
+/// Turns a raw syscall return into `io::Result`: negative means errno.
+fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(ret) }
+}
+
+/// Builds the kernel's `perf_event_attr` from an [`Attr`].
+///
+/// `path` must outlive every use of the returned struct when `attr.uprobe_path` is set,
+/// because `config1` then points into it.
+fn to_kernel(attr: &Attr, path: Option<&CStr>) -> pes::bindings::perf_event_attr {
+    let mut a = pes::bindings::perf_event_attr {
+        type_: attr.type_,
+        size: std::mem::size_of::<pes::bindings::perf_event_attr>() as u32,
+        config: attr.config,
+        sample_type: attr.sample_type,
+        read_format: attr.read_format,
+        bp_type: attr.bp_type,
+        branch_sample_type: attr.branch_sample_type,
+        config3: attr.config3,
+        ..Default::default()
+    };
+    a.sample_period = attr.sample_period;
+    a.config1 = match path {
+        Some(p) => p.as_ptr() as u64,
+        None => attr.config1,
+    };
+    a.config2 = attr.config2;
+    a.set_freq(attr.freq.into());
+    a.set_disabled(attr.disabled.into());
+    a.set_inherit(attr.inherit.into());
+    a.set_pinned(attr.pinned.into());
+    a.set_exclude_user(attr.exclude_user.into());
+    a.set_exclude_kernel(attr.exclude_kernel.into());
+    a.set_exclude_hv(attr.exclude_hv.into());
+    a.set_exclude_idle(attr.exclude_idle.into());
+    a.set_exclude_host(attr.exclude_host.into());
+    a.set_exclude_guest(attr.exclude_guest.into());
+    a.set_enable_on_exec(attr.enable_on_exec.into());
+    a.set_precise_ip(attr.precise_ip.into());
+    a
+}
+
+/// Opens one event. `pid`/`cpu` follow perf_event_open(2): pid -1 with a CPU is
+/// system-wide on that CPU; cpu -1 follows the task. `group` is the leader's fd.
+pub fn perf_event_open(attr: &Attr, pid: i32, cpu: i32, group: Option<RawFd>) -> io::Result<OwnedFd> {
+    let path = match &attr.uprobe_path {
+        Some(p) => Some(CString::new(p.as_str()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?),
+        None => None,
+    };
+    let mut kattr = to_kernel(attr, path.as_deref());
+    let flags = pes::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong;
+    // SAFETY: `kattr` is a fully initialised perf_event_attr whose `size` is its own size;
+    // `config1` points into `path`, which lives until after the call. The kernel copies
+    // the struct and the string during the call and keeps no pointer to our memory.
+    let fd = unsafe { pes::perf_event_open(&mut kattr, pid, cpu, group.unwrap_or(-1), flags) };
+    let fd = check(fd.into())? as RawFd;
+    // SAFETY: the syscall returned a new file descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The ioctls on a perf event fd that hwprof uses.
+#[derive(Clone, Copy, Debug)]
+pub enum Ioctl {
+    /// `PERF_EVENT_IOC_ENABLE`.
+    Enable,
+    /// `PERF_EVENT_IOC_DISABLE`.
+    Disable,
+    /// `PERF_EVENT_IOC_RESET`.
+    Reset,
+}
+
+/// Runs an argument-less ioctl; with `group` it applies to the whole group
+/// (`PERF_IOC_FLAG_GROUP`).
+pub fn ioctl(fd: &OwnedFd, op: Ioctl, group: bool) -> io::Result<()> {
+    let flag = if group { pes::bindings::PERF_IOC_FLAG_GROUP } else { 0 };
+    let raw = fd.as_raw_fd();
+    // SAFETY: `raw` is an open perf event fd borrowed for the call; these ioctls take an
+    // integer flag argument and touch no memory of ours.
+    let ret = unsafe {
+        match op {
+            Ioctl::Enable => pes::ioctls::ENABLE(raw, flag),
+            Ioctl::Disable => pes::ioctls::DISABLE(raw, flag),
+            Ioctl::Reset => pes::ioctls::RESET(raw, flag),
+        }
+    };
+    check(ret.into()).map(drop)
+}
+
+/// The kernel's unique id of an event (`PERF_EVENT_IOC_ID`).
+pub fn event_id(fd: &OwnedFd) -> io::Result<u64> {
+    let mut id = 0u64;
+    // SAFETY: the ioctl writes one u64 to the pointer, which points at `id` on our stack.
+    let ret = unsafe { pes::ioctls::ID(fd.as_raw_fd(), &mut id) };
+    check(ret.into())?;
+    Ok(id)
+}
+
+/// Reads from a perf fd into `buf`, returning the bytes read.
+pub fn read(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call.
+    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    check(n as libc::c_long).map(|n| n as usize)
+}
+
+/// A child process forked and held before `exec` until [`Workload::start`].
+///
+/// This is how counters see a command from its first instruction: the child is created,
+/// counters are attached to its pid with `enable_on_exec`, then it is let go.
+#[derive(Debug)]
+pub struct Workload {
+    pid: i32,
+    go: Option<OwnedFd>,
+    err: OwnedFd,
+}
+
+/// How a workload could not start.
+#[derive(Debug)]
+pub enum ExecError {
+    /// `execvp` failed in the child with this errno.
+    Exec(io::Error),
+    /// Setting the child up failed.
+    Setup(io::Error),
+}
+
+impl Workload {
+    /// Forks a child that waits, then `execvp`s `argv`.
+    pub fn prepare(argv: &[String]) -> Result<Workload, ExecError> {
+        let cargs: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| ExecError::Setup(io::Error::from_raw_os_error(libc::EINVAL)))?;
+        if cargs.is_empty() {
+            return Err(ExecError::Setup(io::Error::from_raw_os_error(libc::EINVAL)));
+        }
+        let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let (go_r, go_w) = pipe().map_err(ExecError::Setup)?;
+        let (err_r, err_w) = pipe().map_err(ExecError::Setup)?;
+        // SAFETY: fork has no memory-safety preconditions. The child below calls only
+        // async-signal-safe functions (read, execvp, write, _exit) on memory prepared
+        // before the fork, so it is sound even if other threads held locks.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(ExecError::Setup(io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            // SAFETY: in the child: only async-signal-safe calls on pre-built buffers.
+            unsafe {
+                let mut b = [0u8; 1];
+                // Wait for the parent: 1 byte = go, EOF = abort.
+                let n = libc::read(go_r.as_raw_fd(), b.as_mut_ptr().cast(), 1);
+                if n == 1 {
+                    libc::execvp(ptrs[0], ptrs.as_ptr());
+                    let e = *libc::__errno_location();
+                    let eb = e.to_ne_bytes();
+                    libc::write(err_w.as_raw_fd(), eb.as_ptr().cast(), eb.len());
+                }
+                libc::_exit(127);
+            }
+        }
+        drop(go_r);
+        drop(err_w);
+        Ok(Workload { pid, go: Some(go_w), err: err_r })
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Lets the child exec. Returns the exec error if `execvp` failed.
+    pub fn start(&mut self) -> Result<(), ExecError> {
+        let go = self.go.take().ok_or_else(|| ExecError::Setup(io::Error::from_raw_os_error(libc::EINVAL)))?;
+        let one = [1u8];
+        // SAFETY: writes one byte from a live buffer to our pipe fd.
+        let n = unsafe { libc::write(go.as_raw_fd(), one.as_ptr().cast(), 1) };
+        check(n as libc::c_long).map_err(ExecError::Setup)?;
+        drop(go);
+        let mut eb = [0u8; 4];
+        let mut got = 0;
+        while got < eb.len() {
+            // SAFETY: reads into the unfilled tail of a live buffer.
+            let n = unsafe { libc::read(self.err.as_raw_fd(), eb[got..].as_mut_ptr().cast(), eb.len() - got) };
+            match check(n as libc::c_long) {
+                Ok(0) => break,
+                Ok(n) => got += n as usize,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ExecError::Setup(e)),
+            }
+        }
+        if got == eb.len() {
+            return Err(ExecError::Exec(io::Error::from_raw_os_error(i32::from_ne_bytes(eb))));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        // Dropping `go` unstarted makes the child read EOF and _exit; nothing to reap here
+        // because `wait` is the caller's job once started.
+        if self.go.take().is_some() {
+            let _ = wait(self.pid);
+        }
+    }
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two fds into the array.
+    let ret = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    check(ret.into())?;
+    // SAFETY: both fds are new and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// How a waited-for child ended, with its resource usage.
+#[derive(Clone, Copy, Debug)]
+pub struct ExitInfo {
+    /// Exit code, or 128 + signal number when killed by a signal (the shell convention).
+    pub code: i32,
+    /// The signal that killed it, if any.
+    pub signal: Option<i32>,
+    /// User CPU time in microseconds.
+    pub user_us: u64,
+    /// System CPU time in microseconds.
+    pub sys_us: u64,
+}
+
+/// Waits for child `pid` (retrying on EINTR), returning its exit status and rusage.
+pub fn wait(pid: i32) -> io::Result<ExitInfo> {
+    let mut status = 0;
+    // SAFETY: rusage is plain old data; zeroed is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: wait4 writes into `status` and `ru`, both live locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        match check(r.into()) {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let (code, signal) = if libc::WIFSIGNALED(status) {
+        let s = libc::WTERMSIG(status);
+        (128 + s, Some(s))
+    } else {
+        (libc::WEXITSTATUS(status), None)
+    };
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Ok(ExitInfo { code, signal, user_us: us(ru.ru_utime), sys_us: us(ru.ru_stime) })
+}
+
+/// A pidfd: readable when the process exits (`pidfd_open(2)`).
+pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes two integers and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = check(fd)? as RawFd;
+    // SAFETY: a new fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Polls `fds` for readability for up to `timeout_ms` (-1 = forever). Returns the
+/// indexes that are ready; an empty list on timeout or on EINTR (a signal arrived).
+pub fn poll_readable(fds: &[&OwnedFd], timeout_ms: i32) -> io::Result<Vec<usize>> {
+    let mut p: Vec<libc::pollfd> =
+        fds.iter().map(|f| libc::pollfd { fd: f.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    // SAFETY: `p` is a live array of `p.len()` pollfd structs.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
+    match check(r.into()) {
+        Ok(_) => Ok(p.iter().enumerate().filter(|(_, x)| x.revents != 0).map(|(i, _)| i).collect()),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sends `sig` to `pid`.
+pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: kill takes two integers.
+    let r = unsafe { libc::kill(pid, sig) };
+    check(r.into()).map(drop)
+}
+
+/// Whether a process exists (signal 0); EPERM means it exists but is not ours.
+pub fn process_exists(pid: i32) -> bool {
+    match kill(pid, 0) {
+        Ok(()) => true,
+        Err(e) => e.raw_os_error() == Some(libc::EPERM),
+    }
+}
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Installs a handler for SIGINT and SIGTERM that only records that one arrived (no
+/// `SA_RESTART`, so blocking calls return EINTR). See [`interrupted`].
+pub fn catch_interrupts() -> io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: sigaction is plain old data; zeroed is valid, and the handler only
+        // stores to an atomic, which is async-signal-safe.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            check(libc::sigaction(sig, &sa, std::ptr::null_mut()).into())?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether SIGINT/SIGTERM arrived since [`catch_interrupts`].
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The system page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf takes an integer and has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as usize } else { 4096 }
+}
+
+/// The soft limit on open files (`RLIMIT_NOFILE`).
+pub fn open_files_limit() -> Option<u64> {
+    // SAFETY: rlimit is plain old data; getrlimit writes into it.
+    let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a live local.
+    let ret = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) };
+    (ret == 0).then_some(r.rlim_cur)
+}
+
+/// The effective uid.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
