@@ -11,7 +11,10 @@
 pub mod attr;
 pub mod cpu;
 pub mod error;
+pub mod event;
 pub mod format;
+pub mod probe;
+pub mod sysfs;
 pub mod sys;
 pub mod tables;
 

@@ -351,3 +351,13 @@ pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// Mounts tracefs at `target` (root only).
+pub fn mount_tracefs(target: &str) -> io::Result<()> {
+    let src = CString::new("nodev").map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let tgt = CString::new(target).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let fstype = CString::new("tracefs").map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: all three are valid NUL-terminated strings alive for the call; data is null.
+    let r = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
+    check(r.into()).map(drop)
+}

@@ -1,0 +1,134 @@
+use super::*;
+
+fn enc(model: Model) -> Encoder {
+    Encoder::for_model(model)
+}
+
+fn one(e: &Encoder, s: &str) -> Event {
+    let l = e.parse(s).unwrap_or_else(|err| panic!("{s}: {err}"));
+    assert_eq!(l.events.len(), 1, "{s}");
+    l.events.into_iter().next().unwrap()
+}
+
+#[test]
+fn generic_events_match_perf() {
+    let e = enc(Model::Skylake);
+    let c = one(&e, "cycles");
+    assert_eq!((c.attr.type_, c.attr.config), (0, 0));
+    assert!(c.attr.exclude_guest, "perf excludes guests by default on core events");
+    let t = one(&e, "task-clock");
+    assert_eq!((t.attr.type_, t.attr.config), (1, 1));
+    assert!(!t.attr.exclude_guest);
+    let l = one(&e, "LLC-load-misses");
+    assert_eq!((l.attr.type_, l.attr.config), (3, 0x10002));
+}
+
+#[test]
+fn modifiers_follow_perf() {
+    let e = enc(Model::Skylake);
+    let u = one(&e, "cycles:u").attr;
+    assert!(!u.exclude_user && u.exclude_kernel && u.exclude_hv && u.exclude_guest);
+    let k = one(&e, "cycles:k").attr;
+    assert!(k.exclude_user && !k.exclude_kernel && k.exclude_hv && !k.exclude_guest);
+    let h = one(&e, "task-clock:h").attr;
+    assert!(h.exclude_user && h.exclude_kernel && !h.exclude_hv);
+    let g = one(&e, "cycles:G").attr;
+    assert!(g.exclude_host && !g.exclude_guest);
+    let hh = one(&e, "cycles:H").attr;
+    assert!(!hh.exclude_host && hh.exclude_guest);
+    assert_eq!(one(&e, "cycles:ppp").attr.precise_ip, 3);
+    assert_eq!(one(&e, "cycles:P").attr.precise_ip, 3);
+    assert_eq!(enc(Model::Zen4).parse("cycles:P").unwrap().events[0].attr.precise_ip, 2);
+    assert!(matches!(e.parse("cycles:pppp"), Err(Error::BadModifier { .. })));
+    assert!(matches!(e.parse("cycles:x"), Err(Error::BadModifier { .. })));
+    assert!(one(&e, "cycles:D").attr.pinned);
+}
+
+#[test]
+fn raw_and_pmu_terms() {
+    let e = enc(Model::Skylake);
+    let r = one(&e, "r01d1");
+    assert_eq!((r.attr.type_, r.attr.config), (4, 0x1d1));
+    let p = one(&e, "cpu/event=0xd1,umask=0x20,cmask=1,inv,edge,ldlat=64/pp");
+    assert_eq!(p.attr.type_, 4);
+    assert_eq!(p.attr.config, 0xd1 | 0x20 << 8 | 1 << 18 | 1 << 23 | 1 << 24);
+    assert_eq!(p.attr.config1, 64);
+    assert_eq!(p.attr.precise_ip, 2);
+    assert!(matches!(e.parse("cpu/bogus=1/"), Err(Error::UnknownTerm { .. })));
+    assert!(matches!(e.parse("cpu/event=0x1ff/"), Err(Error::TermOverflow { .. })));
+    assert!(matches!(e.parse("nopmu/event=1/"), Err(Error::UnknownPmu { .. })));
+    let n = one(&e, "cpu/event=0x3c,name=mycycles/");
+    assert_eq!(n.name, "mycycles");
+}
+
+#[test]
+fn amd_event_select_spans_bits_32_to_35() {
+    let e = enc(Model::Zen4);
+    let p = one(&e, "cpu/event=0x1c0,umask=0x3/");
+    assert_eq!(p.attr.config, 0xc0 | 0x3 << 8 | 1 << 32);
+}
+
+#[test]
+fn vendor_names_encode_through_the_cpu_format() {
+    let e = enc(Model::Skylake);
+    let v = one(&e, "mem_load_retired.l3_miss:pp");
+    assert_eq!(v.attr.config, 0x20d1);
+    assert_eq!(v.attr.precise_ip, 2);
+    assert_eq!(v.name, "MEM_LOAD_RETIRED.L3_MISS:pp");
+    let z = one(&enc(Model::Zen3), "ls_dmnd_fills_from_sys.dram_io_near");
+    assert_eq!(z.attr.type_, 4);
+    let p = one(&e, "cpu/MEM_LOAD_RETIRED.L3_MISS/");
+    assert_eq!(p.attr.config, 0x20d1);
+}
+
+#[test]
+fn hybrid_generic_events_expand_to_both_core_pmus() {
+    let e = enc(Model::AlderLake);
+    let l = e.parse("cycles").unwrap();
+    assert_eq!(l.events.len(), 2);
+    assert_eq!(l.events[0].attr.config, 4 << 32);
+    assert_eq!(l.events[1].attr.config, 7 << 32);
+    assert_eq!(l.events[0].name, "cpu_core/cycles/");
+    assert_eq!(l.groups().len(), 2);
+}
+
+#[test]
+fn groups_and_leaders() {
+    let e = enc(Model::Skylake);
+    let l = e.parse("{cycles,instructions}:u,task-clock,{branches,branch-misses,cache-misses}").unwrap();
+    let leaders: Vec<usize> = l.events.iter().map(|e| e.leader).collect();
+    assert_eq!(leaders, vec![0, 0, 2, 3, 3, 3]);
+    assert_eq!(l.groups(), vec![0..2, 2..3, 3..6]);
+    assert!(l.events[1].attr.exclude_kernel);
+}
+
+#[test]
+fn breakpoints() {
+    let e = enc(Model::Skylake);
+    let b = one(&e, "mem:0x1000:w").attr;
+    assert_eq!((b.type_, b.bp_type, b.config1, b.config2), (5, 2, 0x1000, 4));
+    let x = one(&e, "mem:0x2000:x").attr;
+    assert_eq!((x.bp_type, x.config2), (4, 8));
+    assert!(e.parse("mem:0x1000/3:w").is_err());
+}
+
+#[test]
+fn unknown_names_get_suggestions() {
+    let e = enc(Model::Skylake);
+    match e.parse("cycels") {
+        Err(Error::UnknownEvent { suggestion: Some(s), .. }) => assert_eq!(s, "cycles"),
+        other => panic!("{other:?}"),
+    }
+    match e.parse("MEM_LOAD_RETIRED.L3_MIS") {
+        Err(Error::UnknownEvent { suggestion: Some(s), .. }) => assert_eq!(s, "MEM_LOAD_RETIRED.L3_MISS"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn globs() {
+    assert!(glob("sched_*", "sched_switch"));
+    assert!(glob("*", "x"));
+    assert!(glob("s?hed", "sched"));
+    assert!(!glob("sched_*", "irq"));
+}

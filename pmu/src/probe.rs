@@ -1,0 +1,106 @@
+//! Uprobe targets: from `/path:func+off` to the file offset the uprobe PMU wants.
+
+use std::path::Path;
+
+use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+
+/// A resolved uprobe location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// Absolute path of the binary.
+    pub path: String,
+    /// Offset in the file (`probe_offset`).
+    pub file_offset: u64,
+    /// The virtual address it stands for.
+    pub vaddr: u64,
+}
+
+/// Resolves `func+offset` (or, with an empty `func`, the virtual address `offset`) in
+/// the ELF file at `path`. Errors are one-line reasons; a missing symbol lists the nearest
+/// names.
+pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> {
+    let abs = std::fs::canonicalize(Path::new(path)).map_err(|e| format!("{path}: {e}"))?;
+    let data = std::fs::read(&abs).map_err(|e| format!("{}: {e}", abs.display()))?;
+    let file = object::File::parse(&*data).map_err(|e| format!("{} is not an ELF file we can read ({e})", abs.display()))?;
+    let vaddr = if func.is_empty() {
+        offset
+    } else {
+        let mut names: Vec<String> = Vec::new();
+        let mut found = None;
+        let syms = file.symbols().chain(file.dynamic_symbols());
+        for s in syms {
+            if s.kind() != SymbolKind::Text || s.address() == 0 {
+                continue;
+            }
+            let Ok(n) = s.name() else { continue };
+            if n == func {
+                found = Some(s.address());
+                break;
+            }
+            names.push(n.to_string());
+        }
+        match found {
+            Some(a) => a + offset,
+            None if names.is_empty() => {
+                return Err(format!(
+                    "{} has no symbol table (stripped?): probe an address instead, uprobe:{}:0xADDR",
+                    abs.display(),
+                    abs.display()
+                ));
+            }
+            None => {
+                let near = nearest_names(func, &names);
+                return Err(format!("no function '{func}' in {}; nearest: {}", abs.display(), near.join(", ")));
+            }
+        }
+    };
+    for seg in file.segments() {
+        let (start, size) = (seg.address(), seg.size());
+        if vaddr >= start && vaddr < start + size {
+            let (foff, _) = seg.file_range();
+            return Ok(Resolved { path: abs.display().to_string(), file_offset: vaddr - start + foff, vaddr });
+        }
+    }
+    Err(format!("address {vaddr:#x} is in no loadable segment of {}", abs.display()))
+}
+
+/// Up to five names closest to `want`: those containing it first, then by edit distance.
+fn nearest_names(want: &str, names: &[String]) -> Vec<String> {
+    let lw = want.to_ascii_lowercase();
+    let mut scored: Vec<(usize, &String)> = names
+        .iter()
+        .map(|n| {
+            let ln = n.to_ascii_lowercase();
+            let d = if ln.contains(&lw) || lw.contains(&ln) { 0 } else { strsim(&lw, &ln) };
+            (d, n)
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(5).map(|(_, n)| n.clone()).collect()
+}
+
+fn strsim(a: &str, b: &str) -> usize {
+    crate::error::nearest(a, [b]).map_or(usize::MAX / 2, |_| {
+        // nearest() only tells "close enough"; rank close ones by length difference.
+        a.len().abs_diff(b.len()) + 1
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_a_libc_function_and_reports_missing_ones() {
+        let exe = std::env::current_exe().unwrap();
+        let p = exe.to_str().unwrap();
+        // The test binary itself always has `main`.
+        let r = resolve(p, "main", 0).unwrap();
+        assert!(r.file_offset > 0);
+        let e = resolve(p, "mian_no_such_fn", 0).unwrap_err();
+        assert!(e.contains("no function 'mian_no_such_fn'"), "{e}");
+        assert!(resolve("/nonexistent/bin", "main", 0).is_err());
+        assert!(resolve("/etc/hostname", "main", 0).unwrap_err().contains("not an ELF"));
+    }
+}
