@@ -7,15 +7,25 @@
 //! scaling, and derived metrics. It samples nothing and writes no files.
 //!
 //! The only `unsafe` code is in [`sys`].
+//!
+//! Count a closure with [`Counters`]; open any event list on any target with
+//! [`Encoder::parse`] and [`Counter::open`].
 
 pub mod attr;
+pub mod counter;
 pub mod cpu;
 pub mod error;
 pub mod event;
 pub mod format;
+pub mod metrics;
 pub mod probe;
 pub mod sysfs;
 pub mod sys;
 pub mod tables;
 
 pub use error::{Error, Result};
+mod measure;
+
+pub use counter::{Count, Counter, Slot, Status};
+pub use event::{Encoder, Event, EventList};
+pub use measure::{Counters, Counts};
