@@ -51,7 +51,7 @@ impl Count {
     }
 
     /// The sum of two counts (values and times), as perf aggregates CPUs and threads.
-    pub fn add(self, o: Count) -> Count {
+    pub fn sum(self, o: Count) -> Count {
         Count { raw: self.raw + o.raw, enabled: self.enabled + o.enabled, running: self.running + o.running }
     }
 
@@ -138,7 +138,7 @@ impl Readings {
         for slot in &self.values {
             for (i, v) in slot.iter().enumerate() {
                 if let Some(v) = v {
-                    out[i] = Some(out[i].map_or(*v, |c: Count| c.add(*v)));
+                    out[i] = Some(out[i].map_or(*v, |c: Count| c.sum(*v)));
                 }
             }
         }
@@ -292,7 +292,7 @@ impl Counter {
 
     /// Whether any event is counting.
     pub fn any_counting(&self) -> bool {
-        self.status.iter().any(|s| *s == Status::Counting)
+        self.status.contains(&Status::Counting)
     }
 
     fn leaders(&self) -> impl Iterator<Item = &OwnedFd> {
@@ -392,7 +392,7 @@ mod tests {
         // perf sums raw, enabled and running over CPUs, then scales once.
         let a = Count { raw: 100, enabled: 10, running: 5 };
         let b = Count { raw: 300, enabled: 10, running: 10 };
-        let t = a.add(b);
+        let t = a.sum(b);
         assert_eq!(t, Count { raw: 400, enabled: 20, running: 15 });
         assert!((t.scaled().unwrap() - 400.0 * 20.0 / 15.0).abs() < 1e-9);
         assert_eq!(t.delta(a), b);

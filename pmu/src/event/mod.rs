@@ -95,6 +95,9 @@ pub struct Encoder {
     tracefs: std::cell::OnceCell<std::result::Result<PathBuf, String>>,
 }
 
+/// A PMU's type number, format and event aliases.
+type PmuDef = (u32, Format, Vec<(String, String)>);
+
 /// Built-in type numbers of hybrid core PMUs when encoding for a CPU we are not on
 /// (read from a real Alder Lake capture: cpu_core = 4, cpu_atom = 7).
 const HYBRID_TYPES: [(&str, u32); 2] = [("cpu_core", 4), ("cpu_atom", 7)];
@@ -166,7 +169,7 @@ impl Encoder {
     }
 
     /// Type and format of a PMU by name: sysfs, or the built-in core layouts.
-    fn pmu(&self, name: &str) -> Result<(u32, Format, Vec<(String, String)>)> {
+    fn pmu(&self, name: &str) -> Result<PmuDef> {
         let is_core = matches!(name, "cpu" | "cpu_core" | "cpu_atom");
         if !(self.foreign && is_core) {
             if let Some(p) = self.pmus.iter().find(|p| p.name == name) {
