@@ -1,1 +1,100 @@
-fn main() {}
+//! `hwprof`: hardware performance counters and PMU sampling for Linux.
+//!
+//! `main` only parses arguments, dispatches to a subcommand, and turns errors into one
+//! line on stderr and an exit code (2 for bad input, 1 for failures, the workload's own
+//! code when a command ran). A closed stdout pipe is not an error.
+
+mod args;
+mod encode;
+mod list;
+mod render;
+mod stat;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// An error in what the user asked for (exit code 2), as opposed to a failure while
+/// doing it (exit code 1).
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A failure that must exit with a specific code (e.g. 127: command not found).
+#[derive(Debug)]
+pub struct ExitWith(pub u8, pub String);
+
+impl std::fmt::Display for ExitWith {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+impl std::error::Error for ExitWith {}
+
+/// Returns a usage error.
+pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
+    Err(Usage(msg.into()).into())
+}
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("hwprof: {err:#}");
+            ExitCode::from(exit_code_of(&err))
+        }
+    }
+}
+
+fn run(cli: args::Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        args::Command::Stat(a) => stat::run(a),
+        args::Command::List(a) => list::run(a).map(|()| 0),
+        args::Command::Encode(a) => encode::run(a).map(|()| 0),
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// 2 for errors in the user's input (events, flags), 1 for everything else.
+fn exit_code_of(err: &anyhow::Error) -> u8 {
+    use hwprof_pmu::Error as E;
+    for e in err.chain() {
+        if e.downcast_ref::<Usage>().is_some() {
+            return 2;
+        }
+        if let Some(ExitWith(code, _)) = e.downcast_ref::<ExitWith>() {
+            return *code;
+        }
+        if let Some(pe) = e.downcast_ref::<E>() {
+            return match pe {
+                E::Syntax { .. }
+                | E::UnknownEvent { .. }
+                | E::BadModifier { .. }
+                | E::UnknownPmu { .. }
+                | E::UnknownTerm { .. }
+                | E::TermOverflow { .. }
+                | E::UnknownModel(_)
+                | E::UnknownTracepoint { .. }
+                | E::Probe { .. }
+                | E::EventFile { .. } => 2,
+                _ => 1,
+            };
+        }
+    }
+    1
+}

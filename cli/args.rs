@@ -1,0 +1,109 @@
+//! Command-line flags, with perf's names where perf has them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// hwprof: Linux hardware performance counters, PMU sampling and flame graphs.
+#[derive(Debug, Parser)]
+#[command(name = "hwprof", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Count events while a command runs, or on running PIDs, threads, or CPUs (like `perf stat`).
+    Stat(StatArgs),
+    /// List the events this machine (or a --cpu model) supports.
+    List(ListArgs),
+    /// Print the perf_event_attr fields hwprof would pass for EVENTS, without opening anything.
+    Encode(EncodeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatArgs {
+    /// Events to count, comma-separated, perf syntax (repeatable). Default: perf stat's set.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Count on existing processes (comma-separated PIDs) until they exit or SIGINT.
+    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
+    pub pid: Option<String>,
+    /// Count on existing threads (comma-separated TIDs).
+    #[arg(short = 't', long = "tid", value_name = "TID,..")]
+    pub tid: Option<String>,
+    /// System-wide counting on all CPUs (needs root or CAP_PERFMON).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Only these CPUs (e.g. 0-3,8); implies system-wide.
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// With -a: print each CPU instead of the sum.
+    #[arg(short = 'A', long = "no-aggr")]
+    pub no_aggr: bool,
+    /// Run the command N times and print mean and relative standard error.
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+    /// Print counts every MS milliseconds (at least 10).
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub interval: Option<u64>,
+    /// CSV output with this separator, perf's field order.
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
+    pub sep: Option<String>,
+    /// JSON lines output, one object per event.
+    #[arg(short = 'j', long = "json")]
+    pub json: bool,
+    /// Write the counts to FILE (atomically) instead of stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Do not count child processes and threads.
+    #[arg(short = 'i', long = "no-inherit")]
+    pub no_inherit: bool,
+    /// Intel perfmon JSON file of named events (repeatable).
+    #[arg(long = "event-file", value_name = "FILE.json")]
+    pub event_file: Vec<PathBuf>,
+    /// The command to run, after `--`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// List the named events of this CPU model instead of this machine's.
+    #[arg(long = "cpu", value_name = "MODEL")]
+    pub cpu: Option<String>,
+    /// Intel perfmon JSON file of named events (repeatable).
+    #[arg(long = "event-file", value_name = "FILE.json")]
+    pub event_file: Vec<PathBuf>,
+    /// JSON output.
+    #[arg(long = "json")]
+    pub json: bool,
+    /// Only events whose name or kind contains PATTERN (case-insensitive; `*` globs).
+    pub pattern: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EncodeArgs {
+    /// Encode for this CPU model (skylake, skylakex, icelake, sapphirerapids, alderlake, zen2..zen5).
+    #[arg(long = "cpu", value_name = "MODEL")]
+    pub cpu: Option<String>,
+    /// Intel perfmon JSON file of named events (repeatable).
+    #[arg(long = "event-file", value_name = "FILE.json")]
+    pub event_file: Vec<PathBuf>,
+    /// Events, perf syntax (repeatable).
+    #[arg(short = 'e', long = "event", value_name = "EVENTS", required = true)]
+    pub events: Vec<String>,
+    /// JSON output (an array of {name, pmu, leader, attr}).
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_definition_is_valid() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

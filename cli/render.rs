@@ -1,0 +1,297 @@
+//! Rendering `stat` results: perf's human table, perf's CSV (`-x`), and JSON lines.
+
+use std::io::{self, Write};
+
+use hwprof_pmu::Count;
+use hwprof_pmu::metrics::{Metric, base_name};
+use serde_json::json;
+
+/// Output format.
+#[derive(Clone, Debug)]
+pub enum Format {
+    /// perf's aligned table.
+    Human,
+    /// perf's CSV with this separator.
+    Csv(String),
+    /// One JSON object per event.
+    Json,
+}
+
+/// One printed line: an event (per CPU with `-A`).
+#[derive(Clone, Debug)]
+pub struct Line {
+    /// Event display name.
+    pub event: String,
+    /// CPU with `-A`.
+    pub cpu: Option<i32>,
+    /// The kernel's count; `None` when the event could not be opened.
+    pub count: Option<Count>,
+    /// The value to show: the scaled count, or the mean over `-r` runs.
+    pub value: Option<f64>,
+    /// Relative standard error of the mean over runs, percent (`-r`).
+    pub stddev_pct: Option<f64>,
+    /// Derived metric.
+    pub metric: Option<Metric>,
+}
+
+/// Whether an event counts nanoseconds (shown as msec).
+pub fn is_clock(event: &str) -> bool {
+    matches!(base_name(event), "task-clock" | "cpu-clock")
+}
+
+/// Formats with thousands separators: 1234567.891 -> "1,234,567.89" (with `decimals`).
+pub fn thousands(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i.to_string(), Some(f.to_string())),
+        None => (s, None),
+    };
+    let (sign, digits) = match int.strip_prefix('-') {
+        Some(d) => ("-", d.to_string()),
+        None => ("", int),
+    };
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    match frac {
+        Some(f) => format!("{sign}{out}.{f}"),
+        None => format!("{sign}{out}"),
+    }
+}
+
+fn status_text(l: &Line) -> Option<&'static str> {
+    match (l.count, l.value) {
+        (None, _) => Some("<not supported>"),
+        (Some(_), None) => Some("<not counted>"),
+        _ => None,
+    }
+}
+
+/// Writes the header of a report (human format only).
+pub fn header(w: &mut dyn Write, fmt: &Format, target: &str, runs: u32, interval: bool) -> io::Result<()> {
+    if !matches!(fmt, Format::Human) {
+        return Ok(());
+    }
+    if interval {
+        return writeln!(w, "#           time             counts unit events");
+    }
+    let runs = if runs > 1 { format!(" ({runs} runs)") } else { String::new() };
+    writeln!(w, "\n Performance counter stats for {target}{runs}:\n")
+}
+
+/// Writes event lines; `ts` is the interval timestamp in seconds.
+pub fn lines(w: &mut dyn Write, fmt: &Format, ts: Option<f64>, lines: &[Line]) -> io::Result<()> {
+    for l in lines {
+        match fmt {
+            Format::Human => human_line(w, ts, l)?,
+            Format::Csv(sep) => csv_line(w, sep, ts, l)?,
+            Format::Json => json_line(w, ts, l)?,
+        }
+    }
+    Ok(())
+}
+
+fn human_line(w: &mut dyn Write, ts: Option<f64>, l: &Line) -> io::Result<()> {
+    let mut s = String::new();
+    if let Some(t) = ts {
+        s.push_str(&format!("{t:>15.9} "));
+    }
+    if let Some(c) = l.cpu {
+        s.push_str(&format!("CPU{c:<4}"));
+    }
+    let clock = is_clock(&l.event);
+    let (value, unit) = match (status_text(l), l.value) {
+        (Some(t), _) => (t.to_string(), if clock { "msec" } else { "" }),
+        (None, Some(v)) if clock => (thousands(v / 1e6, 2), "msec"),
+        (None, Some(v)) => (thousands(v.round(), 0), ""),
+        (None, None) => (String::new(), ""),
+    };
+    s.push_str(&format!("{value:>18} {unit:<4} {:<32}", l.event));
+    match (&l.metric, status_text(l)) {
+        (Some(m), None) => {
+            let pct = if m.unit.starts_with("of all") || m.unit.ends_with("idle") { "%" } else { "" };
+            let mv = format!("{:.3}{pct}", m.value);
+            s.push_str(&format!(" # {mv:>8} {:<22}", m.unit));
+        }
+        _ => s.push_str(&" ".repeat(35)),
+    }
+    if let Some(sd) = l.stddev_pct {
+        s.push_str(&format!("  ( +- {sd:>5.2}% )"));
+    }
+    if let Some(c) = l.count {
+        if c.is_scaled() {
+            s.push_str(&format!("  ({:.2}%)", c.pct_running()));
+        }
+    }
+    writeln!(w, "{}", s.trim_end())
+}
+
+fn csv_line(w: &mut dyn Write, sep: &str, ts: Option<f64>, l: &Line) -> io::Result<()> {
+    let mut f: Vec<String> = Vec::with_capacity(9);
+    if let Some(t) = ts {
+        f.push(format!("{t:>15.9}"));
+    }
+    if let Some(c) = l.cpu {
+        f.push(format!("CPU{c}"));
+    }
+    let clock = is_clock(&l.event);
+    f.push(match (status_text(l), l.value) {
+        (Some(t), _) => t.to_string(),
+        (None, Some(v)) if clock => format!("{:.2}", v / 1e6),
+        (None, Some(v)) => format!("{:.0}", v.round()),
+        (None, None) => String::new(),
+    });
+    f.push(if clock { "msec".into() } else { String::new() });
+    f.push(l.event.clone());
+    if let Some(sd) = l.stddev_pct {
+        f.push(format!("{sd:.2}%"));
+    }
+    let c = l.count.unwrap_or_default();
+    f.push(c.running.to_string());
+    f.push(format!("{:.2}", c.pct_running()));
+    match (&l.metric, status_text(l)) {
+        (Some(m), None) => {
+            f.push(format!("{:.3}", m.value));
+            f.push(m.unit.to_string());
+        }
+        _ => {
+            f.push(String::new());
+            f.push(String::new());
+        }
+    }
+    writeln!(w, "{}", f.join(sep))
+}
+
+fn json_line(w: &mut dyn Write, ts: Option<f64>, l: &Line) -> io::Result<()> {
+    let c = l.count;
+    let supported = c.is_some();
+    let mut o = json!({
+        "event": l.event,
+        "value": if l.stddev_pct.is_some() { json!(l.value) } else { json!(c.map(|c| c.raw)) },
+        "unit": if is_clock(&l.event) { "ns" } else { "" },
+        "enabled_ns": c.map_or(0, |c| c.enabled),
+        "running_ns": c.map_or(0, |c| c.running),
+        "scaled": l.value,
+        "pct_running": c.map_or(0.0, |c| (c.pct_running() * 100.0).round() / 100.0),
+        "metric": l.metric.map(|m| m.value),
+        "metric_unit": l.metric.map(|m| m.unit),
+        "supported": supported,
+    });
+    if let Some(t) = ts {
+        o["interval"] = json!(t);
+    }
+    if let Some(cpu) = l.cpu {
+        o["cpu"] = json!(cpu);
+    }
+    if let Some(sd) = l.stddev_pct {
+        o["stddev_pct"] = json!(sd);
+    }
+    if !supported {
+        o["status"] = json!("not supported");
+    } else if l.value.is_none() {
+        o["status"] = json!("not counted");
+    }
+    writeln!(w, "{o}")
+}
+
+/// Timing of a finished measurement, for the human footer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Times {
+    /// Mean wall time, seconds.
+    pub wall: f64,
+    /// Standard error of the mean wall time, seconds (`-r`).
+    pub wall_sd: Option<f64>,
+    /// User CPU seconds (of the workload), if known.
+    pub user: Option<f64>,
+    /// System CPU seconds.
+    pub sys: Option<f64>,
+}
+
+/// Writes the human footer: elapsed, user and sys time.
+pub fn footer(w: &mut dyn Write, fmt: &Format, t: Times) -> io::Result<()> {
+    if !matches!(fmt, Format::Human) {
+        return Ok(());
+    }
+    match t.wall_sd {
+        Some(sd) => {
+            let pct = if t.wall > 0.0 { sd * 100.0 / t.wall } else { 0.0 };
+            writeln!(w, "\n{:>18.6} +- {sd:.6} seconds time elapsed  ( +- {pct:>5.2}% )", t.wall)?;
+        }
+        None => writeln!(w, "\n{:>18.9} seconds time elapsed", t.wall)?,
+    }
+    if let (Some(u), Some(s)) = (t.user, t.sys) {
+        writeln!(w, "\n{u:>18.9} seconds user\n{s:>18.9} seconds sys")?;
+    }
+    writeln!(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(1234567.0, 0), "1,234,567");
+        assert_eq!(thousands(999.0, 0), "999");
+        assert_eq!(thousands(1000.0, 0), "1,000");
+        assert_eq!(thousands(1234.567, 2), "1,234.57");
+        assert_eq!(thousands(-1234.0, 0), "-1,234");
+        assert_eq!(thousands(0.87, 2), "0.87");
+    }
+
+    fn line(event: &str, raw: u64, metric: Option<Metric>) -> Line {
+        let c = Count { raw, enabled: 1_161_089, running: 1_161_089 };
+        Line { event: event.into(), cpu: None, count: Some(c), value: c.scaled(), stddev_pct: None, metric }
+    }
+
+    fn render(fmt: &Format, ls: &[Line]) -> String {
+        let mut v = Vec::new();
+        lines(&mut v, fmt, None, ls).unwrap();
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn csv_matches_perf_field_order() {
+        let ls = [
+            line("task-clock", 1_161_089, Some(Metric { value: 0.468, unit: "CPUs utilized" })),
+            line("page-faults", 50, Some(Metric { value: 43.063, unit: "K/sec" })),
+            Line { event: "cycles".into(), cpu: None, count: None, value: None, stddev_pct: None, metric: None },
+        ];
+        assert_eq!(
+            render(&Format::Csv(",".into()), &ls),
+            "1.16,msec,task-clock,1161089,100.00,0.468,CPUs utilized\n\
+             50,,page-faults,1161089,100.00,43.063,K/sec\n\
+             <not supported>,,cycles,0,100.00,,\n"
+        );
+    }
+
+    #[test]
+    fn human_matches_perf_layout() {
+        let ls = [
+            line("task-clock", 870_000, Some(Metric { value: 0.391, unit: "CPUs utilized" })),
+            line("page-faults", 1_234_567, Some(Metric { value: 57.779, unit: "K/sec" })),
+            Line { event: "cycles".into(), cpu: None, count: None, value: None, stddev_pct: None, metric: None },
+        ];
+        let out = render(&Format::Human, &ls);
+        let l: Vec<&str> = out.lines().collect();
+        assert_eq!(l[0], "              0.87 msec task-clock                       #    0.391 CPUs utilized");
+        assert_eq!(l[1], "         1,234,567      page-faults                      #   57.779 K/sec");
+        assert_eq!(l[2], "   <not supported>      cycles");
+    }
+
+    #[test]
+    fn multiplexed_counts_show_percent_running() {
+        let c = Count { raw: 1000, enabled: 200, running: 100 };
+        let l = Line { event: "instructions".into(), cpu: None, count: Some(c), value: c.scaled(), stddev_pct: None, metric: None };
+        let out = render(&Format::Human, &[l.clone()]);
+        assert!(out.contains("2,000") && out.trim_end().ends_with("(50.00%)"), "{out}");
+        let j: serde_json::Value = serde_json::from_str(render(&Format::Json, &[l]).trim()).unwrap();
+        assert_eq!(j["value"], 1000);
+        assert_eq!(j["scaled"], 2000.0);
+        assert_eq!(j["pct_running"], 50.0);
+    }
+}
