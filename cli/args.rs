@@ -64,7 +64,7 @@ pub struct StatArgs {
     #[arg(long = "event-file", value_name = "FILE.json")]
     pub event_file: Vec<PathBuf>,
     /// The command to run, after `--`.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 

@@ -98,7 +98,7 @@ pub fn lines(w: &mut dyn Write, fmt: &Format, ts: Option<f64>, lines: &[Line]) -
 fn human_line(w: &mut dyn Write, ts: Option<f64>, l: &Line) -> io::Result<()> {
     let mut s = String::new();
     if let Some(t) = ts {
-        s.push_str(&format!("{t:>15.9} "));
+        s.push_str(&format!("{t:>16.9} "));
     }
     if let Some(c) = l.cpu {
         s.push_str(&format!("CPU{c:<4}"));
@@ -133,7 +133,7 @@ fn human_line(w: &mut dyn Write, ts: Option<f64>, l: &Line) -> io::Result<()> {
 fn csv_line(w: &mut dyn Write, sep: &str, ts: Option<f64>, l: &Line) -> io::Result<()> {
     let mut f: Vec<String> = Vec::with_capacity(9);
     if let Some(t) = ts {
-        f.push(format!("{t:>15.9}"));
+        f.push(format!("{t:>16.9}"));
     }
     if let Some(c) = l.cpu {
         f.push(format!("CPU{c}"));

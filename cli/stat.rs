@@ -285,10 +285,6 @@ fn run_command(
             None => vec![Slot { pid: wl.pid(), cpu: -1 }],
         };
         let counter = Counter::open(list, slots)?;
-        notices(&counter, has_pmu, &mut told);
-        if run == 0 {
-            render::header(sink.w(), &o.fmt, &target, repeat, o.interval.is_some())?;
-        }
         if cpus.is_some() {
             counter.enable()?;
         }
@@ -297,6 +293,10 @@ fn run_command(
         if let Err(e) = wl.start() {
             let _ = sys::wait(wl.pid());
             return Err(exec_error(argv, e));
+        }
+        notices(&counter, has_pmu, &mut told);
+        if run == 0 {
+            render::header(sink.w(), &o.fmt, &target, repeat, o.interval.is_some())?;
         }
         let pid = wl.pid();
         watch(&counter, &[pidfd], &[], t0, o, sink, || {
