@@ -1,3 +1,150 @@
-//! `hwprof list`: placeholder replaced below.
+//! `hwprof list`: every event this machine (or a `--cpu` model) offers, marking what this
+//! machine can count.
+
+use std::io::Write;
+
+use hwprof_pmu::attr::{Attr, types};
+use hwprof_pmu::cpu::CpuId;
+use hwprof_pmu::event::{HARDWARE, SOFTWARE, canonical_cache_names};
+use hwprof_pmu::{sys, sysfs};
+use serde::Serialize;
+
 use crate::args::ListArgs;
-pub fn run(_a: ListArgs) -> anyhow::Result<()> { Ok(()) }
+
+#[derive(Serialize)]
+struct Entry {
+    name: String,
+    kind: &'static str,
+    supported: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    category: String,
+    desc: String,
+}
+
+/// Whether the kernel accepts this event for the calling thread (opened and closed at once).
+fn opens(attr: &Attr) -> bool {
+    let mut a = attr.clone();
+    a.disabled = true;
+    a.exclude_kernel = sys::euid() != 0;
+    a.exclude_hv = a.exclude_kernel;
+    sys::perf_event_open(&a, 0, -1, None).is_ok()
+}
+
+fn glob_or_contains(pat: &str, s: &str) -> bool {
+    let (p, s) = (pat.to_ascii_lowercase(), s.to_ascii_lowercase());
+    if !p.contains('*') {
+        return s.contains(&p);
+    }
+    let parts: Vec<&str> = p.split('*').collect();
+    let mut pos = 0;
+    for (i, part) in parts.iter().enumerate() {
+        match s[pos..].find(part) {
+            Some(at) if i > 0 || at == 0 || part.is_empty() => pos += at + part.len(),
+            _ => return false,
+        }
+    }
+    parts.last().is_none_or(|l| l.is_empty() || s.ends_with(l))
+}
+
+pub fn run(a: ListArgs) -> anyhow::Result<()> {
+    let enc = crate::encode::encoder(a.cpu.as_deref(), &a.event_file)?;
+    let host_model = CpuId::host().and_then(|c| c.table_model());
+    let core_ok = enc.host_has_cpu_pmu() && (a.cpu.is_none() || enc.model() == host_model);
+    let mut v: Vec<Entry> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for &(name, config) in HARDWARE {
+        if seen.insert(config) {
+            let supported = core_ok && opens(&Attr::new(types::HARDWARE, config));
+            v.push(Entry { name: name.into(), kind: "hardware", supported, category: String::new(), desc: "Hardware event".into() });
+        }
+    }
+    seen.clear();
+    for &(name, config) in SOFTWARE {
+        if seen.insert(config) {
+            let supported = opens(&Attr::new(types::SOFTWARE, config));
+            v.push(Entry { name: name.into(), kind: "software", supported, category: String::new(), desc: "Software event".into() });
+        }
+    }
+    for name in canonical_cache_names() {
+        v.push(Entry { name, kind: "hw_cache", supported: core_ok, category: String::new(), desc: "Hardware cache event".into() });
+    }
+    for p in enc.pmus() {
+        for (alias, terms) in &p.aliases {
+            v.push(Entry {
+                name: format!("{}/{alias}/", p.name),
+                kind: "pmu",
+                supported: true,
+                category: String::new(),
+                desc: format!("Kernel PMU event ({terms})"),
+            });
+        }
+    }
+    for t in enc.tables() {
+        for e in t.events() {
+            let cat = serde_json::to_value(e.category).ok().and_then(|c| c.as_str().map(String::from)).unwrap_or_default();
+            let desc = if e.desc.is_empty() { format!("{} ({})", e.terms, t.source) } else { e.desc.clone() };
+            let name = if e.pmu == "cpu" { e.name.clone() } else { format!("{}/{}/", e.pmu, e.name) };
+            v.push(Entry { name, kind: "vendor", supported: core_ok, category: cat, desc });
+        }
+    }
+    let mut tp_note = None;
+    match sysfs::tracefs() {
+        Ok(tfs) => {
+            for tp in sysfs::tracepoints(&tfs) {
+                v.push(Entry { name: tp, kind: "tracepoint", supported: true, category: String::new(), desc: "Tracepoint event".into() });
+            }
+        }
+        Err(e) => tp_note = Some(e.to_string()),
+    }
+    if let Some(p) = &a.pattern {
+        v.retain(|e| e.kind.eq_ignore_ascii_case(p) || glob_or_contains(p, &e.name));
+    }
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let kinds = [
+        ("hardware", "Hardware event"),
+        ("software", "Software event"),
+        ("hw_cache", "Hardware cache event"),
+        ("pmu", "Kernel PMU event"),
+        ("vendor", "Named CPU event"),
+        ("tracepoint", "Tracepoint event"),
+    ];
+    for (kind, title) in kinds {
+        let rows: Vec<&Entry> = v.iter().filter(|e| e.kind == kind).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let extra = if kind == "vendor" { format!(" ({})", enc.tables().iter().map(|t| t.source.as_str()).collect::<Vec<_>>().join(", ")) } else { String::new() };
+        writeln!(out, "\n{title}s{extra}:")?;
+        for e in rows {
+            let mark = if e.supported { "" } else { "  <not supported here>" };
+            if kind == "vendor" {
+                writeln!(out, "  {:<48} [{}]{mark}\n      {}", e.name, e.category, e.desc)?;
+            } else {
+                writeln!(out, "  {:<48} [{title}]{mark}", e.name)?;
+            }
+        }
+    }
+    if let Some(n) = tp_note {
+        writeln!(out, "\n(tracepoints not listed: {n})")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn patterns() {
+        use super::glob_or_contains as g;
+        assert!(g("MEM_LOAD", "MEM_LOAD_RETIRED.L3_MISS"));
+        assert!(g("mem_load*miss", "MEM_LOAD_RETIRED.L3_MISS"));
+        assert!(g("sched:*", "sched:sched_switch"));
+        assert!(!g("sched:*", "irq:irq_handler_entry"));
+        assert!(!g("*miss", "MEM_LOAD_RETIRED.L3_HIT"));
+    }
+}

@@ -398,7 +398,7 @@ impl Encoder {
                         let mut sub = Attr { config: fields[0], config1: fields[1], config2: fields[2], config3: fields[3], ..Attr::default() };
                         self.apply_terms(pmu, f, &[], &terms_of(text), &mut sub, &mut None)?;
                         fields = [sub.config, sub.config1, sub.config2, sub.config3];
-                    } else if let (None, Some(def)) = (value, self.table_event(term).filter(|d| d.pmu == pmu || pmu == "cpu")) {
+                    } else if let (None, Some(def)) = (value, self.tables.iter().find_map(|t| t.get_on(pmu, term)).or_else(|| self.table_event(term).filter(|_| pmu == "cpu"))) {
                         let mut sub = Attr { config: fields[0], config1: fields[1], config2: fields[2], config3: fields[3], ..Attr::default() };
                         self.apply_terms(pmu, f, &[], &terms_of(&def.terms), &mut sub, &mut None)?;
                         fields = [sub.config, sub.config1, sub.config2, sub.config3];

@@ -75,7 +75,7 @@ fn vendor_names_encode_through_the_cpu_format() {
     assert_eq!(v.attr.config, 0x20d1);
     assert_eq!(v.attr.precise_ip, 2);
     assert_eq!(v.name, "MEM_LOAD_RETIRED.L3_MISS:pp");
-    let z = one(&enc(Model::Zen3), "ls_dmnd_fills_from_sys.dram_io_near");
+    let z = one(&enc(Model::Zen4), "ls_dmnd_fills_from_sys.dram_io_near");
     assert_eq!(z.attr.type_, 4);
     let p = one(&e, "cpu/MEM_LOAD_RETIRED.L3_MISS/");
     assert_eq!(p.attr.config, 0x20d1);
@@ -131,4 +131,17 @@ fn globs() {
     assert!(glob("*", "x"));
     assert!(glob("s?hed", "sched"));
     assert!(!glob("sched_*", "irq"));
+}
+
+#[test]
+fn hybrid_atom_events_are_reachable_through_their_pmu() {
+    let e = enc(Model::AlderLake);
+    let core = one(&e, "cpu_core/MEM_LOAD_RETIRED.L3_MISS/");
+    assert_eq!(core.attr.type_, 4);
+    let l = e.parse("cpu_atom/event=0xc0/").unwrap();
+    assert_eq!(l.events[0].attr.type_, 7);
+    let atom_names: Vec<String> = crate::tables::builtin_events(Model::AlderLake).iter().filter(|n| n.pmu == "cpu_atom").map(|n| n.name.to_string()).collect();
+    let first = &atom_names[0];
+    let a = one(&e, &format!("cpu_atom/{first}/"));
+    assert_eq!(a.attr.type_, 7, "{first}");
 }

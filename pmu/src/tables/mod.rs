@@ -118,6 +118,11 @@ impl EventTable {
         self.index.get(&name.to_ascii_lowercase()).map(|&i| &self.events[i])
     }
 
+    /// Looks an event up by name on one PMU (hybrid models list a name once per PMU).
+    pub fn get_on(&self, pmu: &str, name: &str) -> Option<&EventDef> {
+        self.events.iter().find(|e| e.pmu == pmu && e.name.eq_ignore_ascii_case(name))
+    }
+
     /// All events in table order.
     pub fn events(&self) -> &[EventDef] {
         &self.events

@@ -1,0 +1,642 @@
+//! Helpers shared by the `hwprof stat` integration tests: compiling the C
+//! workloads in `tests/workloads`, running `hwprof` and `perf` with a time
+//! limit, parsing `-x,` CSV output, and skipping cleanly when the machine lacks
+//! perf or a PMU.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Time limit for one command; a test that hits it fails instead of hanging.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The `hwprof` binary under test.
+pub fn hwprof_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_hwprof")
+}
+
+fn tmpdir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+}
+
+/// A scratch file path under the cargo target tmp dir, unique to this process
+/// and `tag`.
+pub fn scratch_path(tag: &str) -> PathBuf {
+    let dir = tmpdir().join("scratch");
+    fs::create_dir_all(&dir).expect("create scratch dir");
+    dir.join(format!("{tag}.{}", std::process::id()))
+}
+
+// ---------------------------------------------------------------------------
+// Workloads
+// ---------------------------------------------------------------------------
+
+fn modified(p: &Path) -> Option<std::time::SystemTime> {
+    fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// Compiles `tests/workloads/NAME.c` (once per test binary; skipped when the
+/// binary is newer than the source) and returns the absolute path of the
+/// executable.
+pub fn workload(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/workloads")
+        .join(format!("{name}.c"));
+    assert!(src.exists(), "no workload source {}", src.display());
+    let dir = tmpdir().join("workloads");
+    fs::create_dir_all(&dir).expect("create workloads dir");
+    let out = dir.join(name);
+    let fresh = match (modified(&out), modified(&src)) {
+        (Some(o), Some(s)) => o > s,
+        _ => false,
+    };
+    if !fresh {
+        // Build to a private name and rename, so that test binaries running
+        // at the same time never see a half-written executable.
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+        let res = Command::new("cc")
+            .args(["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie", "-Wall", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .arg("-pthread")
+            .output()
+            .expect("run cc (is gcc installed?)");
+        assert!(
+            res.status.success(),
+            "compiling {} failed:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&res.stderr)
+        );
+        fs::rename(&tmp, &out).expect("rename compiled workload");
+    }
+    built.insert(name.to_string(), out.clone());
+    out
+}
+
+/// The workload's path as a `String` (for argument lists).
+pub fn wl(name: &str) -> String {
+    workload(name).to_str().expect("utf-8 path").to_string()
+}
+
+/// A private copy of workload `name` called `NAME_TAG` (so that `perf probe`
+/// event groups, `probe_NAME_TAG`, never collide between parallel tests).
+/// `tag` must be `[a-z0-9_]`.
+pub fn unique_copy(name: &str, tag: &str) -> PathBuf {
+    assert!(
+        tag.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+        "bad tag {tag}"
+    );
+    let src = workload(name);
+    let dir = tmpdir().join("copies");
+    fs::create_dir_all(&dir).expect("create copies dir");
+    let dst = dir.join(format!("{name}_{tag}"));
+    let tmp = dir.join(format!(".{name}_{tag}.{}", std::process::id()));
+    fs::copy(&src, &tmp).expect("copy workload");
+    fs::rename(&tmp, &dst).expect("rename workload copy");
+    dst
+}
+
+/// Address of the symbol `sym` in `bin`, from `nm`.
+pub fn symbol_address(bin: &Path, sym: &str) -> u64 {
+    let out = Command::new("nm").arg(bin).output().expect("run nm");
+    assert!(out.status.success(), "nm {} failed", bin.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() == 3 && f[2] == sym {
+            return u64::from_str_radix(f[0], 16).expect("nm address");
+        }
+    }
+    panic!("symbol {sym} not found in nm output of {}", bin.display());
+}
+
+/// Byte offsets (from the function's start) of the instructions of `func`
+/// in `bin`, from `objdump -d`.
+pub fn instruction_offsets(bin: &Path, func: &str) -> Vec<u64> {
+    let out = Command::new("objdump")
+        .arg("-d")
+        .arg("--no-show-raw-insn")
+        .arg(format!("--disassemble={func}"))
+        .arg(bin)
+        .output()
+        .expect("run objdump");
+    assert!(out.status.success(), "objdump {} failed", bin.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut addrs = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.ends_with(&format!("<{func}>:")) {
+            inside = true;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some((addr, _)) = line.trim().split_once(':')
+            && let Ok(a) = u64::from_str_radix(addr, 16)
+        {
+            addrs.push(a);
+        }
+    }
+    assert!(!addrs.is_empty(), "no disassembly of {func}:\n{text}");
+    addrs.iter().map(|a| a - addrs[0]).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Running commands
+// ---------------------------------------------------------------------------
+
+/// A finished command.
+#[derive(Debug)]
+pub struct Run {
+    /// The command line, for messages.
+    pub cmdline: String,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// The exit code (panics if the process died of a signal).
+    pub fn code(&self) -> i32 {
+        match self.status.code() {
+            Some(c) => c,
+            None => panic!("{} died of a signal: {:?}\n{}", self.cmdline, self.status, self.dump()),
+        }
+    }
+
+    /// Panics unless the command exited 0.
+    pub fn assert_ok(&self) -> &Self {
+        assert!(
+            self.status.success(),
+            "`{}` failed with {:?}\n{}",
+            self.cmdline,
+            self.status,
+            self.dump()
+        );
+        self
+    }
+
+    /// Stdout and stderr for assertion messages.
+    pub fn dump(&self) -> String {
+        format!(
+            "--- stdout of `{}` ---\n{}--- stderr ---\n{}---",
+            self.cmdline, self.stdout, self.stderr
+        )
+    }
+}
+
+fn describe(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
+
+/// Sends `sig` to process `pid` (negative: a process group).
+pub fn signal(pid: i32, sig: i32) -> bool {
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    unsafe { libc::kill(pid, sig) == 0 }
+}
+
+/// Runs `cmd` in its own process group with stdin closed, collecting stdout
+/// and stderr. After `timeout` the whole group is killed and the test fails.
+/// Whatever is left of the group when the command exits is killed too, so no
+/// workload outlives its test.
+pub fn run_cmd(cmd: &mut Command, timeout: Duration) -> Run {
+    let cmdline = describe(cmd);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn `{cmdline}`: {e}"));
+    let pgid = child.id() as i32;
+    let out = reader(child.stdout.take().expect("stdout"));
+    let err = reader(child.stderr.take().expect("stderr"));
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if start.elapsed() > timeout {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    signal(-pgid, libc::SIGKILL);
+    let status = match status {
+        Some(st) => st,
+        None => {
+            let _ = child.wait();
+            let stdout = out.join().unwrap_or_default();
+            let stderr = err.join().unwrap_or_default();
+            panic!(
+                "`{cmdline}` did not finish within {timeout:?}; killed it\n--- stdout ---\n{stdout}--- stderr ---\n{stderr}---"
+            );
+        }
+    };
+    Run {
+        cmdline,
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        elapsed,
+    }
+}
+
+fn reader<R: Read + Send + 'static>(mut r: R) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// Runs `hwprof ARGS`.
+pub fn hwprof<S: AsRef<str>>(args: &[S]) -> Run {
+    let mut cmd = Command::new(hwprof_bin());
+    cmd.args(args.iter().map(|a| a.as_ref()));
+    run_cmd(&mut cmd, TIMEOUT)
+}
+
+/// Runs `perf ARGS`.
+pub fn perf<S: AsRef<str>>(args: &[S]) -> Run {
+    let mut cmd = Command::new("perf");
+    cmd.args(args.iter().map(|a| a.as_ref()));
+    run_cmd(&mut cmd, TIMEOUT)
+}
+
+/// A background process in its own process group, killed (whole group) and
+/// reaped on drop.
+pub struct Background {
+    pub child: Child,
+    pub cmdline: String,
+}
+
+impl Background {
+    /// Spawns `cmd` with stdin closed and stdout/stderr piped.
+    pub fn spawn(cmd: &mut Command) -> Background {
+        let cmdline = describe(cmd);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn `{cmdline}`: {e}"));
+        Background { child, cmdline }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Reads stdout up to and including the first line equal to `line`.
+    pub fn wait_for_line(&mut self, line: &str) {
+        let out = self.child.stdout.take().expect("stdout piped");
+        let mut r = BufReader::new(out);
+        let mut buf = String::new();
+        loop {
+            buf.clear();
+            let n = r.read_line(&mut buf).expect("read stdout");
+            assert!(n > 0, "`{}` closed stdout before printing {line:?}", self.cmdline);
+            if buf.trim_end() == line {
+                break;
+            }
+        }
+        // Keep draining so the process never blocks on a full pipe.
+        thread::spawn(move || {
+            let _ = std::io::copy(&mut r, &mut std::io::sink());
+        });
+    }
+
+    /// True while the process has not exited (it is not reaped by this).
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Waits up to `timeout` for exit; returns the status and the rest of
+    /// stdout and stderr, or `None` (process left running) on timeout.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<(ExitStatus, String, String)> {
+        let start = Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait().expect("wait") {
+                let mut out = String::new();
+                let mut err = String::new();
+                if let Some(mut o) = self.child.stdout.take() {
+                    let _ = o.read_to_string(&mut out);
+                }
+                if let Some(mut e) = self.child.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                return Some((st, out, err));
+            }
+            if start.elapsed() > timeout {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        signal(-self.pid(), libc::SIGKILL);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Skipping
+// ---------------------------------------------------------------------------
+
+/// True when `perf` runs.
+pub fn perf_available() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        Command::new("perf")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    })
+}
+
+/// False (after printing a SKIPPED line naming `what`) when perf is missing.
+pub fn require_perf(what: &str) -> bool {
+    if perf_available() {
+        return true;
+    }
+    eprintln!("SKIPPED: perf not installed ({what})");
+    false
+}
+
+/// True when the kernel exposes PMU `name` in sysfs.
+pub fn pmu_exists(name: &str) -> bool {
+    Path::new("/sys/bus/event_source/devices").join(name).exists()
+}
+
+/// False (after printing a SKIPPED line) when PMU `name` is absent.
+pub fn require_pmu(name: &str, what: &str) -> bool {
+    if pmu_exists(name) {
+        return true;
+    }
+    eprintln!("SKIPPED: no `{name}` PMU in /sys/bus/event_source/devices ({what})");
+    false
+}
+
+/// False (after printing a SKIPPED line) when tracepoints cannot be used:
+/// no tracepoint PMU, or no tracefs in the kernel.
+pub fn require_tracefs(what: &str) -> bool {
+    let fs_known = fs::read_to_string("/proc/filesystems")
+        .map(|s| s.lines().any(|l| l.split_whitespace().last() == Some("tracefs")))
+        .unwrap_or(false);
+    if pmu_exists("tracepoint") && fs_known {
+        return true;
+    }
+    eprintln!("SKIPPED: tracefs or the tracepoint PMU is not available ({what})");
+    false
+}
+
+/// True when a hardware (core) PMU is exposed.
+pub fn hardware_pmu() -> bool {
+    pmu_exists("cpu") || pmu_exists("cpu_core") || pmu_exists("armv8_pmuv3_0")
+}
+
+/// Online CPUs, from /sys/devices/system/cpu/online (e.g. "0-3,6").
+pub fn online_cpus() -> Vec<u32> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online").expect("read cpu/online");
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                cpus.extend(a.parse::<u32>().expect("cpu")..=b.parse::<u32>().expect("cpu"))
+            }
+            None => cpus.push(part.parse().expect("cpu")),
+        }
+    }
+    cpus
+}
+
+// ---------------------------------------------------------------------------
+// perf probe
+// ---------------------------------------------------------------------------
+
+/// `perf probe` events in group `probe_STEM` on one binary, all deleted on
+/// drop (also when the test panics).
+pub struct ProbeGuard {
+    pub bin: PathBuf,
+    pub group: String,
+}
+
+impl ProbeGuard {
+    /// Prepares a group for `bin`, deleting leftovers of an earlier run.
+    pub fn new(bin: &Path) -> ProbeGuard {
+        let stem = bin.file_name().expect("file name").to_string_lossy();
+        let g = ProbeGuard {
+            bin: bin.to_path_buf(),
+            group: format!("probe_{stem}"),
+        };
+        g.delete_all();
+        g
+    }
+
+    /// `perf probe -x BIN 'NAME=SPEC'`; returns the event `probe_STEM:NAME`.
+    pub fn add(&self, name: &str, spec: &str) -> String {
+        let mut cmd = Command::new("perf");
+        cmd.arg("probe")
+            .arg("-x")
+            .arg(&self.bin)
+            .arg(format!("{name}={spec}"));
+        let r = run_cmd(&mut cmd, TIMEOUT);
+        r.assert_ok();
+        format!("{}:{name}", self.group)
+    }
+
+    fn delete_all(&self) {
+        let _ = Command::new("perf")
+            .args(["probe", "-q", "-d", &format!("{}:*", self.group)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+impl Drop for ProbeGuard {
+    fn drop(&mut self) {
+        self.delete_all();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CSV output (-x,)
+// ---------------------------------------------------------------------------
+
+/// One line of `stat -x,` output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Leading timestamp column (with -I).
+    pub interval: Option<f64>,
+    /// Leading `CPUn` column (with -A).
+    pub cpu: Option<u32>,
+    /// The counter value; `None` for `<not supported>` / `<not counted>`.
+    pub value: Option<f64>,
+    pub value_text: String,
+    pub unit: String,
+    pub event: String,
+    pub run_ns: Option<u64>,
+    pub pct_running: Option<f64>,
+    pub metric_value: Option<f64>,
+    pub metric_unit: String,
+    /// The line as printed.
+    pub line: String,
+}
+
+/// Parses one CSV line; `None` unless it has 7 fields plus optional
+/// timestamp and `CPUn` prefixes and a non-empty event column.
+pub fn parse_csv_line(line: &str) -> Option<Record> {
+    let f: Vec<&str> = line.split(',').collect();
+    if f.len() < 7 || f.len() > 9 {
+        return None;
+    }
+    let extra = f.len() - 7;
+    let mut interval = None;
+    let mut cpu = None;
+    for p in &f[..extra] {
+        let p = p.trim();
+        if let Some(n) = p.strip_prefix("CPU") {
+            cpu = Some(n.parse().ok()?);
+        } else {
+            interval = Some(p.parse().ok()?);
+        }
+    }
+    let f = &f[extra..];
+    let event = f[2].trim().to_string();
+    if event.is_empty() {
+        return None;
+    }
+    let value_text = f[0].trim().to_string();
+    let value = if value_text.starts_with('<') {
+        None
+    } else {
+        Some(value_text.parse().ok()?)
+    };
+    Some(Record {
+        interval,
+        cpu,
+        value,
+        value_text,
+        unit: f[1].trim().to_string(),
+        event,
+        run_ns: f[3].trim().parse().ok(),
+        pct_running: f[4].trim().parse().ok(),
+        metric_value: f[5].trim().parse().ok(),
+        metric_unit: f[6].trim().to_string(),
+        line: line.to_string(),
+    })
+}
+
+/// All CSV records in `text` (other lines, e.g. a workload's own output, are
+/// ignored).
+pub fn parse_csv(text: &str) -> Vec<Record> {
+    text.lines().filter_map(parse_csv_line).collect()
+}
+
+/// The value of the single (aggregate) record for `event`, or a panic that
+/// shows the whole run.
+pub fn value_of(run: &Run, event: &str) -> f64 {
+    let recs: Vec<Record> = parse_csv(&run.stderr)
+        .into_iter()
+        .filter(|r| r.event == event)
+        .collect();
+    assert_eq!(
+        recs.len(),
+        1,
+        "expected one CSV line for {event} from `{}`\n{}",
+        run.cmdline,
+        run.dump()
+    );
+    match recs[0].value {
+        Some(v) => v,
+        None => panic!(
+            "{event} is {} in `{}`\n{}",
+            recs[0].value_text,
+            run.cmdline,
+            run.dump()
+        ),
+    }
+}
+
+/// Runs `perf stat -x, -e EVENT -- CMD` and then `hwprof stat -x, -e EVENT --
+/// CMD`; returns (perf's value, hwprof's value). Both must exit 0.
+pub fn stat_both(event: &str, cmd: &[&str]) -> (f64, f64) {
+    let p = stat_perf(event, event, cmd);
+    let h = stat_hwprof(event, cmd);
+    (p, h)
+}
+
+/// `hwprof stat -x, -e EVENT -- CMD`: the value of EVENT.
+pub fn stat_hwprof(event: &str, cmd: &[&str]) -> f64 {
+    let mut args = vec!["stat", "-x,", "-e", event, "--"];
+    args.extend_from_slice(cmd);
+    let run = hwprof(&args);
+    run.assert_ok();
+    value_of(&run, event)
+}
+
+/// `perf stat -x, -e EVENT -- CMD`: the value of the line named `name`.
+pub fn stat_perf(event: &str, name: &str, cmd: &[&str]) -> f64 {
+    let mut args = vec!["stat", "-x,", "-e", event, "--"];
+    args.extend_from_slice(cmd);
+    let run = perf(&args);
+    run.assert_ok();
+    value_of(&run, name)
+}
+
+/// The leading number of the human-table line for `event` (thousands
+/// separators removed), if there is such a line.
+pub fn human_value(text: &str, event: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let toks: Vec<&str> = l.split_whitespace().collect();
+        let pos = toks.iter().position(|t| *t == event)?;
+        (pos >= 1).then(|| toks[0].replace(',', ""))
+    })
+}
+
+/// Asserts `|a - b| <= tol` with a message showing both figures.
+pub fn assert_close(what: &str, perf: f64, hwprof: f64, tol: f64) {
+    eprintln!("{what}: perf={perf} hwprof={hwprof} (allowed difference {tol:.3})");
+    assert!(
+        (perf - hwprof).abs() <= tol,
+        "{what}: hwprof={hwprof} differs from perf={perf} by more than {tol:.3}"
+    );
+}
