@@ -49,7 +49,12 @@ pub struct StatArgs {
     #[arg(short = 'I', long = "interval-print", value_name = "MS")]
     pub interval: Option<u64>,
     /// CSV output with this separator, perf's field order.
-    #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
+    #[arg(
+        short = 'x',
+        long = "field-separator",
+        value_name = "SEP",
+        conflicts_with = "json"
+    )]
     pub sep: Option<String>,
     /// JSON lines output, one object per event.
     #[arg(short = 'j', long = "json")]

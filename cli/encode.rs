@@ -44,19 +44,37 @@ pub fn run(a: EncodeArgs) -> anyhow::Result<()> {
     let enc = encoder(a.cpu.as_deref(), &a.event_file)?;
     let mut list = parse_all(&enc, &a.events)?;
     // What `hwprof stat -- CMD` passes: inherit, leaders disabled until exec.
-    prepare(&mut list, CountOptions { inherit: true, enable_on_exec: true });
+    prepare(
+        &mut list,
+        CountOptions {
+            inherit: true,
+            enable_on_exec: true,
+        },
+    );
     let out = std::io::stdout();
     let mut out = out.lock();
     if a.json {
-        let v: Vec<Encoded> =
-            list.events.iter().map(|e| Encoded { name: &e.name, pmu: &e.pmu, leader: e.leader, attr: &e.attr }).collect();
+        let v: Vec<Encoded> = list
+            .events
+            .iter()
+            .map(|e| Encoded {
+                name: &e.name,
+                pmu: &e.pmu,
+                leader: e.leader,
+                attr: &e.attr,
+            })
+            .collect();
         serde_json::to_writer(&mut out, &v).context("writing JSON")?;
         writeln!(out)?;
         return Ok(());
     }
     for (i, e) in list.events.iter().enumerate() {
         let a = &e.attr;
-        let leader = if e.leader == i { "leader".to_string() } else { format!("member of group led by #{}", e.leader) };
+        let leader = if e.leader == i {
+            "leader".to_string()
+        } else {
+            format!("member of group led by #{}", e.leader)
+        };
         writeln!(out, "#{i} {} (pmu {}, {leader})", e.name, e.pmu)?;
         let rows: [(&str, String); 15] = [
             ("type", a.type_.to_string()),

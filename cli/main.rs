@@ -45,7 +45,20 @@ pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
 }
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            let text = e.to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("bad arguments")
+                .trim_start_matches("error: ");
+            eprintln!("hwprof: {first} (see `hwprof --help`)");
+            return ExitCode::from(2);
+        }
+    };
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -67,7 +80,10 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// 2 for errors in the user's input (events, flags), 1 for everything else.

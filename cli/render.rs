@@ -72,14 +72,24 @@ fn status_text(l: &Line) -> Option<&'static str> {
 }
 
 /// Writes the header of a report (human format only).
-pub fn header(w: &mut dyn Write, fmt: &Format, target: &str, runs: u32, interval: bool) -> io::Result<()> {
+pub fn header(
+    w: &mut dyn Write,
+    fmt: &Format,
+    target: &str,
+    runs: u32,
+    interval: bool,
+) -> io::Result<()> {
     if !matches!(fmt, Format::Human) {
         return Ok(());
     }
     if interval {
         return writeln!(w, "#           time             counts unit events");
     }
-    let runs = if runs > 1 { format!(" ({runs} runs)") } else { String::new() };
+    let runs = if runs > 1 {
+        format!(" ({runs} runs)")
+    } else {
+        String::new()
+    };
     writeln!(w, "\n Performance counter stats for {target}{runs}:\n")
 }
 
@@ -113,7 +123,11 @@ fn human_line(w: &mut dyn Write, ts: Option<f64>, l: &Line) -> io::Result<()> {
     s.push_str(&format!("{value:>18} {unit:<4} {:<32}", l.event));
     match (&l.metric, status_text(l)) {
         (Some(m), None) => {
-            let pct = if m.unit.starts_with("of all") || m.unit.ends_with("idle") { "%" } else { "" };
+            let pct = if m.unit.starts_with("of all") || m.unit.ends_with("idle") {
+                "%"
+            } else {
+                ""
+            };
             let mv = format!("{:.3}{pct}", m.value);
             s.push_str(&format!(" # {mv:>8} {:<22}", m.unit));
         }
@@ -218,8 +232,16 @@ pub fn footer(w: &mut dyn Write, fmt: &Format, t: Times) -> io::Result<()> {
     }
     match t.wall_sd {
         Some(sd) => {
-            let pct = if t.wall > 0.0 { sd * 100.0 / t.wall } else { 0.0 };
-            writeln!(w, "\n{:>18.6} +- {sd:.6} seconds time elapsed  ( +- {pct:>5.2}% )", t.wall)?;
+            let pct = if t.wall > 0.0 {
+                sd * 100.0 / t.wall
+            } else {
+                0.0
+            };
+            writeln!(
+                w,
+                "\n{:>18.6} +- {sd:.6} seconds time elapsed  ( +- {pct:>5.2}% )",
+                t.wall
+            )?;
         }
         None => writeln!(w, "\n{:>18.9} seconds time elapsed", t.wall)?,
     }
@@ -244,8 +266,19 @@ mod tests {
     }
 
     fn line(event: &str, raw: u64, metric: Option<Metric>) -> Line {
-        let c = Count { raw, enabled: 1_161_089, running: 1_161_089 };
-        Line { event: event.into(), cpu: None, count: Some(c), value: c.scaled(), stddev_pct: None, metric }
+        let c = Count {
+            raw,
+            enabled: 1_161_089,
+            running: 1_161_089,
+        };
+        Line {
+            event: event.into(),
+            cpu: None,
+            count: Some(c),
+            value: c.scaled(),
+            stddev_pct: None,
+            metric,
+        }
     }
 
     fn render(fmt: &Format, ls: &[Line]) -> String {
@@ -257,9 +290,30 @@ mod tests {
     #[test]
     fn csv_matches_perf_field_order() {
         let ls = [
-            line("task-clock", 1_161_089, Some(Metric { value: 0.468, unit: "CPUs utilized" })),
-            line("page-faults", 50, Some(Metric { value: 43.063, unit: "K/sec" })),
-            Line { event: "cycles".into(), cpu: None, count: None, value: None, stddev_pct: None, metric: None },
+            line(
+                "task-clock",
+                1_161_089,
+                Some(Metric {
+                    value: 0.468,
+                    unit: "CPUs utilized",
+                }),
+            ),
+            line(
+                "page-faults",
+                50,
+                Some(Metric {
+                    value: 43.063,
+                    unit: "K/sec",
+                }),
+            ),
+            Line {
+                event: "cycles".into(),
+                cpu: None,
+                count: None,
+                value: None,
+                stddev_pct: None,
+                metric: None,
+            },
         ];
         assert_eq!(
             render(&Format::Csv(",".into()), &ls),
@@ -272,24 +326,66 @@ mod tests {
     #[test]
     fn human_matches_perf_layout() {
         let ls = [
-            line("task-clock", 870_000, Some(Metric { value: 0.391, unit: "CPUs utilized" })),
-            line("page-faults", 1_234_567, Some(Metric { value: 57.779, unit: "K/sec" })),
-            Line { event: "cycles".into(), cpu: None, count: None, value: None, stddev_pct: None, metric: None },
+            line(
+                "task-clock",
+                870_000,
+                Some(Metric {
+                    value: 0.391,
+                    unit: "CPUs utilized",
+                }),
+            ),
+            line(
+                "page-faults",
+                1_234_567,
+                Some(Metric {
+                    value: 57.779,
+                    unit: "K/sec",
+                }),
+            ),
+            Line {
+                event: "cycles".into(),
+                cpu: None,
+                count: None,
+                value: None,
+                stddev_pct: None,
+                metric: None,
+            },
         ];
         let out = render(&Format::Human, &ls);
         let l: Vec<&str> = out.lines().collect();
-        assert_eq!(l[0], "              0.87 msec task-clock                       #    0.391 CPUs utilized");
-        assert_eq!(l[1], "         1,234,567      page-faults                      #   57.779 K/sec");
+        assert_eq!(
+            l[0],
+            "              0.87 msec task-clock                       #    0.391 CPUs utilized"
+        );
+        assert_eq!(
+            l[1],
+            "         1,234,567      page-faults                      #   57.779 K/sec"
+        );
         assert_eq!(l[2], "   <not supported>      cycles");
     }
 
     #[test]
     fn multiplexed_counts_show_percent_running() {
-        let c = Count { raw: 1000, enabled: 200, running: 100 };
-        let l = Line { event: "instructions".into(), cpu: None, count: Some(c), value: c.scaled(), stddev_pct: None, metric: None };
-        let out = render(&Format::Human, &[l.clone()]);
-        assert!(out.contains("2,000") && out.trim_end().ends_with("(50.00%)"), "{out}");
-        let j: serde_json::Value = serde_json::from_str(render(&Format::Json, &[l]).trim()).unwrap();
+        let c = Count {
+            raw: 1000,
+            enabled: 200,
+            running: 100,
+        };
+        let l = Line {
+            event: "instructions".into(),
+            cpu: None,
+            count: Some(c),
+            value: c.scaled(),
+            stddev_pct: None,
+            metric: None,
+        };
+        let out = render(&Format::Human, std::slice::from_ref(&l));
+        assert!(
+            out.contains("2,000") && out.trim_end().ends_with("(50.00%)"),
+            "{out}"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(render(&Format::Json, &[l]).trim()).unwrap();
         assert_eq!(j["value"], 1000);
         assert_eq!(j["scaled"], 2000.0);
         assert_eq!(j["pct_running"], 50.0);

@@ -23,7 +23,10 @@ const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-fa
 /// Where to count.
 enum Target {
     /// Run a command (optionally system-wide on `cpus` while it runs).
-    Command { argv: Vec<String>, cpus: Option<Vec<u32>> },
+    Command {
+        argv: Vec<String>,
+        cpus: Option<Vec<u32>>,
+    },
     /// Existing processes (all their threads).
     Pids(Vec<i32>),
     /// Existing threads.
@@ -51,7 +54,12 @@ pub fn run(a: StatArgs) -> anyhow::Result<u8> {
         }
     }
     let target = target_of(&a)?;
-    if a.no_aggr && !matches!(&target, Target::Cpus(_) | Target::Command { cpus: Some(_), .. }) {
+    if a.no_aggr
+        && !matches!(
+            &target,
+            Target::Cpus(_) | Target::Command { cpus: Some(_), .. }
+        )
+    {
         return usage("-A (per-CPU counts) needs -a or -C");
     }
     if a.repeat > 1 && !matches!(target, Target::Command { .. }) {
@@ -59,12 +67,31 @@ pub fn run(a: StatArgs) -> anyhow::Result<u8> {
     }
     let enc = crate::encode::encoder(None, &a.event_file)?;
     let defaults = a.events.is_empty();
-    let events = if defaults { enc.parse(DEFAULT_EVENTS)? } else { crate::encode::parse_all(&enc, &a.events)? };
+    let events = if defaults {
+        enc.parse(DEFAULT_EVENTS)?
+    } else {
+        crate::encode::parse_all(&enc, &a.events)?
+    };
     let mut sink = Sink::open(a.output.as_deref())?;
     sys::catch_interrupts().context("installing the SIGINT handler")?;
-    let opts = Opts { fmt, interval: a.interval.map(Duration::from_millis), per_cpu: a.no_aggr, inherit: !a.no_inherit };
+    let quiet_notices = !matches!(fmt, Format::Human) && a.output.is_none();
+    let opts = Opts {
+        fmt,
+        quiet_notices,
+        interval: a.interval.map(Duration::from_millis),
+        per_cpu: a.no_aggr,
+        inherit: !a.no_inherit,
+    };
     let code = match &target {
-        Target::Command { argv, cpus } => run_command(&events, argv, cpus.as_deref(), a.repeat, &opts, &mut sink, enc.host_has_cpu_pmu())?,
+        Target::Command { argv, cpus } => run_command(
+            &events,
+            argv,
+            cpus.as_deref(),
+            a.repeat,
+            &opts,
+            &mut sink,
+            enc.host_has_cpu_pmu(),
+        )?,
         _ => run_attached(&events, &target, &opts, &mut sink, enc.host_has_cpu_pmu())?,
     };
     sink.commit()?;
@@ -73,22 +100,32 @@ pub fn run(a: StatArgs) -> anyhow::Result<u8> {
 
 struct Opts {
     fmt: Format,
+    /// CSV/JSON on stderr: notices would corrupt the stream (the data says `<not supported>`).
+    quiet_notices: bool,
     interval: Option<Duration>,
     per_cpu: bool,
     inherit: bool,
 }
 
 fn parse_ids(s: &str, what: &str) -> anyhow::Result<Vec<i32>> {
-    let ids: Result<Vec<i32>, _> = s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::parse::<i32>).collect();
+    let ids: Result<Vec<i32>, _> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(str::parse::<i32>)
+        .collect();
     match ids {
         Ok(v) if !v.is_empty() && v.iter().all(|&p| p > 0) => Ok(v),
-        _ => usage(format!("bad {what} list '{s}': expected numbers like 1234,5678")),
+        _ => usage(format!(
+            "bad {what} list '{s}': expected numbers like 1234,5678"
+        )),
     }
 }
 
 fn target_of(a: &StatArgs) -> anyhow::Result<Target> {
     let system_wide = a.all_cpus || a.cpus.is_some();
-    let n_targets = usize::from(a.pid.is_some()) + usize::from(a.tid.is_some()) + usize::from(system_wide);
+    let n_targets =
+        usize::from(a.pid.is_some()) + usize::from(a.tid.is_some()) + usize::from(system_wide);
     if n_targets > 1 {
         return usage("choose one of -p, -t, -a/-C");
     }
@@ -98,7 +135,10 @@ fn target_of(a: &StatArgs) -> anyhow::Result<Target> {
             Some(list) => {
                 let v = sysfs::parse_cpu_list(list).map_err(crate::Usage)?;
                 if let Some(bad) = v.iter().find(|c| !online.contains(c)) {
-                    return usage(format!("CPU {bad} is not online (online CPUs: {})", cpu_list_text(&online)));
+                    return usage(format!(
+                        "CPU {bad} is not online (online CPUs: {})",
+                        cpu_list_text(&online)
+                    ));
                 }
                 v
             }
@@ -111,7 +151,10 @@ fn target_of(a: &StatArgs) -> anyhow::Result<Target> {
         if a.pid.is_some() || a.tid.is_some() {
             return usage("give either a command or -p/-t, not both");
         }
-        return Ok(Target::Command { argv: a.command.clone(), cpus });
+        return Ok(Target::Command {
+            argv: a.command.clone(),
+            cpus,
+        });
     }
     if let Some(p) = &a.pid {
         return Ok(Target::Pids(parse_ids(p, "PID")?));
@@ -133,7 +176,11 @@ fn cpu_list_text(cpus: &[u32]) -> String {
         while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
             j += 1;
         }
-        parts.push(if i == j { cpus[i].to_string() } else { format!("{}-{}", cpus[i], cpus[j]) });
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
         i = j + 1;
     }
     parts.join(",")
@@ -142,16 +189,35 @@ fn cpu_list_text(cpus: &[u32]) -> String {
 /// Where the counts go: stderr, or a file written atomically (temp file + rename).
 enum Sink {
     Stderr(std::io::Stderr),
-    File { tmp: PathBuf, dest: PathBuf, w: BufWriter<File>, committed: bool },
+    File {
+        tmp: PathBuf,
+        dest: PathBuf,
+        w: BufWriter<File>,
+        committed: bool,
+    },
 }
 
 impl Sink {
     fn open(path: Option<&Path>) -> anyhow::Result<Sink> {
-        let Some(dest) = path else { return Ok(Sink::Stderr(std::io::stderr())) };
-        let name = dest.file_name().ok_or_else(|| anyhow::anyhow!("-o {}: not a file name", dest.display()))?;
-        let tmp = dest.with_file_name(format!(".{}.hwprof-{}.tmp", name.to_string_lossy(), std::process::id()));
-        let f = File::create(&tmp).with_context(|| format!("cannot write output file {}", dest.display()))?;
-        Ok(Sink::File { tmp, dest: dest.to_path_buf(), w: BufWriter::new(f), committed: false })
+        let Some(dest) = path else {
+            return Ok(Sink::Stderr(std::io::stderr()));
+        };
+        let name = dest
+            .file_name()
+            .ok_or_else(|| anyhow::anyhow!("-o {}: not a file name", dest.display()))?;
+        let tmp = dest.with_file_name(format!(
+            ".{}.hwprof-{}.tmp",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let f = File::create(&tmp)
+            .with_context(|| format!("cannot write output file {}", dest.display()))?;
+        Ok(Sink::File {
+            tmp,
+            dest: dest.to_path_buf(),
+            w: BufWriter::new(f),
+            committed: false,
+        })
     }
 
     fn w(&mut self) -> &mut dyn Write {
@@ -162,10 +228,20 @@ impl Sink {
     }
 
     fn commit(&mut self) -> anyhow::Result<()> {
-        if let Sink::File { tmp, dest, w, committed } = self {
-            w.flush().with_context(|| format!("writing {}", dest.display()))?;
-            w.get_ref().sync_all().with_context(|| format!("writing {}", dest.display()))?;
-            std::fs::rename(&*tmp, &*dest).with_context(|| format!("renaming into {}", dest.display()))?;
+        if let Sink::File {
+            tmp,
+            dest,
+            w,
+            committed,
+        } = self
+        {
+            w.flush()
+                .with_context(|| format!("writing {}", dest.display()))?;
+            w.get_ref()
+                .sync_all()
+                .with_context(|| format!("writing {}", dest.display()))?;
+            std::fs::rename(&*tmp, &*dest)
+                .with_context(|| format!("renaming into {}", dest.display()))?;
             *committed = true;
         }
         Ok(())
@@ -174,15 +250,20 @@ impl Sink {
 
 impl Drop for Sink {
     fn drop(&mut self) {
-        if let Sink::File { tmp, committed: false, .. } = self {
+        if let Sink::File {
+            tmp,
+            committed: false,
+            ..
+        } = self
+        {
             let _ = std::fs::remove_file(tmp);
         }
     }
 }
 
 /// Prints the one notice about unsupported hardware events, and any counter notices.
-fn notices(counter: &Counter, has_cpu_pmu: bool, told: &mut bool) {
-    if *told {
+fn notices(counter: &Counter, has_cpu_pmu: bool, told: &mut bool, quiet: bool) {
+    if *told || quiet {
         return;
     }
     *told = true;
@@ -203,7 +284,10 @@ fn notices(counter: &Counter, has_cpu_pmu: bool, told: &mut bool) {
         } else {
             "this kernel exposes no hardware PMU (no /sys/bus/event_source/devices/cpu; usual in VMs and containers)".to_string()
         };
-        eprintln!("hwprof: note: {} <not supported>: {why}; software events are still counted", unsupported.join(", "));
+        eprintln!(
+            "hwprof: note: {} <not supported>: {why}; software events are still counted",
+            unsupported.join(", ")
+        );
     }
 }
 
@@ -223,15 +307,31 @@ fn lines_of(counter: &Counter, r: &Readings, wall_ns: f64, per_cpu: bool) -> Vec
             .zip(values)
             .zip(status)
             .map(|((e, v), s)| {
-                let count = if *s == Status::Counting { Some(v.unwrap_or_default()) } else { None };
+                let count = if *s == Status::Counting {
+                    Some(v.unwrap_or_default())
+                } else {
+                    None
+                };
                 let value = count.and_then(|c| c.scaled());
                 let metric = value.and_then(|x| ctx.metric(&e.name, x));
-                Line { event: e.name.clone(), cpu, count, value, stddev_pct: None, metric }
+                Line {
+                    event: e.name.clone(),
+                    cpu,
+                    count,
+                    value,
+                    stddev_pct: None,
+                    metric,
+                }
             })
             .collect()
     };
     if per_cpu {
-        counter.slots().iter().zip(&r.values).flat_map(|(slot, vals)| make(vals.clone(), Some(slot.cpu))).collect()
+        counter
+            .slots()
+            .iter()
+            .zip(&r.values)
+            .flat_map(|(slot, vals)| make(vals.clone(), Some(slot.cpu)))
+            .collect()
     } else {
         make(r.total(events.len()), None)
     }
@@ -251,7 +351,11 @@ fn mean_and_rse(xs: &[f64]) -> (f64, f64) {
 fn exec_error(argv: &[String], e: ExecError) -> anyhow::Error {
     match e {
         ExecError::Exec(err) => {
-            let code = if err.raw_os_error() == Some(libc::ENOENT) { 127 } else { 126 };
+            let code = if err.raw_os_error() == Some(libc::ENOENT) {
+                127
+            } else {
+                126
+            };
             ExitWith(code, format!("cannot run '{}': {err}", argv[0])).into()
         }
         ExecError::Setup(err) => anyhow::Error::new(err).context(format!("starting '{}'", argv[0])),
@@ -279,10 +383,25 @@ fn run_command(
     for run in 0..repeat {
         let mut wl = Workload::prepare(argv).map_err(|e| exec_error(argv, e))?;
         let mut list = events.clone();
-        prepare(&mut list, CountOptions { inherit: o.inherit, enable_on_exec: cpus.is_none() });
+        prepare(
+            &mut list,
+            CountOptions {
+                inherit: o.inherit,
+                enable_on_exec: cpus.is_none(),
+            },
+        );
         let slots: Vec<Slot> = match cpus {
-            Some(c) => c.iter().map(|&cpu| Slot { pid: -1, cpu: cpu as i32 }).collect(),
-            None => vec![Slot { pid: wl.pid(), cpu: -1 }],
+            Some(c) => c
+                .iter()
+                .map(|&cpu| Slot {
+                    pid: -1,
+                    cpu: cpu as i32,
+                })
+                .collect(),
+            None => vec![Slot {
+                pid: wl.pid(),
+                cpu: -1,
+            }],
         };
         let counter = Counter::open(list, slots)?;
         if cpus.is_some() {
@@ -294,13 +413,14 @@ fn run_command(
             let _ = sys::wait(wl.pid());
             return Err(exec_error(argv, e));
         }
-        notices(&counter, has_pmu, &mut told);
+        notices(&counter, has_pmu, &mut told, o.quiet_notices);
         if run == 0 {
             render::header(sink.w(), &o.fmt, &target, repeat, o.interval.is_some())?;
         }
         let pid = wl.pid();
         watch(&counter, &[pidfd], &[], t0, o, sink, || {
             let _ = sys::kill(pid, libc::SIGINT);
+            true
         })?;
         let wall = t0.elapsed();
         let exit = sys::wait(pid).context("waiting for the workload")?;
@@ -327,7 +447,11 @@ fn run_command(
         for i in 0..n {
             let first = &all_lines[0][i];
             let xs: Vec<f64> = all_lines.iter().filter_map(|r| r[i].value).collect();
-            let (mean, rse) = if xs.is_empty() { (0.0, 0.0) } else { mean_and_rse(&xs) };
+            let (mean, rse) = if xs.is_empty() {
+                (0.0, 0.0)
+            } else {
+                mean_and_rse(&xs)
+            };
             out.push(Line {
                 value: (!xs.is_empty()).then_some(mean),
                 stddev_pct: first.count.map(|_| rse),
@@ -356,14 +480,20 @@ fn run_command(
         };
         render::footer(sink.w(), &o.fmt, t)?;
     } else {
-        let t = Times { wall: walls[0], wall_sd: None, user: Some(user as f64 / 1e6), sys: Some(sysus as f64 / 1e6) };
+        let t = Times {
+            wall: walls[0],
+            wall_sd: None,
+            user: Some(user as f64 / 1e6),
+            sys: Some(sysus as f64 / 1e6),
+        };
         render::footer(sink.w(), &o.fmt, t)?;
     }
     Ok(code)
 }
 
 /// Waits until every watched target ends (pidfds readable, `tids` gone) or SIGINT,
-/// printing interval deltas on the way. `on_interrupt` runs once on the first SIGINT.
+/// printing interval deltas on the way. `on_interrupt` runs on the first SIGINT and says
+/// whether to keep waiting for the targets (true with a workload) or stop now.
 fn watch(
     counter: &Counter,
     pidfds: &[OwnedFd],
@@ -371,7 +501,7 @@ fn watch(
     t0: Instant,
     o: &Opts,
     sink: &mut Sink,
-    mut on_interrupt: impl FnMut(),
+    mut on_interrupt: impl FnMut() -> bool,
 ) -> anyhow::Result<()> {
     let mut done = vec![false; pidfds.len()];
     let mut prev: Option<Readings> = None;
@@ -382,12 +512,20 @@ fn watch(
         let now = Instant::now();
         let mut timeout: i32 = -1;
         if let Some(t) = next_tick {
-            timeout = t.saturating_duration_since(now).as_millis().min(i32::MAX as u128) as i32;
+            timeout = t
+                .saturating_duration_since(now)
+                .as_millis()
+                .min(i32::MAX as u128) as i32;
         }
         if !tids.is_empty() {
             timeout = if timeout < 0 { 100 } else { timeout.min(100) };
         }
-        let live: Vec<&OwnedFd> = pidfds.iter().zip(&done).filter(|(_, d)| !**d).map(|(f, _)| f).collect();
+        let live: Vec<&OwnedFd> = pidfds
+            .iter()
+            .zip(&done)
+            .filter(|(_, d)| !**d)
+            .map(|(f, _)| f)
+            .collect();
         let live_idx: Vec<usize> = (0..pidfds.len()).filter(|&i| !done[i]).collect();
         let ready = sys::poll_readable(&live, timeout).context("waiting for the target")?;
         for r in ready {
@@ -414,13 +552,11 @@ fn watch(
         }
         if sys::interrupted() && !interrupted {
             interrupted = true;
-            on_interrupt();
-            if pidfds.is_empty() && tids.is_empty() || on_interrupt_ends(pidfds) {
+            // With a workload, pass the interrupt on and wait for it to exit; when
+            // attached to existing tasks or CPUs, SIGINT ends counting at once.
+            if !on_interrupt() {
                 break;
             }
-        }
-        if interrupted && pidfds.is_empty() {
-            break;
         }
     }
     if let (Some(_), Some(p)) = (o.interval, prev) {
@@ -433,14 +569,21 @@ fn watch(
     Ok(())
 }
 
-/// In attach mode a SIGINT ends counting at once; with a workload we wait for it to exit.
-fn on_interrupt_ends(_pidfds: &[OwnedFd]) -> bool {
-    false
-}
-
-fn run_attached(events: &EventList, target: &Target, o: &Opts, sink: &mut Sink, has_pmu: bool) -> anyhow::Result<u8> {
+fn run_attached(
+    events: &EventList,
+    target: &Target,
+    o: &Opts,
+    sink: &mut Sink,
+    has_pmu: bool,
+) -> anyhow::Result<u8> {
     let mut list = events.clone();
-    prepare(&mut list, CountOptions { inherit: o.inherit, enable_on_exec: false });
+    prepare(
+        &mut list,
+        CountOptions {
+            inherit: o.inherit,
+            enable_on_exec: false,
+        },
+    );
     let (slots, desc, pidfds, tids): (Vec<Slot>, String, Vec<OwnedFd>, Vec<i32>) = match target {
         Target::Pids(pids) => {
             let mut slots = Vec::new();
@@ -451,7 +594,12 @@ fn run_attached(events: &EventList, target: &Target, o: &Opts, sink: &mut Sink, 
                 fds.push(sys::pidfd_open(p).map_err(|_| hwprof_pmu::Error::NoSuchProcess(p))?);
             }
             let ids: Vec<String> = pids.iter().map(i32::to_string).collect();
-            (slots, format!("process id '{}'", ids.join(",")), fds, Vec::new())
+            (
+                slots,
+                format!("process id '{}'", ids.join(",")),
+                fds,
+                Vec::new(),
+            )
         }
         Target::Tids(tids) => {
             for &t in tids {
@@ -460,24 +608,41 @@ fn run_attached(events: &EventList, target: &Target, o: &Opts, sink: &mut Sink, 
                 }
             }
             let ids: Vec<String> = tids.iter().map(i32::to_string).collect();
-            (tids.iter().map(|&t| Slot { pid: t, cpu: -1 }).collect(), format!("thread id '{}'", ids.join(",")), Vec::new(), tids.clone())
+            (
+                tids.iter().map(|&t| Slot { pid: t, cpu: -1 }).collect(),
+                format!("thread id '{}'", ids.join(",")),
+                Vec::new(),
+                tids.clone(),
+            )
         }
         Target::Cpus(cpus) => {
             let all = sysfs::online_cpus();
-            let desc = if *cpus == all { "'system wide'".to_string() } else { format!("'CPU(s) {}'", cpu_list_text(cpus)) };
-            (cpus.iter().map(|&c| Slot { pid: -1, cpu: c as i32 }).collect(), desc, Vec::new(), Vec::new())
+            let desc = if *cpus == all {
+                "'system wide'".to_string()
+            } else {
+                format!("'CPU(s) {}'", cpu_list_text(cpus))
+            };
+            (
+                cpus.iter()
+                    .map(|&c| Slot {
+                        pid: -1,
+                        cpu: c as i32,
+                    })
+                    .collect(),
+                desc,
+                Vec::new(),
+                Vec::new(),
+            )
         }
         Target::Command { .. } => unreachable!("commands run in run_command"),
     };
     let counter = Counter::open(list, slots)?;
     let mut told = false;
-    notices(&counter, has_pmu, &mut told);
+    notices(&counter, has_pmu, &mut told, o.quiet_notices);
     render::header(sink.w(), &o.fmt, &desc, 1, o.interval.is_some())?;
     counter.enable()?;
     let t0 = Instant::now();
-    let attach = !pidfds.is_empty();
-    watch(&counter, &pidfds, &tids, t0, o, sink, || {})?;
-    let _ = attach;
+    watch(&counter, &pidfds, &tids, t0, o, sink, || false)?;
     counter.disable()?;
     let wall = t0.elapsed();
     if o.interval.is_none() {
@@ -485,7 +650,14 @@ fn run_attached(events: &EventList, target: &Target, o: &Opts, sink: &mut Sink, 
         let ls = lines_of(&counter, &r, wall.as_nanos() as f64, o.per_cpu);
         render::lines(sink.w(), &o.fmt, None, &ls)?;
     }
-    render::footer(sink.w(), &o.fmt, Times { wall: wall.as_secs_f64(), ..Times::default() })?;
+    render::footer(
+        sink.w(),
+        &o.fmt,
+        Times {
+            wall: wall.as_secs_f64(),
+            ..Times::default()
+        },
+    )?;
     Ok(0)
 }
 
@@ -493,7 +665,9 @@ fn run_attached(events: &EventList, target: &Target, o: &Opts, sink: &mut Sink, 
 fn threads_of(pid: i32) -> anyhow::Result<Vec<i32>> {
     let dir = format!("/proc/{pid}/task");
     let rd = std::fs::read_dir(&dir).map_err(|_| hwprof_pmu::Error::NoSuchProcess(pid))?;
-    let mut v: Vec<i32> = rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+    let mut v: Vec<i32> = rd
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
     v.sort_unstable();
     if v.is_empty() {
         bail!(hwprof_pmu::Error::NoSuchProcess(pid));

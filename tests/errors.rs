@@ -5,8 +5,10 @@
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hwprof");
@@ -28,36 +30,55 @@ fn hwprof(args: &[&str]) -> Command {
 }
 
 /// Runs `cmd` to completion with stdin closed, killing it after [`TIMEOUT`].
+///
+/// The command runs in its own process group so that a timeout kills the whole group
+/// (hwprof and any workload it forked) and leaves no stray process behind.
 fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let mut out = child.stdout.take().expect("stdout is piped");
-    let mut err = child.stderr.take().expect("stderr is piped");
-    let t_out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let out = reader(child.stdout.take().expect("stdout is piped"));
+    let err = reader(child.stderr.take().expect("stderr is piped"));
     let start = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().expect("waiting for hwprof") {
             break s;
         }
         if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
+            let pgid = child.id() as libc::pid_t;
+            // SAFETY: kill(2) has no memory-safety preconditions; a negative pid signals
+            // the process group created for this child above.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
             let _ = child.wait();
-            panic!("{cmd:?} did not finish within {TIMEOUT:?} (hung?)");
+            let stderr = err.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
+            panic!("{cmd:?} did not finish within {TIMEOUT:?} (hung?); its stderr: {stderr:?}");
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let stdout = String::from_utf8_lossy(&t_out.join().expect("stdout reader")).into_owned();
-    let stderr = String::from_utf8_lossy(&t_err.join().expect("stderr reader")).into_owned();
-    Output { code: status.code(), stdout, stderr }
+    let collect = |rx: mpsc::Receiver<String>| {
+        rx.recv_timeout(TIMEOUT)
+            .expect("a process still holds hwprof's stdout or stderr open")
+    };
+    Output {
+        code: status.code(),
+        stdout: collect(out),
+        stderr: collect(err),
+    }
+}
+
+/// Reads `r` to the end on a thread; the text arrives on the returned channel.
+fn reader(mut r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = r.read_to_end(&mut v);
+        let _ = tx.send(String::from_utf8_lossy(&v).into_owned());
+    });
+    rx
 }
 
 /// What a bad input must produce.
@@ -72,7 +93,9 @@ struct Expect {
 
 fn is_usage_hint(line: &str) -> bool {
     let l = line.to_ascii_lowercase();
-    ["usage", "--help", "possible values", "tip:"].iter().any(|h| l.contains(h))
+    ["usage", "--help", "possible values", "tip:"]
+        .iter()
+        .any(|h| l.contains(h))
 }
 
 /// Checks `out` against `exp`; returns every problem found.
@@ -81,7 +104,9 @@ fn check(out: &Output, exp: &Expect) -> Vec<String> {
     match out.code {
         None => problems.push("killed by a signal".to_string()),
         Some(0) => problems.push("exit code 0, expected a failure".to_string()),
-        Some(c) if !exp.codes.contains(&c) => problems.push(format!("exit code {c}, expected one of {:?}", exp.codes)),
+        Some(c) if !exp.codes.contains(&c) => {
+            problems.push(format!("exit code {c}, expected one of {:?}", exp.codes))
+        }
         Some(_) => {}
     }
     for (stream, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
@@ -92,10 +117,17 @@ fn check(out: &Output, exp: &Expect) -> Vec<String> {
     if !out.stdout.trim().is_empty() {
         problems.push("stdout is not empty".to_string());
     }
-    let lines: Vec<&str> = out.stderr.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
     match lines.first() {
         None => problems.push("stderr is empty".to_string()),
-        Some(first) if !first.starts_with("hwprof: ") => problems.push("the first stderr line does not start with 'hwprof: '".to_string()),
+        Some(first) if !first.starts_with("hwprof: ") => {
+            problems.push("the first stderr line does not start with 'hwprof: '".to_string())
+        }
         Some(_) => {}
     }
     let extra = lines.iter().skip(1);
@@ -108,7 +140,10 @@ fn check(out: &Output, exp: &Expect) -> Vec<String> {
     }
     let lower = out.stderr.to_ascii_lowercase();
     for want in &exp.contains {
-        if !want.split('|').any(|w| lower.contains(&w.to_ascii_lowercase())) {
+        if !want
+            .split('|')
+            .any(|w| lower.contains(&w.to_ascii_lowercase()))
+        {
             problems.push(format!("stderr does not contain {want:?}"));
         }
     }
@@ -128,11 +163,18 @@ fn assert_error(what: &str, out: &Output, exp: &Expect) {
 }
 
 fn expect(codes: &'static [i32], contains: &[&str]) -> Expect {
-    Expect { codes, contains: contains.iter().map(|s| s.to_string()).collect(), flag_error: false }
+    Expect {
+        codes,
+        contains: contains.iter().map(|s| s.to_string()).collect(),
+        flag_error: false,
+    }
 }
 
 fn flag(codes: &'static [i32], contains: &[&str]) -> Expect {
-    Expect { flag_error: true, ..expect(codes, contains) }
+    Expect {
+        flag_error: true,
+        ..expect(codes, contains)
+    }
 }
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -143,7 +185,10 @@ fn temp_dir(tag: &str) -> PathBuf {
 
 #[test]
 fn bad_inputs_give_one_line_and_the_right_exit_code() {
-    assert!(!Path::new("/proc/999999").exists(), "PID 999999 exists on this machine: the test needs a free PID");
+    assert!(
+        !Path::new("/proc/999999").exists(),
+        "PID 999999 exists on this machine: the test needs a free PID"
+    );
     let dir = temp_dir("json");
     let bad_json = dir.join("bad.json");
     std::fs::write(&bad_json, "{\"Events\": [ {\"EventName\": \"X\", ").expect("writing bad.json");
@@ -155,44 +200,129 @@ fn bad_inputs_give_one_line_and_the_right_exit_code() {
         v
     };
     let cases: Vec<(&str, Vec<String>, Expect)> = vec![
-        ("unknown event", st(&["-e", "cycels", "--", "true"]), expect(&[2], &["did you mean 'cycles'"])),
-        ("bad modifier", st(&["-e", "cycles:z", "--", "true"]), expect(&[2], &["modifier", "cycles:z|'z'"])),
-        ("too many p", st(&["-e", "cycles:pppp", "--", "true"]), expect(&[2], &["modifier|precise", "pppp"])),
-        ("bad pmu term", st(&["-e", "cpu/bogus=1/", "--", "true"]), expect(&[2], &["bogus"])),
-        ("unknown pmu", st(&["-e", "nopmu/x/", "--", "true"]), expect(&[2], &["nopmu"])),
-        ("unbalanced group", st(&["-e", "{cycles", "--", "true"]), expect(&[2], &["}|unbalanced|unclosed"])),
-        ("unknown tracepoint", st(&["-e", "sched:no_such_tp", "--", "true"]), expect(&[2], &["no_such_tp"])),
-        ("uprobe on a missing symbol", st(&["-e", "uprobe:/bin/true:no_such_fn", "--", "true"]), expect(&[2], &["no_such_fn"])),
+        (
+            "unknown event",
+            st(&["-e", "cycels", "--", "true"]),
+            expect(&[2], &["did you mean 'cycles'"]),
+        ),
+        (
+            "bad modifier",
+            st(&["-e", "cycles:z", "--", "true"]),
+            expect(&[2], &["modifier", "cycles:z|'z'"]),
+        ),
+        (
+            "too many p",
+            st(&["-e", "cycles:pppp", "--", "true"]),
+            expect(&[2], &["modifier|precise", "pppp"]),
+        ),
+        (
+            "bad pmu term",
+            st(&["-e", "cpu/bogus=1/", "--", "true"]),
+            expect(&[2], &["bogus"]),
+        ),
+        (
+            "unknown pmu",
+            st(&["-e", "nopmu/x/", "--", "true"]),
+            expect(&[2], &["nopmu"]),
+        ),
+        (
+            "unbalanced group",
+            st(&["-e", "{cycles", "--", "true"]),
+            expect(&[2], &["}|unbalanced|unclosed"]),
+        ),
+        (
+            "unknown tracepoint",
+            st(&["-e", "sched:no_such_tp", "--", "true"]),
+            expect(&[2], &["no_such_tp"]),
+        ),
+        (
+            "uprobe on a missing symbol",
+            st(&["-e", "uprobe:/bin/true:no_such_fn", "--", "true"]),
+            expect(&[2], &["no_such_fn"]),
+        ),
         (
             "uprobe on a missing file",
             st(&["-e", "uprobe:/nonexistent/bin/prog:main", "--", "true"]),
             expect(&[2], &["/nonexistent/bin/prog"]),
         ),
-        ("no such process", st(&["-e", "task-clock", "-p", "999999"]), expect(&[1, 2], &["no such process", "999999"])),
-        ("PID not a number", st(&["-e", "task-clock", "-p", "notapid"]), flag(&[2], &["notapid"])),
-        ("no such CPU", st(&["-a", "-C", "99", "-e", "task-clock", "--", "true"]), expect(&[1, 2], &["99", "cpu"])),
-        ("interval below 10 ms", st(&["-I", "0", "-e", "task-clock", "--", "true"]), flag(&[2], &["interval|-I"])),
-        ("zero repeats", st(&["-r", "0", "-e", "task-clock", "--", "true"]), flag(&[2], &["repeat|-r"])),
-        ("empty field separator", st(&["-x", "", "-e", "task-clock", "--", "true"]), flag(&[2], &["separator|-x"])),
+        (
+            "no such process",
+            st(&["-e", "task-clock", "-p", "999999"]),
+            expect(&[1, 2], &["no such process", "999999"]),
+        ),
+        (
+            "PID not a number",
+            st(&["-e", "task-clock", "-p", "notapid"]),
+            flag(&[2], &["notapid"]),
+        ),
+        (
+            "no such CPU",
+            st(&["-a", "-C", "99", "-e", "task-clock", "--", "true"]),
+            expect(&[1, 2], &["99", "cpu"]),
+        ),
+        (
+            "interval below 10 ms",
+            st(&["-I", "0", "-e", "task-clock", "--", "true"]),
+            flag(&[2], &["interval|-I"]),
+        ),
+        (
+            "zero repeats",
+            st(&["-r", "0", "-e", "task-clock", "--", "true"]),
+            flag(&[2], &["repeat|-r"]),
+        ),
+        (
+            "empty field separator",
+            st(&["-x", "", "-e", "task-clock", "--", "true"]),
+            flag(&[2], &["separator|-x"]),
+        ),
         (
             "-j with -x",
             st(&["-j", "-x", ",", "-e", "task-clock", "--", "true"]),
             flag(&[2], &["-x|separator|cannot be used|json"]),
         ),
-        ("no command and no target", st(&["-e", "task-clock"]), flag(&[2], &["command"])),
+        (
+            "no command and no target",
+            st(&["-e", "task-clock"]),
+            flag(&[2], &["command"]),
+        ),
+        (
+            "unknown flag",
+            st(&["--no-such-flag", "-e", "task-clock", "--", "true"]),
+            flag(&[2], &["no-such-flag"]),
+        ),
         (
             "unknown CPU model",
-            ["encode", "--cpu", "pentium", "-e", "cycles"].map(String::from).to_vec(),
+            ["encode", "--cpu", "pentium", "-e", "cycles"]
+                .map(String::from)
+                .to_vec(),
             flag(&[2], &["pentium"]),
         ),
         (
             "missing event file",
-            ["encode", "--cpu", "skylake", "--event-file", "/nonexistent.json", "-e", "cycles"].map(String::from).to_vec(),
+            [
+                "encode",
+                "--cpu",
+                "skylake",
+                "--event-file",
+                "/nonexistent.json",
+                "-e",
+                "cycles",
+            ]
+            .map(String::from)
+            .to_vec(),
             expect(&[2], &["/nonexistent.json"]),
         ),
         (
             "event file with invalid JSON",
-            vec!["encode".into(), "--cpu".into(), "skylake".into(), "--event-file".into(), bad_json.clone(), "-e".into(), "cycles".into()],
+            vec![
+                "encode".into(),
+                "--cpu".into(),
+                "skylake".into(),
+                "--event-file".into(),
+                bad_json.clone(),
+                "-e".into(),
+                "cycles".into(),
+            ],
             expect(&[2], &[&bad_json, "json"]),
         ),
     ];
@@ -214,13 +344,29 @@ fn bad_inputs_give_one_line_and_the_right_exit_code() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(failures.is_empty(), "{} of {} bad inputs misbehave:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} bad inputs misbehave:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn missing_command_exits_127() {
-    let out = run(&mut hwprof(&["stat", "-e", "task-clock", "--", "/nonexistent/cmd"]));
-    assert_error("stat -- /nonexistent/cmd", &out, &expect(&[127], &["/nonexistent/cmd"]));
+    let out = run(&mut hwprof(&[
+        "stat",
+        "-e",
+        "task-clock",
+        "--",
+        "/nonexistent/cmd",
+    ]));
+    assert_error(
+        "stat -- /nonexistent/cmd",
+        &out,
+        &expect(&[127], &["/nonexistent/cmd"]),
+    );
 }
 
 #[test]
@@ -228,10 +374,23 @@ fn emfile_says_too_many_open_files_and_how_to_fix_it() {
     let events = vec!["task-clock"; 40].join(",");
     // `exec "$0" "$@"`: hwprof replaces the shell, under a limit the shell cannot raise back.
     let out = run(Command::new("sh")
-        .args(["-c", "ulimit -n 16 && exec \"$0\" \"$@\"", BIN, "stat", "-e", &events, "--", "true"])
+        .args([
+            "-c",
+            "ulimit -n 16 && exec \"$0\" \"$@\"",
+            BIN,
+            "stat",
+            "-e",
+            &events,
+            "--",
+            "true",
+        ])
         .env_remove("HWPROF_TRACEFS")
         .env("LC_ALL", "C"));
-    assert_error("40 events under ulimit -n 16", &out, &expect(&[1], &["too many open files", "ulimit -n"]));
+    assert_error(
+        "40 events under ulimit -n 16",
+        &out,
+        &expect(&[1], &["too many open files", "ulimit -n"]),
+    );
 }
 
 fn tracefs_mounts() -> usize {
@@ -239,15 +398,24 @@ fn tracefs_mounts() -> usize {
     std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()
         .lines()
-        .filter(|l| l.split(" - ").nth(1).is_some_and(|t| t.starts_with("tracefs ")))
+        .filter(|l| {
+            l.split(" - ")
+                .nth(1)
+                .is_some_and(|t| t.starts_with("tracefs "))
+        })
         .count()
 }
 
 #[test]
 fn missing_tracefs_is_one_line() {
     let before = tracefs_mounts();
-    let out = run(hwprof(&["stat", "-e", "sched:sched_switch", "--", "true"]).env("HWPROF_TRACEFS", "/nonexistent"));
-    assert_error("HWPROF_TRACEFS=/nonexistent, -e sched:sched_switch", &out, &expect(&[1, 2], &["tracefs"]));
+    let out = run(hwprof(&["stat", "-e", "sched:sched_switch", "--", "true"])
+        .env("HWPROF_TRACEFS", "/nonexistent"));
+    assert_error(
+        "HWPROF_TRACEFS=/nonexistent, -e sched:sched_switch",
+        &out,
+        &expect(&[1, 2], &["tracefs", "/nonexistent|HWPROF_TRACEFS"]),
+    );
     assert_eq!(
         tracefs_mounts(),
         before,
@@ -283,15 +451,20 @@ impl NobodyBin {
             eprintln!("SKIPPED: not root, cannot run hwprof as user nobody");
             return None;
         }
-        if !["/usr/bin/setpriv", "/bin/setpriv"].iter().any(|p| Path::new(p).exists()) {
+        if !["/usr/bin/setpriv", "/bin/setpriv"]
+            .iter()
+            .any(|p| Path::new(p).exists())
+        {
             eprintln!("SKIPPED: setpriv not found");
             return None;
         }
         let dir = temp_dir(&format!("nobody-{tag}"));
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod temp dir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod temp dir");
         let bin = dir.join("hwprof");
         std::fs::copy(BIN, &bin).expect("copying hwprof");
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod hwprof copy");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod hwprof copy");
         Some(NobodyBin { dir, bin })
     }
 
@@ -326,26 +499,58 @@ fn states_paranoid(text: &str, p: i32) -> bool {
 
 #[test]
 fn system_wide_as_nobody_explains_perf_event_paranoid() {
-    let Some(nobody) = NobodyBin::new("a") else { return };
+    let Some(nobody) = NobodyBin::new("a") else {
+        return;
+    };
     let p = paranoid();
     let out = nobody.run(&["stat", "-a", "-e", "task-clock", "--", "true"]);
     if p <= 0 {
-        eprintln!("perf_event_paranoid = {p}: system-wide counting is allowed to everyone, expecting success");
-        assert_eq!(out.code, Some(0), "stat -a as nobody with paranoid {p}: {}", out.stderr);
+        eprintln!(
+            "perf_event_paranoid = {p}: system-wide counting is allowed to everyone, expecting success"
+        );
+        assert_eq!(
+            out.code,
+            Some(0),
+            "stat -a as nobody with paranoid {p}: {}",
+            out.stderr
+        );
         return;
     }
-    assert_error("stat -a as nobody", &out, &expect(&[1], &["perf_event_paranoid", "sysctl"]));
-    assert!(states_paranoid(&out.stderr, p), "the message does not state the current value perf_event_paranoid = {p}: {}", out.stderr);
+    assert_error(
+        "stat -a as nobody",
+        &out,
+        &expect(&[1], &["perf_event_paranoid", "sysctl"]),
+    );
+    assert!(
+        states_paranoid(&out.stderr, p),
+        "the message does not state the current value perf_event_paranoid = {p}: {}",
+        out.stderr
+    );
 }
 
 #[test]
 fn per_task_as_nobody_counts_user_space_and_says_so() {
-    let Some(nobody) = NobodyBin::new("u") else { return };
+    let Some(nobody) = NobodyBin::new("u") else {
+        return;
+    };
     let p = paranoid();
     let out = nobody.run(&["stat", "-e", "task-clock", "--", "true"]);
-    assert_eq!(out.code, Some(0), "stat -e task-clock -- true as nobody failed: {}", out.stderr);
-    assert!(!out.stderr.contains("panicked") && !out.stdout.contains("panicked"), "{}", out.stderr);
-    assert!(out.stderr.contains("task-clock"), "no task-clock count in: {}", out.stderr);
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stat -e task-clock -- true as nobody failed: {}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("panicked") && !out.stdout.contains("panicked"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("task-clock"),
+        "no task-clock count in: {}",
+        out.stderr
+    );
     if p >= 2 {
         assert!(
             out.stderr.to_ascii_lowercase().contains("user space"),

@@ -107,7 +107,11 @@ pub struct Attr {
 impl Attr {
     /// A counting attr of `type_`/`config`, everything else zero.
     pub fn new(type_: u32, config: u64) -> Self {
-        Attr { type_, config, ..Attr::default() }
+        Attr {
+            type_,
+            config,
+            ..Attr::default()
+        }
     }
 
     /// Whether this attr excludes none of user, kernel, hypervisor.

@@ -32,7 +32,11 @@ impl Count {
     /// event never ran (perf's `<not counted>`).
     pub fn scaled(&self) -> Option<f64> {
         if self.running == 0 {
-            return if self.enabled == 0 && self.raw > 0 { Some(self.raw as f64) } else { None };
+            return if self.enabled == 0 && self.raw > 0 {
+                Some(self.raw as f64)
+            } else {
+                None
+            };
         }
         if self.running >= self.enabled {
             return Some(self.raw as f64);
@@ -47,12 +51,20 @@ impl Count {
 
     /// Percentage of enabled time the event was running (100 when it always ran).
     pub fn pct_running(&self) -> f64 {
-        if self.enabled == 0 { 100.0 } else { (self.running as f64 * 100.0 / self.enabled as f64).min(100.0) }
+        if self.enabled == 0 {
+            100.0
+        } else {
+            (self.running as f64 * 100.0 / self.enabled as f64).min(100.0)
+        }
     }
 
     /// The sum of two counts (values and times), as perf aggregates CPUs and threads.
     pub fn sum(self, o: Count) -> Count {
-        Count { raw: self.raw + o.raw, enabled: self.enabled + o.enabled, running: self.running + o.running }
+        Count {
+            raw: self.raw + o.raw,
+            enabled: self.enabled + o.enabled,
+            running: self.running + o.running,
+        }
     }
 
     /// `self - earlier`, for interval deltas.
@@ -95,7 +107,10 @@ pub struct CountOptions {
 
 impl Default for CountOptions {
     fn default() -> Self {
-        CountOptions { inherit: true, enable_on_exec: false }
+        CountOptions {
+            inherit: true,
+            enable_on_exec: false,
+        }
     }
 }
 
@@ -151,7 +166,12 @@ impl Readings {
             .values
             .iter()
             .zip(&earlier.values)
-            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| x.map(|x| y.map_or(x, |y| x.delta(y)))).collect())
+            .map(|(a, b)| {
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| x.map(|x| y.map_or(x, |y| x.delta(y))))
+                    .collect()
+            })
             .collect();
         Readings { values }
     }
@@ -167,7 +187,8 @@ fn is_unsupported(errno: i32, class: Class) -> bool {
 
 /// Explains an errno from perf_event_open for `event` in one line with what to do.
 pub fn open_hint(errno: i32, event: &str, slot: Slot) -> String {
-    let paranoid = crate::sysfs::paranoid().map_or_else(|| "unknown".to_string(), |p| p.to_string());
+    let paranoid =
+        crate::sysfs::paranoid().map_or_else(|| "unknown".to_string(), |p| p.to_string());
     match errno {
         libc::EACCES | libc::EPERM if slot.pid == -1 => format!(
             "no permission for system-wide counting (kernel.perf_event_paranoid = {paranoid}): run as root or with CAP_PERFMON, or lower it with `sudo sysctl kernel.perf_event_paranoid=0`"
@@ -177,13 +198,19 @@ pub fn open_hint(errno: i32, event: &str, slot: Slot) -> String {
         ),
         libc::EMFILE | libc::ENFILE => {
             let lim = sys::open_files_limit().map_or_else(|| "?".to_string(), |l| l.to_string());
-            format!("too many open files (limit {lim}): count fewer events or CPUs, or raise it with `ulimit -n 65536`")
+            format!(
+                "too many open files (limit {lim}): count fewer events or CPUs, or raise it with `ulimit -n 65536`"
+            )
         }
         libc::ESRCH => format!("no such process {} (did it exit?)", slot.pid),
         libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => {
-            "not supported by this kernel or PMU (no hardware PMU is exposed here, e.g. in a VM)".to_string()
+            "not supported by this kernel or PMU (no hardware PMU is exposed here, e.g. in a VM)"
+                .to_string()
         }
-        libc::EINVAL => "invalid for this PMU (a bad config, modifier or precise level for this CPU)".to_string(),
+        libc::EINVAL => {
+            "invalid for this PMU (a bad config, modifier or precise level for this CPU)"
+                .to_string()
+        }
         libc::EBUSY => "the PMU is busy (another tool holds an exclusive counter)".to_string(),
         _ => io::Error::from_raw_os_error(errno).to_string(),
     }
@@ -222,7 +249,11 @@ impl Counter {
                     let ev = &mut events.events[i];
                     let mut res = sys::perf_event_open(&ev.attr, slot.pid, slot.cpu, leader_fd);
                     let denied = |r: &io::Result<OwnedFd>| matches!(r, Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)));
-                    if denied(&res) && !ev.explicit_mods && !ev.attr.exclude_kernel && slot.pid != -1 {
+                    if denied(&res)
+                        && !ev.explicit_mods
+                        && !ev.attr.exclude_kernel
+                        && slot.pid != -1
+                    {
                         ev.attr.exclude_kernel = true;
                         ev.attr.exclude_hv = true;
                         res = sys::perf_event_open(&ev.attr, slot.pid, slot.cpu, leader_fd);
@@ -239,7 +270,8 @@ impl Counter {
                     }
                     match res {
                         Ok(fd) => {
-                            idrow[i] = sys::event_id(&fd).map_err(|e| Error::io("reading the event id", e))?;
+                            idrow[i] = sys::event_id(&fd)
+                                .map_err(|e| Error::io("reading the event id", e))?;
                             row[i] = Some(fd);
                         }
                         Err(e) => {
@@ -249,7 +281,11 @@ impl Counter {
                             } else if errno == libc::ESRCH {
                                 return Err(Error::NoSuchProcess(slot.pid));
                             } else {
-                                return Err(Error::Open { event: ev.name.clone(), hint: open_hint(errno, &ev.name, *slot), source: e });
+                                return Err(Error::Open {
+                                    event: ev.name.clone(),
+                                    hint: open_hint(errno, &ev.name, *slot),
+                                    source: e,
+                                });
                             }
                         }
                     }
@@ -267,7 +303,14 @@ impl Counter {
                 }
             }
         }
-        Ok(Counter { events, slots, fds, ids, status, notices })
+        Ok(Counter {
+            events,
+            slots,
+            fds,
+            ids,
+            status,
+            notices,
+        })
     }
 
     /// The events as opened (names carry `:u` where the privilege fallback applied).
@@ -297,13 +340,19 @@ impl Counter {
 
     fn leaders(&self) -> impl Iterator<Item = &OwnedFd> {
         let groups = self.events.groups();
-        self.fds.iter().flat_map(move |row| groups.iter().filter_map(|g| row[g.start].as_ref()).collect::<Vec<_>>())
+        self.fds.iter().flat_map(move |row| {
+            groups
+                .iter()
+                .filter_map(|g| row[g.start].as_ref())
+                .collect::<Vec<_>>()
+        })
     }
 
     /// Enables every group.
     pub fn enable(&self) -> Result<()> {
         for fd in self.leaders() {
-            sys::ioctl(fd, sys::Ioctl::Enable, true).map_err(|e| Error::io("enabling counters", e))?;
+            sys::ioctl(fd, sys::Ioctl::Enable, true)
+                .map_err(|e| Error::io("enabling counters", e))?;
         }
         Ok(())
     }
@@ -311,7 +360,8 @@ impl Counter {
     /// Disables every group.
     pub fn disable(&self) -> Result<()> {
         for fd in self.leaders() {
-            sys::ioctl(fd, sys::Ioctl::Disable, true).map_err(|e| Error::io("disabling counters", e))?;
+            sys::ioctl(fd, sys::Ioctl::Disable, true)
+                .map_err(|e| Error::io("disabling counters", e))?;
         }
         Ok(())
     }
@@ -319,7 +369,8 @@ impl Counter {
     /// Resets every group to zero.
     pub fn reset(&self) -> Result<()> {
         for fd in self.leaders() {
-            sys::ioctl(fd, sys::Ioctl::Reset, true).map_err(|e| Error::io("resetting counters", e))?;
+            sys::ioctl(fd, sys::Ioctl::Reset, true)
+                .map_err(|e| Error::io("resetting counters", e))?;
         }
         Ok(())
     }
@@ -335,10 +386,19 @@ impl Counter {
             for g in &groups {
                 let Some(fd) = &row[g.start] else { continue };
                 let got = sys::read(fd, &mut buf).map_err(|e| Error::io("reading counters", e))?;
-                let parsed = parse_group_read(&buf[..got]).ok_or_else(|| Error::io("reading counters", io::ErrorKind::UnexpectedEof.into()))?;
+                let parsed = parse_group_read(&buf[..got]).ok_or_else(|| {
+                    Error::io("reading counters", io::ErrorKind::UnexpectedEof.into())
+                })?;
                 for (value, id) in parsed.values {
-                    if let Some(i) = g.clone().find(|&i| self.ids[s][i] == id && row[i].is_some()) {
-                        out[i] = Some(Count { raw: value, enabled: parsed.enabled, running: parsed.running });
+                    if let Some(i) = g
+                        .clone()
+                        .find(|&i| self.ids[s][i] == id && row[i].is_some())
+                    {
+                        out[i] = Some(Count {
+                            raw: value,
+                            enabled: parsed.enabled,
+                            running: parsed.running,
+                        });
                     }
                 }
             }
@@ -361,14 +421,22 @@ pub struct GroupRead {
 
 /// Decodes the group read layout: `nr, time_enabled, time_running, {value, id} * nr`.
 pub fn parse_group_read(b: &[u8]) -> Option<GroupRead> {
-    let word = |i: usize| -> Option<u64> { Some(u64::from_ne_bytes(b.get(i * 8..i * 8 + 8)?.try_into().ok()?)) };
+    let word = |i: usize| -> Option<u64> {
+        Some(u64::from_ne_bytes(
+            b.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
     let nr = usize::try_from(word(0)?).ok()?;
     let (enabled, running) = (word(1)?, word(2)?);
     let mut values = Vec::with_capacity(nr.min(64));
     for k in 0..nr {
         values.push((word(3 + 2 * k)?, word(4 + 2 * k)?));
     }
-    Some(GroupRead { enabled, running, values })
+    Some(GroupRead {
+        enabled,
+        running,
+        values,
+    })
 }
 
 #[cfg(test)]
@@ -377,23 +445,54 @@ mod tests {
 
     #[test]
     fn scaling_follows_enabled_over_running() {
-        let c = Count { raw: 1000, enabled: 200, running: 100 };
+        let c = Count {
+            raw: 1000,
+            enabled: 200,
+            running: 100,
+        };
         assert_eq!(c.scaled(), Some(2000.0));
         assert!(c.is_scaled());
         assert_eq!(c.pct_running(), 50.0);
-        let full = Count { raw: 7, enabled: 10, running: 10 };
+        let full = Count {
+            raw: 7,
+            enabled: 10,
+            running: 10,
+        };
         assert_eq!(full.scaled(), Some(7.0));
         assert!(!full.is_scaled());
-        assert_eq!(Count { raw: 0, enabled: 10, running: 0 }.scaled(), None);
+        assert_eq!(
+            Count {
+                raw: 0,
+                enabled: 10,
+                running: 0
+            }
+            .scaled(),
+            None
+        );
     }
 
     #[test]
     fn aggregation_sums_values_and_times_before_scaling() {
         // perf sums raw, enabled and running over CPUs, then scales once.
-        let a = Count { raw: 100, enabled: 10, running: 5 };
-        let b = Count { raw: 300, enabled: 10, running: 10 };
+        let a = Count {
+            raw: 100,
+            enabled: 10,
+            running: 5,
+        };
+        let b = Count {
+            raw: 300,
+            enabled: 10,
+            running: 10,
+        };
         let t = a.sum(b);
-        assert_eq!(t, Count { raw: 400, enabled: 20, running: 15 });
+        assert_eq!(
+            t,
+            Count {
+                raw: 400,
+                enabled: 20,
+                running: 15
+            }
+        );
         assert!((t.scaled().unwrap() - 400.0 * 20.0 / 15.0).abs() < 1e-9);
         assert_eq!(t.delta(a), b);
     }
@@ -403,17 +502,51 @@ mod tests {
         let words: [u64; 7] = [2, 50, 40, 111, 7, 222, 8];
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         let g = parse_group_read(&bytes).unwrap();
-        assert_eq!(g, GroupRead { enabled: 50, running: 40, values: vec![(111, 7), (222, 8)] });
+        assert_eq!(
+            g,
+            GroupRead {
+                enabled: 50,
+                running: 40,
+                values: vec![(111, 7), (222, 8)]
+            }
+        );
         assert!(parse_group_read(&bytes[..40]).is_none());
     }
 
     #[test]
     fn readings_total_and_delta() {
-        let c = |r| Some(Count { raw: r, enabled: 10, running: 10 });
-        let r1 = Readings { values: vec![vec![c(1), None], vec![c(2), c(5)]] };
-        assert_eq!(r1.total(2), vec![Some(Count { raw: 3, enabled: 20, running: 20 }), c(5)]);
-        let r2 = Readings { values: vec![vec![c(4), None], vec![c(6), c(9)]] };
+        let c = |r| {
+            Some(Count {
+                raw: r,
+                enabled: 10,
+                running: 10,
+            })
+        };
+        let r1 = Readings {
+            values: vec![vec![c(1), None], vec![c(2), c(5)]],
+        };
+        assert_eq!(
+            r1.total(2),
+            vec![
+                Some(Count {
+                    raw: 3,
+                    enabled: 20,
+                    running: 20
+                }),
+                c(5)
+            ]
+        );
+        let r2 = Readings {
+            values: vec![vec![c(4), None], vec![c(6), c(9)]],
+        };
         let d = r2.delta(&r1);
-        assert_eq!(d.values[1][1], Some(Count { raw: 4, enabled: 0, running: 0 }));
+        assert_eq!(
+            d.values[1][1],
+            Some(Count {
+                raw: 4,
+                enabled: 0,
+                running: 0
+            })
+        );
     }
 }

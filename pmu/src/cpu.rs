@@ -159,12 +159,20 @@ impl CpuId {
 
     /// Parses the first processor block of `/proc/cpuinfo` text.
     pub fn parse(text: &str) -> CpuId {
-        let mut id = CpuId { vendor: Vendor::Other, family: 0, model: 0, stepping: 0, brand: String::new() };
+        let mut id = CpuId {
+            vendor: Vendor::Other,
+            family: 0,
+            model: 0,
+            stepping: 0,
+            brand: String::new(),
+        };
         for line in text.lines() {
             if line.trim().is_empty() && !id.brand.is_empty() {
                 break;
             }
-            let Some((k, v)) = line.split_once(':') else { continue };
+            let Some((k, v)) = line.split_once(':') else {
+                continue;
+            };
             let v = v.trim();
             match k.trim() {
                 "vendor_id" => {
@@ -206,11 +214,26 @@ mod tests {
 
     #[test]
     fn maps_known_cpus() {
-        assert_eq!(Model::from_cpuid(Vendor::Intel, 6, 0x55), Some(Model::SkylakeX));
-        assert_eq!(Model::from_cpuid(Vendor::Intel, 6, 0x8f), Some(Model::SapphireRapids));
-        assert_eq!(Model::from_cpuid(Vendor::Amd, 0x19, 0x01), Some(Model::Zen3));
-        assert_eq!(Model::from_cpuid(Vendor::Amd, 0x19, 0x61), Some(Model::Zen4));
-        assert_eq!(Model::from_cpuid(Vendor::Amd, 0x1a, 0x02), Some(Model::Zen5));
+        assert_eq!(
+            Model::from_cpuid(Vendor::Intel, 6, 0x55),
+            Some(Model::SkylakeX)
+        );
+        assert_eq!(
+            Model::from_cpuid(Vendor::Intel, 6, 0x8f),
+            Some(Model::SapphireRapids)
+        );
+        assert_eq!(
+            Model::from_cpuid(Vendor::Amd, 0x19, 0x01),
+            Some(Model::Zen3)
+        );
+        assert_eq!(
+            Model::from_cpuid(Vendor::Amd, 0x19, 0x61),
+            Some(Model::Zen4)
+        );
+        assert_eq!(
+            Model::from_cpuid(Vendor::Amd, 0x1a, 0x02),
+            Some(Model::Zen5)
+        );
         assert_eq!(Model::from_cpuid(Vendor::Intel, 6, 0x01), None);
     }
 

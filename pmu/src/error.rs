@@ -25,7 +25,9 @@ pub enum Error {
         suggestion: Option<String>,
     },
     /// A modifier character that perf's grammar does not have.
-    #[error("bad modifier '{modifier}' in event '{event}': valid modifiers are u k h G H p pp ppp P")]
+    #[error(
+        "bad modifier '{modifier}' in event '{event}': valid modifiers are u k h G H p pp ppp P"
+    )]
     BadModifier {
         /// The event with its modifiers.
         event: String,
@@ -61,10 +63,14 @@ pub enum Error {
         bits: u32,
     },
     /// A `--cpu` model name that hwprof does not know.
-    #[error("unknown CPU model '{0}': known models are skylake, skylakex, icelake, sapphirerapids, alderlake, zen2, zen3, zen4, zen5")]
+    #[error(
+        "unknown CPU model '{0}': known models are skylake, skylakex, icelake, sapphirerapids, alderlake, zen2, zen3, zen4, zen5"
+    )]
     UnknownModel(String),
     /// tracefs is not mounted and could not be mounted.
-    #[error("tracefs is not mounted: run `mount -t tracefs nodev /sys/kernel/tracing` as root ({0})")]
+    #[error(
+        "tracefs is not available ({0}); as root: `mount -t tracefs nodev /sys/kernel/tracing`"
+    )]
     NoTracefs(String),
     /// A tracepoint that tracefs does not list.
     #[error("unknown tracepoint '{name}'{}: `hwprof list tracepoint` shows them", suggestion_text(.suggestion))]
@@ -125,7 +131,10 @@ fn suggestion_text(s: &Option<String>) -> String {
 impl Error {
     /// Wraps an I/O error with what was being done.
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     /// The errno behind this error, when it came from the kernel.
@@ -180,7 +189,10 @@ mod tests {
         let names = ["cycles", "instructions", "cache-misses", "page-faults"];
         assert_eq!(nearest("cycels", names).as_deref(), Some("cycles"));
         assert_eq!(nearest("page-fault", names).as_deref(), Some("page-faults"));
-        assert_eq!(nearest("INSTRUCTIONS", names).as_deref(), Some("instructions"));
+        assert_eq!(
+            nearest("INSTRUCTIONS", names).as_deref(),
+            Some("instructions")
+        );
         assert_eq!(nearest("zzzzzzzzzzzz", names), None);
     }
 }

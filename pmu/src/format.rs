@@ -33,7 +33,10 @@ pub struct FormatTerm {
 impl FormatTerm {
     /// Parses sysfs format text, e.g. `config:0-7,32-35` or `config1:0-15` or `config:21`.
     pub fn parse(name: &str, text: &str) -> Result<FormatTerm> {
-        let bad = || Error::Syntax { input: text.trim().to_string(), reason: format!("bad format of term '{name}'") };
+        let bad = || Error::Syntax {
+            input: text.trim().to_string(),
+            reason: format!("bad format of term '{name}'"),
+        };
         let (field, bits) = text.trim().split_once(':').ok_or_else(bad)?;
         let field = match field {
             "config" => ConfigField::Config,
@@ -56,7 +59,11 @@ impl FormatTerm {
             }
             ranges.push((lo, hi));
         }
-        Ok(FormatTerm { name: name.to_string(), field, ranges })
+        Ok(FormatTerm {
+            name: name.to_string(),
+            field,
+            ranges,
+        })
     }
 
     /// Total number of bits.
@@ -68,13 +75,21 @@ impl FormatTerm {
     pub fn apply(&self, value: u64, fields: &mut [u64; 4]) -> Result<()> {
         let bits = self.bits();
         if bits < 64 && value >> bits != 0 {
-            return Err(Error::TermOverflow { term: self.name.clone(), value, bits });
+            return Err(Error::TermOverflow {
+                term: self.name.clone(),
+                value,
+                bits,
+            });
         }
         let slot = &mut fields[self.field as usize];
         let mut v = value;
         for &(lo, hi) in &self.ranges {
             let width = hi - lo + 1;
-            let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
             *slot |= (v & mask) << lo;
             v = if width == 64 { 0 } else { v >> width };
         }
@@ -92,7 +107,10 @@ pub struct Format {
 impl Format {
     /// Builds a format from `(name, sysfs text)` pairs.
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Format {
-        let terms = pairs.iter().filter_map(|(n, t)| FormatTerm::parse(n, t).ok()).collect();
+        let terms = pairs
+            .iter()
+            .filter_map(|(n, t)| FormatTerm::parse(n, t).ok())
+            .collect();
         Format { terms }
     }
 
@@ -103,7 +121,11 @@ impl Format {
 
     /// Term names, comma-separated, for error messages.
     pub fn names(&self) -> String {
-        self.terms.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(",")
+        self.terms
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -165,7 +187,10 @@ mod tests {
         let mut f = [0u64; 4];
         t.apply(1, &mut f).unwrap();
         assert_eq!(f[0], 1 << 23);
-        assert!(matches!(t.apply(2, &mut f), Err(Error::TermOverflow { bits: 1, .. })));
+        assert!(matches!(
+            t.apply(2, &mut f),
+            Err(Error::TermOverflow { bits: 1, .. })
+        ));
         let l = FormatTerm::parse("ldlat", "config1:0-15").unwrap();
         l.apply(64, &mut f).unwrap();
         assert_eq!(f[1], 64);

@@ -19,8 +19,8 @@ pub mod event;
 pub mod format;
 pub mod metrics;
 pub mod probe;
-pub mod sysfs;
 pub mod sys;
+pub mod sysfs;
 pub mod tables;
 
 pub use error::{Error, Result};

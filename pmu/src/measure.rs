@@ -36,7 +36,10 @@ pub struct Counts {
 impl Counts {
     /// The count of an event by the name it was given (or its display name).
     pub fn get(&self, name: &str) -> Option<Count> {
-        self.values.iter().find(|(n, _)| n == name || crate::metrics::base_name(n) == name).and_then(|(_, c)| *c)
+        self.values
+            .iter()
+            .find(|(n, _)| n == name || crate::metrics::base_name(n) == name)
+            .and_then(|(_, c)| *c)
     }
 }
 
@@ -53,14 +56,28 @@ impl Counters {
 
     fn open(events: &str, slot: Slot, inherit: bool) -> Result<Counters> {
         let mut list = Encoder::host().parse(events)?;
-        prepare(&mut list, CountOptions { inherit, enable_on_exec: false });
-        Ok(Counters { counter: Counter::open(list, vec![slot])? })
+        prepare(
+            &mut list,
+            CountOptions {
+                inherit,
+                enable_on_exec: false,
+            },
+        );
+        Ok(Counters {
+            counter: Counter::open(list, vec![slot])?,
+        })
     }
 
     /// Names of events the kernel could not count here (e.g. `cycles` without a PMU).
     pub fn unsupported(&self) -> Vec<&str> {
         let ev = &self.counter.events().events;
-        self.counter.status().iter().zip(ev).filter(|(s, _)| **s != Status::Counting).map(|(_, e)| e.name.as_str()).collect()
+        self.counter
+            .status()
+            .iter()
+            .zip(ev)
+            .filter(|(s, _)| **s != Status::Counting)
+            .map(|(_, e)| e.name.as_str())
+            .collect()
     }
 
     /// Resets, enables, runs `f`, disables, and returns its result with the counts.
@@ -86,7 +103,14 @@ impl Counters {
     pub fn read(&self) -> Result<Counts> {
         let n = self.counter.events().events.len();
         let totals = self.counter.read()?.total(n);
-        let values = self.counter.events().events.iter().zip(totals).map(|(e, c)| (e.name.clone(), c)).collect();
+        let values = self
+            .counter
+            .events()
+            .events
+            .iter()
+            .zip(totals)
+            .map(|(e, c)| (e.name.clone(), c))
+            .collect();
         Ok(Counts { values })
     }
 }

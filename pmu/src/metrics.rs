@@ -21,7 +21,10 @@ pub struct Metric {
 /// Strips modifiers and hybrid PMU wrappers: `cycles:u` and `cpu_core/cycles/` -> `cycles`.
 pub fn base_name(name: &str) -> &str {
     let n = name.split(':').next().unwrap_or(name);
-    match n.strip_prefix("cpu_core/").or_else(|| n.strip_prefix("cpu_atom/")) {
+    match n
+        .strip_prefix("cpu_core/")
+        .or_else(|| n.strip_prefix("cpu_atom/"))
+    {
         Some(inner) => inner.trim_end_matches('/'),
         None => n,
     }
@@ -41,7 +44,10 @@ fn canonical(name: &str) -> &str {
 impl Context {
     /// A context for a measurement of `wall_ns`.
     pub fn new(wall_ns: f64) -> Context {
-        Context { wall_ns, values: Vec::new() }
+        Context {
+            wall_ns,
+            values: Vec::new(),
+        }
     }
 
     /// Records the (scaled) value of an event; repeated names add up.
@@ -54,17 +60,38 @@ impl Context {
     }
 
     fn get(&self, name: &str) -> Option<f64> {
-        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| *v).filter(|v| *v > 0.0)
+        self.values
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+            .filter(|v| *v > 0.0)
     }
 
     /// The metric shown beside `name` with `value`, if it has one.
     pub fn metric(&self, name: &str, value: f64) -> Option<Metric> {
         let base = canonical(base_name(name));
-        let ratio = |den: &str, unit: &'static str| self.get(den).map(|d| Metric { value: value * 100.0 / d, unit });
+        let ratio = |den: &str, unit: &'static str| {
+            self.get(den).map(|d| Metric {
+                value: value * 100.0 / d,
+                unit,
+            })
+        };
         match base {
-            "task-clock" | "cpu-clock" => (self.wall_ns > 0.0).then(|| Metric { value: value / self.wall_ns, unit: "CPUs utilized" }),
-            "cycles" => self.get("task-clock").or(self.get("cpu-clock")).map(|t| Metric { value: value / t, unit: "GHz" }),
-            "instructions" => self.get("cycles").map(|c| Metric { value: value / c, unit: "insn per cycle" }),
+            "task-clock" | "cpu-clock" => (self.wall_ns > 0.0).then(|| Metric {
+                value: value / self.wall_ns,
+                unit: "CPUs utilized",
+            }),
+            "cycles" => self
+                .get("task-clock")
+                .or(self.get("cpu-clock"))
+                .map(|t| Metric {
+                    value: value / t,
+                    unit: "GHz",
+                }),
+            "instructions" => self.get("cycles").map(|c| Metric {
+                value: value / c,
+                unit: "insn per cycle",
+            }),
             "branch-misses" => ratio("branches", "of all branches"),
             "cache-misses" => ratio("cache-references", "of all cache refs"),
             "L1-dcache-load-misses" => ratio("L1-dcache-loads", "of all L1-dcache accesses"),
@@ -83,13 +110,25 @@ impl Context {
         let t = self.get("task-clock").or(self.get("cpu-clock"))?;
         let per_sec = value * 1e9 / t;
         Some(if per_sec >= 1e9 {
-            Metric { value: per_sec / 1e9, unit: "G/sec" }
+            Metric {
+                value: per_sec / 1e9,
+                unit: "G/sec",
+            }
         } else if per_sec >= 1e6 {
-            Metric { value: per_sec / 1e6, unit: "M/sec" }
+            Metric {
+                value: per_sec / 1e6,
+                unit: "M/sec",
+            }
         } else if per_sec >= 1e3 {
-            Metric { value: per_sec / 1e3, unit: "K/sec" }
+            Metric {
+                value: per_sec / 1e3,
+                unit: "K/sec",
+            }
         } else {
-            Metric { value: per_sec, unit: "/sec" }
+            Metric {
+                value: per_sec,
+                unit: "/sec",
+            }
         })
     }
 }
@@ -105,14 +144,54 @@ mod tests {
         c.add("cycles:u", 3_000_000.0);
         c.add("instructions:u", 6_000_000.0);
         c.add("branches", 1000.0);
-        assert_eq!(c.metric("task-clock", 1_000_000.0), Some(Metric { value: 0.5, unit: "CPUs utilized" }));
-        assert_eq!(c.metric("cycles", 3_000_000.0), Some(Metric { value: 3.0, unit: "GHz" }));
-        assert_eq!(c.metric("instructions", 6_000_000.0), Some(Metric { value: 2.0, unit: "insn per cycle" }));
-        assert_eq!(c.metric("branch-misses", 10.0), Some(Metric { value: 1.0, unit: "of all branches" }));
+        assert_eq!(
+            c.metric("task-clock", 1_000_000.0),
+            Some(Metric {
+                value: 0.5,
+                unit: "CPUs utilized"
+            })
+        );
+        assert_eq!(
+            c.metric("cycles", 3_000_000.0),
+            Some(Metric {
+                value: 3.0,
+                unit: "GHz"
+            })
+        );
+        assert_eq!(
+            c.metric("instructions", 6_000_000.0),
+            Some(Metric {
+                value: 2.0,
+                unit: "insn per cycle"
+            })
+        );
+        assert_eq!(
+            c.metric("branch-misses", 10.0),
+            Some(Metric {
+                value: 1.0,
+                unit: "of all branches"
+            })
+        );
         // 50 faults in 1 ms of task time = 50 K/sec
-        assert_eq!(c.metric("page-faults", 50.0), Some(Metric { value: 50.0, unit: "K/sec" }));
-        assert_eq!(c.metric("context-switches", 0.5), Some(Metric { value: 500.0, unit: "/sec" }));
-        assert_eq!(c.metric("cache-misses", 5.0), None, "no cache-references counted");
+        assert_eq!(
+            c.metric("page-faults", 50.0),
+            Some(Metric {
+                value: 50.0,
+                unit: "K/sec"
+            })
+        );
+        assert_eq!(
+            c.metric("context-switches", 0.5),
+            Some(Metric {
+                value: 500.0,
+                unit: "/sec"
+            })
+        );
+        assert_eq!(
+            c.metric("cache-misses", 5.0),
+            None,
+            "no cache-references counted"
+        );
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub struct Resolved {
 pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> {
     let abs = std::fs::canonicalize(Path::new(path)).map_err(|e| format!("{path}: {e}"))?;
     let data = std::fs::read(&abs).map_err(|e| format!("{}: {e}", abs.display()))?;
-    let file = object::File::parse(&*data).map_err(|e| format!("{} is not an ELF file we can read ({e})", abs.display()))?;
+    let file = object::File::parse(&*data)
+        .map_err(|e| format!("{} is not an ELF file we can read ({e})", abs.display()))?;
     let vaddr = if func.is_empty() {
         offset
     } else {
@@ -34,13 +35,18 @@ pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> 
             }
             let Ok(n) = s.name() else { continue };
             if n == func {
-                found = Some(s.address());
+                found = Some((s.address(), s.size()));
                 break;
             }
             names.push(n.to_string());
         }
         match found {
-            Some(a) => a + offset,
+            Some((_, size)) if size > 0 && offset >= size => {
+                return Err(format!(
+                    "offset {offset:#x} is past the end of {func} ({size} bytes)"
+                ));
+            }
+            Some((a, _)) => a + offset,
             None if names.is_empty() => {
                 return Err(format!(
                     "{} has no symbol table (stripped?): probe an address instead, uprobe:{}:0xADDR",
@@ -50,7 +56,11 @@ pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> 
             }
             None => {
                 let near = nearest_names(func, &names);
-                return Err(format!("no function '{func}' in {}; nearest: {}", abs.display(), near.join(", ")));
+                return Err(format!(
+                    "no function '{func}' in {}; nearest: {}",
+                    abs.display(),
+                    near.join(", ")
+                ));
             }
         }
     };
@@ -58,10 +68,17 @@ pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> 
         let (start, size) = (seg.address(), seg.size());
         if vaddr >= start && vaddr < start + size {
             let (foff, _) = seg.file_range();
-            return Ok(Resolved { path: abs.display().to_string(), file_offset: vaddr - start + foff, vaddr });
+            return Ok(Resolved {
+                path: abs.display().to_string(),
+                file_offset: vaddr - start + foff,
+                vaddr,
+            });
         }
     }
-    Err(format!("address {vaddr:#x} is in no loadable segment of {}", abs.display()))
+    Err(format!(
+        "address {vaddr:#x} is in no loadable segment of {}",
+        abs.display()
+    ))
 }
 
 /// Up to five names closest to `want`: those containing it first, then by edit distance.
@@ -71,7 +88,11 @@ fn nearest_names(want: &str, names: &[String]) -> Vec<String> {
         .iter()
         .map(|n| {
             let ln = n.to_ascii_lowercase();
-            let d = if ln.contains(&lw) || lw.contains(&ln) { 0 } else { strsim(&lw, &ln) };
+            let d = if ln.contains(&lw) || lw.contains(&ln) {
+                0
+            } else {
+                strsim(&lw, &ln)
+            };
             (d, n)
         })
         .collect();
@@ -101,6 +122,10 @@ mod tests {
         let e = resolve(p, "mian_no_such_fn", 0).unwrap_err();
         assert!(e.contains("no function 'mian_no_such_fn'"), "{e}");
         assert!(resolve("/nonexistent/bin", "main", 0).is_err());
-        assert!(resolve("/etc/hostname", "main", 0).unwrap_err().contains("not an ELF"));
+        assert!(
+            resolve("/etc/hostname", "main", 0)
+                .unwrap_err()
+                .contains("not an ELF")
+        );
     }
 }

@@ -13,7 +13,11 @@ use crate::attr::Attr;
 
 /// Turns a raw syscall return into `io::Result`: negative means errno.
 fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
-    if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(ret) }
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
 }
 
 /// Builds the kernel's `perf_event_attr` from an [`Attr`].
@@ -55,9 +59,16 @@ fn to_kernel(attr: &Attr, path: Option<&CStr>) -> pes::bindings::perf_event_attr
 
 /// Opens one event. `pid`/`cpu` follow perf_event_open(2): pid -1 with a CPU is
 /// system-wide on that CPU; cpu -1 follows the task. `group` is the leader's fd.
-pub fn perf_event_open(attr: &Attr, pid: i32, cpu: i32, group: Option<RawFd>) -> io::Result<OwnedFd> {
+pub fn perf_event_open(
+    attr: &Attr,
+    pid: i32,
+    cpu: i32,
+    group: Option<RawFd>,
+) -> io::Result<OwnedFd> {
     let path = match &attr.uprobe_path {
-        Some(p) => Some(CString::new(p.as_str()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?),
+        Some(p) => {
+            Some(CString::new(p.as_str()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?)
+        }
         None => None,
     };
     let mut kattr = to_kernel(attr, path.as_deref());
@@ -85,7 +96,11 @@ pub enum Ioctl {
 /// Runs an argument-less ioctl; with `group` it applies to the whole group
 /// (`PERF_IOC_FLAG_GROUP`).
 pub fn ioctl(fd: &OwnedFd, op: Ioctl, group: bool) -> io::Result<()> {
-    let flag = if group { pes::bindings::PERF_IOC_FLAG_GROUP } else { 0 };
+    let flag = if group {
+        pes::bindings::PERF_IOC_FLAG_GROUP
+    } else {
+        0
+    };
     let raw = fd.as_raw_fd();
     // SAFETY: `raw` is an open perf event fd borrowed for the call; these ioctls take an
     // integer flag argument and touch no memory of ours.
@@ -160,6 +175,10 @@ impl Workload {
         if pid == 0 {
             // SAFETY: in the child: only async-signal-safe calls on pre-built buffers.
             unsafe {
+                // Close the parent's ends first, or a parent that gives up (drops `go`
+                // unsent) would leave us blocked forever on our own copy of the writer.
+                libc::close(go_w.as_raw_fd());
+                libc::close(err_r.as_raw_fd());
                 let mut b = [0u8; 1];
                 // Wait for the parent: 1 byte = go, EOF = abort.
                 let n = libc::read(go_r.as_raw_fd(), b.as_mut_ptr().cast(), 1);
@@ -174,7 +193,11 @@ impl Workload {
         }
         drop(go_r);
         drop(err_w);
-        Ok(Workload { pid, go: Some(go_w), err: err_r })
+        Ok(Workload {
+            pid,
+            go: Some(go_w),
+            err: err_r,
+        })
     }
 
     /// The child's pid.
@@ -184,7 +207,10 @@ impl Workload {
 
     /// Lets the child exec. Returns the exec error if `execvp` failed.
     pub fn start(&mut self) -> Result<(), ExecError> {
-        let go = self.go.take().ok_or_else(|| ExecError::Setup(io::Error::from_raw_os_error(libc::EINVAL)))?;
+        let go = self
+            .go
+            .take()
+            .ok_or_else(|| ExecError::Setup(io::Error::from_raw_os_error(libc::EINVAL)))?;
         let one = [1u8];
         // SAFETY: writes one byte from a live buffer to our pipe fd.
         let n = unsafe { libc::write(go.as_raw_fd(), one.as_ptr().cast(), 1) };
@@ -194,7 +220,13 @@ impl Workload {
         let mut got = 0;
         while got < eb.len() {
             // SAFETY: reads into the unfilled tail of a live buffer.
-            let n = unsafe { libc::read(self.err.as_raw_fd(), eb[got..].as_mut_ptr().cast(), eb.len() - got) };
+            let n = unsafe {
+                libc::read(
+                    self.err.as_raw_fd(),
+                    eb[got..].as_mut_ptr().cast(),
+                    eb.len() - got,
+                )
+            };
             match check(n as libc::c_long) {
                 Ok(0) => break,
                 Ok(n) => got += n as usize,
@@ -203,7 +235,9 @@ impl Workload {
             }
         }
         if got == eb.len() {
-            return Err(ExecError::Exec(io::Error::from_raw_os_error(i32::from_ne_bytes(eb))));
+            return Err(ExecError::Exec(io::Error::from_raw_os_error(
+                i32::from_ne_bytes(eb),
+            )));
         }
         Ok(())
     }
@@ -262,7 +296,12 @@ pub fn wait(pid: i32) -> io::Result<ExitInfo> {
         (libc::WEXITSTATUS(status), None)
     };
     let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-    Ok(ExitInfo { code, signal, user_us: us(ru.ru_utime), sys_us: us(ru.ru_stime) })
+    Ok(ExitInfo {
+        code,
+        signal,
+        user_us: us(ru.ru_utime),
+        sys_us: us(ru.ru_stime),
+    })
 }
 
 /// A pidfd: readable when the process exits (`pidfd_open(2)`).
@@ -277,12 +316,23 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
 /// Polls `fds` for readability for up to `timeout_ms` (-1 = forever). Returns the
 /// indexes that are ready; an empty list on timeout or on EINTR (a signal arrived).
 pub fn poll_readable(fds: &[&OwnedFd], timeout_ms: i32) -> io::Result<Vec<usize>> {
-    let mut p: Vec<libc::pollfd> =
-        fds.iter().map(|f| libc::pollfd { fd: f.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|f| libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     // SAFETY: `p` is a live array of `p.len()` pollfd structs.
     let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
     match check(r.into()) {
-        Ok(_) => Ok(p.iter().enumerate().filter(|(_, x)| x.revents != 0).map(|(i, _)| i).collect()),
+        Ok(_) => Ok(p
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.revents != 0)
+            .map(|(i, _)| i)
+            .collect()),
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Vec::new()),
         Err(e) => Err(e),
     }
@@ -358,6 +408,14 @@ pub fn mount_tracefs(target: &str) -> io::Result<()> {
     let tgt = CString::new(target).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let fstype = CString::new("tracefs").map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: all three are valid NUL-terminated strings alive for the call; data is null.
-    let r = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
+    let r = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            tgt.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
     check(r.into()).map(drop)
 }

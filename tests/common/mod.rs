@@ -35,6 +35,21 @@ pub fn scratch_path(tag: &str) -> PathBuf {
     dir.join(format!("{tag}.{}", std::process::id()))
 }
 
+/// Writes one line to the process's real stderr, past libtest's output
+/// capture, so that CI logs show the compared figures and SKIPPED notices of
+/// passing tests too.
+pub fn report_line(msg: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{msg}\n").as_bytes());
+}
+
+/// `eprintln!` that is not captured by the test harness (see [`report_line`]).
+macro_rules! report {
+    ($($arg:tt)*) => {
+        $crate::common::report_line(&format!($($arg)*))
+    };
+}
+
 // ---------------------------------------------------------------------------
 // Workloads
 // ---------------------------------------------------------------------------
@@ -71,7 +86,14 @@ pub fn workload(name: &str) -> PathBuf {
         // at the same time never see a half-written executable.
         let tmp = dir.join(format!(".{name}.{}", std::process::id()));
         let res = Command::new("cc")
-            .args(["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie", "-Wall", "-o"])
+            .args([
+                "-O1",
+                "-g",
+                "-fno-omit-frame-pointer",
+                "-no-pie",
+                "-Wall",
+                "-o",
+            ])
             .arg(&tmp)
             .arg(&src)
             .arg("-pthread")
@@ -182,7 +204,12 @@ impl Run {
     pub fn code(&self) -> i32 {
         match self.status.code() {
             Some(c) => c,
-            None => panic!("{} died of a signal: {:?}\n{}", self.cmdline, self.status, self.dump()),
+            None => panic!(
+                "{} died of a signal: {:?}\n{}",
+                self.cmdline,
+                self.status,
+                self.dump()
+            ),
         }
     }
 
@@ -325,7 +352,11 @@ impl Background {
         loop {
             buf.clear();
             let n = r.read_line(&mut buf).expect("read stdout");
-            assert!(n > 0, "`{}` closed stdout before printing {line:?}", self.cmdline);
+            assert!(
+                n > 0,
+                "`{}` closed stdout before printing {line:?}",
+                self.cmdline
+            );
             if buf.trim_end() == line {
                 break;
             }
@@ -396,13 +427,15 @@ pub fn require_perf(what: &str) -> bool {
     if perf_available() {
         return true;
     }
-    eprintln!("SKIPPED: perf not installed ({what})");
+    report!("SKIPPED: perf not installed ({what})");
     false
 }
 
 /// True when the kernel exposes PMU `name` in sysfs.
 pub fn pmu_exists(name: &str) -> bool {
-    Path::new("/sys/bus/event_source/devices").join(name).exists()
+    Path::new("/sys/bus/event_source/devices")
+        .join(name)
+        .exists()
 }
 
 /// False (after printing a SKIPPED line) when PMU `name` is absent.
@@ -410,7 +443,7 @@ pub fn require_pmu(name: &str, what: &str) -> bool {
     if pmu_exists(name) {
         return true;
     }
-    eprintln!("SKIPPED: no `{name}` PMU in /sys/bus/event_source/devices ({what})");
+    report!("SKIPPED: no `{name}` PMU in /sys/bus/event_source/devices ({what})");
     false
 }
 
@@ -418,12 +451,15 @@ pub fn require_pmu(name: &str, what: &str) -> bool {
 /// no tracepoint PMU, or no tracefs in the kernel.
 pub fn require_tracefs(what: &str) -> bool {
     let fs_known = fs::read_to_string("/proc/filesystems")
-        .map(|s| s.lines().any(|l| l.split_whitespace().last() == Some("tracefs")))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.split_whitespace().last() == Some("tracefs"))
+        })
         .unwrap_or(false);
     if pmu_exists("tracepoint") && fs_known {
         return true;
     }
-    eprintln!("SKIPPED: tracefs or the tracepoint PMU is not available ({what})");
+    report!("SKIPPED: tracefs or the tracepoint PMU is not available ({what})");
     false
 }
 
@@ -470,8 +506,13 @@ impl ProbeGuard {
         g
     }
 
-    /// `perf probe -x BIN 'NAME=SPEC'`; returns the event `probe_STEM:NAME`.
-    pub fn add(&self, name: &str, spec: &str) -> String {
+    /// `perf probe -x BIN 'ev_STEM=SPEC'`; returns the event perf made,
+    /// `probe_STEM:ev_STEM[__return]`. The event name is unique per binary because perf
+    /// refuses a name that exists in any group, and it is not a short word
+    /// like `hp` that perf's parser would take for modifiers.
+    pub fn add(&self, spec: &str) -> String {
+        let stem = self.group.trim_start_matches("probe_");
+        let name = format!("ev_{stem}");
         let mut cmd = Command::new("perf");
         cmd.arg("probe")
             .arg("-x")
@@ -479,7 +520,16 @@ impl ProbeGuard {
             .arg(format!("{name}={spec}"));
         let r = run_cmd(&mut cmd, TIMEOUT);
         r.assert_ok();
-        format!("{}:{name}", self.group)
+        // perf may rename the event (a return probe gets `__return`): take
+        // the name it reports after "Added new event:".
+        let text = format!("{}\n{}", r.stdout, r.stderr);
+        let mut lines = text.lines();
+        lines
+            .find(|l| l.trim() == "Added new event:")
+            .and_then(|_| lines.next())
+            .and_then(|l| l.split_whitespace().next())
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no event name in perf probe's output\n{}", r.dump()))
     }
 
     fn delete_all(&self) {
@@ -634,7 +684,7 @@ pub fn human_value(text: &str, event: &str) -> Option<String> {
 
 /// Asserts `|a - b| <= tol` with a message showing both figures.
 pub fn assert_close(what: &str, perf: f64, hwprof: f64, tol: f64) {
-    eprintln!("{what}: perf={perf} hwprof={hwprof} (allowed difference {tol:.3})");
+    report!("{what}: perf={perf} hwprof={hwprof} (allowed difference {tol:.3})");
     assert!(
         (perf - hwprof).abs() <= tol,
         "{what}: hwprof={hwprof} differs from perf={perf} by more than {tol:.3}"

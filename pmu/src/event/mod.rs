@@ -119,7 +119,14 @@ impl Encoder {
 
     fn build(model: Option<Model>, vendor: Vendor, foreign: bool) -> Encoder {
         let tables = model.map(EventTable::builtin).into_iter().collect();
-        Encoder { model, vendor, foreign, pmus: sysfs::pmus(), tables, tracefs: Default::default() }
+        Encoder {
+            model,
+            vendor,
+            foreign,
+            pmus: sysfs::pmus(),
+            tables,
+            tracefs: Default::default(),
+        }
     }
 
     /// The model whose tables are in use.
@@ -151,7 +158,11 @@ impl Encoder {
     }
 
     fn is_hybrid(&self) -> bool {
-        if self.foreign { self.model.is_some_and(Model::is_hybrid) } else { self.pmus.iter().any(|p| p.name == "cpu_core") }
+        if self.foreign {
+            self.model.is_some_and(Model::is_hybrid)
+        } else {
+            self.pmus.iter().any(|p| p.name == "cpu_core")
+        }
     }
 
     /// The core PMUs generic events expand to: `[("cpu", 4)]`, or both hybrid PMUs.
@@ -162,7 +173,14 @@ impl Encoder {
         HYBRID_TYPES
             .iter()
             .map(|&(n, t)| {
-                let t = if self.foreign { t } else { self.pmus.iter().find(|p| p.name == n).map_or(t, |p| p.type_) };
+                let t = if self.foreign {
+                    t
+                } else {
+                    self.pmus
+                        .iter()
+                        .find(|p| p.name == n)
+                        .map_or(t, |p| p.type_)
+                };
                 (n.to_string(), t)
             })
             .collect()
@@ -179,8 +197,12 @@ impl Encoder {
         let builtin = match (name, self.vendor, self.is_hybrid()) {
             ("cpu", Vendor::Amd, _) => Some((types::RAW, format::AMD_CORE)),
             ("cpu", Vendor::Intel, false) => Some((types::RAW, format::INTEL_CORE)),
-            ("cpu_core", Vendor::Intel, true) => Some((self.core_type("cpu_core"), format::INTEL_CORE)),
-            ("cpu_atom", Vendor::Intel, true) => Some((self.core_type("cpu_atom"), format::INTEL_ATOM)),
+            ("cpu_core", Vendor::Intel, true) => {
+                Some((self.core_type("cpu_core"), format::INTEL_CORE))
+            }
+            ("cpu_atom", Vendor::Intel, true) => {
+                Some((self.core_type("cpu_atom"), format::INTEL_ATOM))
+            }
             _ => None,
         };
         match builtin {
@@ -188,13 +210,19 @@ impl Encoder {
             None => {
                 let mut known: Vec<&str> = self.pmus.iter().map(|p| p.name.as_str()).collect();
                 known.push("cpu");
-                Err(Error::UnknownPmu { name: name.to_string(), suggestion: nearest(name, known) })
+                Err(Error::UnknownPmu {
+                    name: name.to_string(),
+                    suggestion: nearest(name, known),
+                })
             }
         }
     }
 
     fn core_type(&self, name: &str) -> u32 {
-        self.core_pmus().into_iter().find(|(n, _)| n == name).map_or(types::RAW, |(_, t)| t)
+        self.core_pmus()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map_or(types::RAW, |(_, t)| t)
     }
 
     fn table_event(&self, name: &str) -> Option<&EventDef> {
@@ -233,7 +261,13 @@ impl Encoder {
             Kind::Name(name) => {
                 if let Some((t, c)) = names::lookup(name) {
                     if t == types::SOFTWARE {
-                        out.push(self.finish(ev, Attr::new(t, c), "software", Class::Software, &mods)?);
+                        out.push(self.finish(
+                            ev,
+                            Attr::new(t, c),
+                            "software",
+                            Class::Software,
+                            &mods,
+                        )?);
                     } else if self.is_hybrid() {
                         for (pmu, ptype) in self.core_pmus() {
                             let attr = Attr::new(t, c | (u64::from(ptype) << 32));
@@ -242,13 +276,24 @@ impl Encoder {
                             out.push(e);
                         }
                     } else {
-                        let pmu = if t == types::HW_CACHE { "hw_cache" } else { "hardware" };
+                        let pmu = if t == types::HW_CACHE {
+                            "hw_cache"
+                        } else {
+                            "hardware"
+                        };
                         out.push(self.finish(ev, Attr::new(t, c), pmu, Class::Core, &mods)?);
                     }
                 } else if let Some(def) = self.table_event(name) {
                     let (t, f, _) = self.pmu(&def.pmu)?;
                     let mut attr = Attr::new(t, 0);
-                    self.apply_terms(&def.pmu, &f, &[], &terms_of(&def.terms), &mut attr, &mut None)?;
+                    self.apply_terms(
+                        &def.pmu,
+                        &f,
+                        &[],
+                        &terms_of(&def.terms),
+                        &mut attr,
+                        &mut None,
+                    )?;
                     let mut e = self.finish(ev, attr, &def.pmu, Class::Core, &mods)?;
                     e.name = format!("{}{}", def.name, mod_suffix(&mods));
                     out.push(e);
@@ -263,14 +308,23 @@ impl Encoder {
                     return Err(self.unknown(name));
                 }
             }
-            Kind::Raw(config) => out.push(self.finish(ev, Attr::new(types::RAW, *config), "cpu", Class::Core, &mods)?),
+            Kind::Raw(config) => out.push(self.finish(
+                ev,
+                Attr::new(types::RAW, *config),
+                "cpu",
+                Class::Core,
+                &mods,
+            )?),
             Kind::Pmu { pmu, terms } => {
                 let (t, f, aliases) = self.pmu(pmu)?;
                 let mut attr = Attr::new(t, 0);
                 let mut display = None;
                 self.apply_terms(pmu, &f, &aliases, terms, &mut attr, &mut display)?;
                 if pmu == "uprobe" {
-                    return Err(Error::Probe { target: ev.text.clone(), reason: "use uprobe:/path:func (hwprof resolves the offset)".into() });
+                    return Err(Error::Probe {
+                        target: ev.text.clone(),
+                        reason: "use uprobe:/path:func (hwprof resolves the offset)".into(),
+                    });
                 }
                 let mut e = self.finish(ev, attr, pmu, class_of_pmu(pmu), &mods)?;
                 if let Some(n) = display {
@@ -280,7 +334,10 @@ impl Encoder {
             }
             Kind::Tracepoint { sys, name } => {
                 if names::lookup(sys).is_some() || self.table_event(sys).is_some() {
-                    return Err(Error::BadModifier { event: ev.text.clone(), modifier: name.clone() });
+                    return Err(Error::BadModifier {
+                        event: ev.text.clone(),
+                        modifier: name.clone(),
+                    });
                 }
                 let tfs = self.tracefs_path()?;
                 let globbed = [sys, name].iter().any(|s| s.contains(['*', '?']));
@@ -293,7 +350,10 @@ impl Encoder {
                         })
                         .collect();
                     if v.is_empty() {
-                        return Err(Error::UnknownTracepoint { name: format!("{sys}:{name}"), suggestion: None });
+                        return Err(Error::UnknownTracepoint {
+                            name: format!("{sys}:{name}"),
+                            suggestion: None,
+                        });
                     }
                     v
                 } else {
@@ -301,7 +361,13 @@ impl Encoder {
                 };
                 for (s, n) in names {
                     let id = sysfs::tracepoint_id(&tfs, &s, &n)?;
-                    let mut e = self.finish(ev, Attr::new(types::TRACEPOINT, id), "tracepoint", Class::Tracepoint, &mods)?;
+                    let mut e = self.finish(
+                        ev,
+                        Attr::new(types::TRACEPOINT, id),
+                        "tracepoint",
+                        Class::Tracepoint,
+                        &mods,
+                    )?;
                     e.name = format!("{s}:{n}{}", mod_suffix(&mods));
                     out.push(e);
                 }
@@ -313,14 +379,22 @@ impl Encoder {
                     "rw" | "wr" => bp::RW,
                     "x" => bp::X,
                     other => {
-                        return Err(Error::Syntax { input: ev.text.clone(), reason: format!("access '{other}' is not r, w, rw or x") });
+                        return Err(Error::Syntax {
+                            input: ev.text.clone(),
+                            reason: format!("access '{other}' is not r, w, rw or x"),
+                        });
                     }
                 };
                 let len = match (*len, bp_type) {
                     (0, bp::X) => 8,
                     (0, _) => 4,
                     (l @ (1 | 2 | 4 | 8), _) => l,
-                    (l, _) => return Err(Error::Syntax { input: ev.text.clone(), reason: format!("breakpoint length {l} is not 1, 2, 4 or 8") }),
+                    (l, _) => {
+                        return Err(Error::Syntax {
+                            input: ev.text.clone(),
+                            reason: format!("breakpoint length {l} is not 1, 2, 4 or 8"),
+                        });
+                    }
                 };
                 let mut attr = Attr::new(types::BREAKPOINT, 0);
                 attr.bp_type = bp_type;
@@ -328,15 +402,28 @@ impl Encoder {
                 attr.config2 = len;
                 out.push(self.finish(ev, attr, "breakpoint", Class::Breakpoint, &mods)?);
             }
-            Kind::Uprobe { ret, path, func, offset } => {
+            Kind::Uprobe {
+                ret,
+                path,
+                func,
+                offset,
+            } => {
                 let (t, f, _) = self.pmu("uprobe").map_err(|_| Error::Probe {
                     target: ev.text.clone(),
                     reason: "this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe); build it with CONFIG_UPROBE_EVENTS".into(),
                 })?;
-                let resolved = crate::probe::resolve(path, func, *offset).map_err(|reason| Error::Probe { target: ev.text.clone(), reason })?;
+                let resolved =
+                    crate::probe::resolve(path, func, *offset).map_err(|reason| Error::Probe {
+                        target: ev.text.clone(),
+                        reason,
+                    })?;
                 let mut attr = Attr::new(t, 0);
                 if *ret {
-                    let retprobe = f.term("retprobe").ok_or_else(|| Error::UnknownTerm { pmu: "uprobe".into(), term: "retprobe".into(), known: f.names() })?;
+                    let retprobe = f.term("retprobe").ok_or_else(|| Error::UnknownTerm {
+                        pmu: "uprobe".into(),
+                        term: "retprobe".into(),
+                        known: f.names(),
+                    })?;
                     let mut fields = [0u64; 4];
                     retprobe.apply(1, &mut fields)?;
                     attr.config = fields[0];
@@ -350,10 +437,14 @@ impl Encoder {
     }
 
     fn tracefs_path(&self) -> Result<PathBuf> {
+        let reason_of = |e: Error| match e {
+            Error::NoTracefs(reason) => reason,
+            other => other.to_string(),
+        };
         self.tracefs
-            .get_or_init(|| sysfs::tracefs().map_err(|e| e.to_string()))
+            .get_or_init(|| sysfs::tracefs().map_err(reason_of))
             .clone()
-            .map_err(|e| Error::NoTracefs(e.trim_start_matches("tracefs is not mounted: ").to_string()))
+            .map_err(Error::NoTracefs)
     }
 
     fn unknown(&self, name: &str) -> Error {
@@ -364,7 +455,10 @@ impl Encoder {
         for p in &self.pmus {
             cands.extend(p.aliases.iter().map(|(n, _)| n.clone()));
         }
-        Error::UnknownEvent { name: name.to_string(), suggestion: nearest(name, cands.iter().map(String::as_str)) }
+        Error::UnknownEvent {
+            name: name.to_string(),
+            suggestion: nearest(name, cands.iter().map(String::as_str)),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -379,7 +473,12 @@ impl Encoder {
     ) -> Result<()> {
         let mut fields = [attr.config, attr.config1, attr.config2, attr.config3];
         for (k, v) in terms {
-            let num = |v: &str| parse_num(v).ok_or_else(|| Error::Syntax { input: format!("{k}={v}"), reason: "expected a number".into() });
+            let num = |v: &str| {
+                parse_num(v).ok_or_else(|| Error::Syntax {
+                    input: format!("{k}={v}"),
+                    reason: "expected a number".into(),
+                })
+            };
             match (k.as_str(), v.as_deref()) {
                 ("config", Some(v)) => fields[0] |= num(v)?,
                 ("config1", Some(v)) => fields[1] |= num(v)?,
@@ -394,12 +493,33 @@ impl Encoder {
                 (term, value) => {
                     if let Some(ft) = f.term(term) {
                         ft.apply(value.map(num).transpose()?.unwrap_or(1), &mut fields)?;
-                    } else if let (None, Some((_, text))) = (value, aliases.iter().find(|(n, _)| n.eq_ignore_ascii_case(term))) {
-                        let mut sub = Attr { config: fields[0], config1: fields[1], config2: fields[2], config3: fields[3], ..Attr::default() };
+                    } else if let (None, Some((_, text))) = (
+                        value,
+                        aliases.iter().find(|(n, _)| n.eq_ignore_ascii_case(term)),
+                    ) {
+                        let mut sub = Attr {
+                            config: fields[0],
+                            config1: fields[1],
+                            config2: fields[2],
+                            config3: fields[3],
+                            ..Attr::default()
+                        };
                         self.apply_terms(pmu, f, &[], &terms_of(text), &mut sub, &mut None)?;
                         fields = [sub.config, sub.config1, sub.config2, sub.config3];
-                    } else if let (None, Some(def)) = (value, self.tables.iter().find_map(|t| t.get_on(pmu, term)).or_else(|| self.table_event(term).filter(|_| pmu == "cpu"))) {
-                        let mut sub = Attr { config: fields[0], config1: fields[1], config2: fields[2], config3: fields[3], ..Attr::default() };
+                    } else if let (None, Some(def)) = (
+                        value,
+                        self.tables
+                            .iter()
+                            .find_map(|t| t.get_on(pmu, term))
+                            .or_else(|| self.table_event(term).filter(|_| pmu == "cpu")),
+                    ) {
+                        let mut sub = Attr {
+                            config: fields[0],
+                            config1: fields[1],
+                            config2: fields[2],
+                            config3: fields[3],
+                            ..Attr::default()
+                        };
                         self.apply_terms(pmu, f, &[], &terms_of(&def.terms), &mut sub, &mut None)?;
                         fields = [sub.config, sub.config1, sub.config2, sub.config3];
                     } else {
@@ -408,7 +528,11 @@ impl Encoder {
                             known.push(',');
                             known.push_str(a);
                         }
-                        return Err(Error::UnknownTerm { pmu: pmu.to_string(), term: term.to_string(), known });
+                        return Err(Error::UnknownTerm {
+                            pmu: pmu.to_string(),
+                            term: term.to_string(),
+                            known,
+                        });
                     }
                 }
             }
@@ -418,12 +542,32 @@ impl Encoder {
     }
 
     /// Applies modifiers with perf's semantics and builds the event.
-    fn finish(&self, ev: &EventAst, mut attr: Attr, pmu: &str, class: Class, mods: &str) -> Result<Event> {
-        apply_modifiers(&mut attr, mods, class, self.model.map_or(0, Model::max_precise)).map_err(|m| Error::BadModifier {
+    fn finish(
+        &self,
+        ev: &EventAst,
+        mut attr: Attr,
+        pmu: &str,
+        class: Class,
+        mods: &str,
+    ) -> Result<Event> {
+        apply_modifiers(
+            &mut attr,
+            mods,
+            class,
+            self.model.map_or(0, Model::max_precise),
+        )
+        .map_err(|m| Error::BadModifier {
             event: ev.text.clone(),
             modifier: m,
         })?;
-        Ok(Event { name: ev.text.clone(), pmu: pmu.to_string(), class, attr, leader: 0, explicit_mods: !mods.is_empty() })
+        Ok(Event {
+            name: ev.text.clone(),
+            pmu: pmu.to_string(),
+            class,
+            attr,
+            leader: 0,
+            explicit_mods: !mods.is_empty(),
+        })
     }
 
     /// Every event name this encoder knows (generic, tables, aliases), for `hwprof list`.
@@ -437,7 +581,11 @@ impl Encoder {
 }
 
 fn mod_suffix(mods: &str) -> String {
-    if mods.is_empty() { String::new() } else { format!(":{mods}") }
+    if mods.is_empty() {
+        String::new()
+    } else {
+        format!(":{mods}")
+    }
 }
 
 fn class_of_pmu(pmu: &str) -> Class {
@@ -484,7 +632,12 @@ fn glob(pat: &str, s: &str) -> bool {
 /// - `D` pinned, `I` exclude idle.
 ///
 /// With no G/H/p/u modifier, core PMU events exclude guests by default, as perf does.
-fn apply_modifiers(attr: &mut Attr, mods: &str, class: Class, max_precise: u8) -> std::result::Result<(), String> {
+fn apply_modifiers(
+    attr: &mut Attr,
+    mods: &str,
+    class: Class,
+    max_precise: u8,
+) -> std::result::Result<(), String> {
     let (mut eu, mut ek, mut eh) = (false, false, false);
     let (mut eg, mut ehost) = (class == Class::Core && mods.is_empty(), false);
     let mut exclude = false;

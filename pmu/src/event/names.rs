@@ -55,7 +55,15 @@ const CACHES: &[(&[&str], u64)] = &[
 const OPS: &[(&[&str], u64)] = &[
     (&["load", "loads", "read"], 0),
     (&["store", "stores", "write"], 1),
-    (&["prefetch", "prefetches", "speculative-read", "speculative-load"], 2),
+    (
+        &[
+            "prefetch",
+            "prefetches",
+            "speculative-read",
+            "speculative-load",
+        ],
+        2,
+    ),
 ];
 
 /// Resolves a generic name to `(type, config)`: hardware, software or hw-cache.
@@ -76,7 +84,9 @@ fn cache_lookup(l: &str) -> Option<u64> {
     for (names, id) in CACHES {
         for n in names.iter() {
             let n = n.to_ascii_lowercase();
-            let Some(rest) = l.strip_prefix(&n).and_then(|r| r.strip_prefix('-')) else { continue };
+            let Some(rest) = l.strip_prefix(&n).and_then(|r| r.strip_prefix('-')) else {
+                continue;
+            };
             let mut op = None;
             let mut result = None;
             for (ops, oid) in OPS {
@@ -116,7 +126,11 @@ fn result_of(s: &str) -> Option<u64> {
 
 /// Every generic name, for suggestions and `hwprof list`.
 pub fn all_names() -> Vec<String> {
-    let mut v: Vec<String> = HARDWARE.iter().chain(SOFTWARE).map(|(n, _)| n.to_string()).collect();
+    let mut v: Vec<String> = HARDWARE
+        .iter()
+        .chain(SOFTWARE)
+        .map(|(n, _)| n.to_string())
+        .collect();
     v.extend(canonical_cache_names());
     v
 }

@@ -86,7 +86,10 @@ fn is_mods(s: &str) -> bool {
 }
 
 fn syntax(input: &str, reason: impl Into<String>) -> Error {
-    Error::Syntax { input: input.to_string(), reason: reason.into() }
+    Error::Syntax {
+        input: input.to_string(),
+        reason: reason.into(),
+    }
 }
 
 /// Parses a number in C syntax: `0x1f`, `31`, `0b101`.
@@ -110,7 +113,9 @@ pub fn parse_list(input: &str) -> Result<Vec<Item>> {
     }
     loop {
         let (item, tail) = if let Some(inner) = rest.strip_prefix('{') {
-            let close = inner.find('}').ok_or_else(|| syntax(input, "'{' without '}'"))?;
+            let close = inner
+                .find('}')
+                .ok_or_else(|| syntax(input, "'{' without '}'"))?;
             let body = &inner[..close];
             let mut tail = &inner[close + 1..];
             let mut mods = String::new();
@@ -118,7 +123,10 @@ pub fn parse_list(input: &str) -> Result<Vec<Item>> {
                 let end = t.find(',').unwrap_or(t.len());
                 mods = t[..end].to_string();
                 if !is_mods(&mods) {
-                    return Err(Error::BadModifier { event: format!("{{{body}}}"), modifier: mods });
+                    return Err(Error::BadModifier {
+                        event: format!("{{{body}}}"),
+                        modifier: mods,
+                    });
                 }
                 tail = &t[end..];
             }
@@ -146,7 +154,10 @@ pub fn parse_list(input: &str) -> Result<Vec<Item>> {
         if tail.is_empty() {
             break;
         }
-        rest = tail.strip_prefix(',').ok_or_else(|| syntax(input, format!("expected ',' before '{tail}'")))?.trim_start();
+        rest = tail
+            .strip_prefix(',')
+            .ok_or_else(|| syntax(input, format!("expected ',' before '{tail}'")))?
+            .trim_start();
         if rest.is_empty() {
             return Err(syntax(input, "trailing ','"));
         }
@@ -157,7 +168,12 @@ pub fn parse_list(input: &str) -> Result<Vec<Item>> {
 /// Parses one event at the start of `s`; returns it and the unparsed rest (starting at
 /// `,` or empty).
 fn parse_event<'a>(s: &'a str, whole: &str) -> Result<(EventAst, &'a str)> {
-    for (prefix, ret) in [("uprobe:", false), ("uretprobe:", true), ("u:", false), ("ur:", true)] {
+    for (prefix, ret) in [
+        ("uprobe:", false),
+        ("uretprobe:", true),
+        ("u:", false),
+        ("ur:", true),
+    ] {
         if let Some(body) = s.strip_prefix(prefix) {
             let end = body.find(',').unwrap_or(body.len());
             let text = &s[..prefix.len() + end];
@@ -165,18 +181,25 @@ fn parse_event<'a>(s: &'a str, whole: &str) -> Result<(EventAst, &'a str)> {
         }
     }
     // pmu/terms/[mods]
-    let ident_end = s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')).unwrap_or(s.len());
+    let ident_end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+        .unwrap_or(s.len());
     if ident_end > 0 && s[ident_end..].starts_with('/') {
         let pmu = &s[..ident_end];
         let after = &s[ident_end + 1..];
-        let close = after.find('/').ok_or_else(|| syntax(whole, format!("'{pmu}/' without closing '/'")))?;
+        let close = after
+            .find('/')
+            .ok_or_else(|| syntax(whole, format!("'{pmu}/' without closing '/'")))?;
         let body = &after[..close];
         let mut tail = &after[close + 1..];
         let m_end = tail.find([',', '}']).unwrap_or(tail.len());
         let mut mods = tail[..m_end].trim_start_matches(':').to_string();
         let text = &s[..s.len() - tail.len() + m_end];
         if !mods.is_empty() && !is_mods(&mods) {
-            return Err(Error::BadModifier { event: text.to_string(), modifier: std::mem::take(&mut mods) });
+            return Err(Error::BadModifier {
+                event: text.to_string(),
+                modifier: std::mem::take(&mut mods),
+            });
         }
         tail = &tail[m_end..];
         let mut terms = Vec::new();
@@ -189,7 +212,17 @@ fn parse_event<'a>(s: &'a str, whole: &str) -> Result<(EventAst, &'a str)> {
         if terms.is_empty() {
             return Err(syntax(whole, format!("no terms in '{text}'")));
         }
-        return Ok((EventAst { kind: Kind::Pmu { pmu: pmu.to_string(), terms }, mods, text: text.to_string() }, tail));
+        return Ok((
+            EventAst {
+                kind: Kind::Pmu {
+                    pmu: pmu.to_string(),
+                    terms,
+                },
+                mods,
+                text: text.to_string(),
+            },
+            tail,
+        ));
     }
     let end = s.find([',', '}']).unwrap_or(s.len());
     let text = s[..end].trim();
@@ -200,19 +233,39 @@ fn parse_event<'a>(s: &'a str, whole: &str) -> Result<(EventAst, &'a str)> {
 }
 
 fn parse_uprobe(body: &str, ret: bool, text: &str) -> Result<EventAst> {
-    let bad = |r: &str| Error::Probe { target: text.to_string(), reason: r.to_string() };
-    let (path, target) = body.rsplit_once(':').ok_or_else(|| bad("expected uprobe:/path/to/binary:function"))?;
+    let bad = |r: &str| Error::Probe {
+        target: text.to_string(),
+        reason: r.to_string(),
+    };
+    let (path, target) = body
+        .rsplit_once(':')
+        .ok_or_else(|| bad("expected uprobe:/path/to/binary:function"))?;
     if path.is_empty() || target.is_empty() {
         return Err(bad("expected uprobe:/path/to/binary:function"));
     }
     let (func, offset) = if target.starts_with("0x") || target.chars().all(|c| c.is_ascii_digit()) {
-        (String::new(), parse_num(target).ok_or_else(|| bad("bad address"))?)
+        (
+            String::new(),
+            parse_num(target).ok_or_else(|| bad("bad address"))?,
+        )
     } else if let Some((f, off)) = target.split_once('+') {
-        (f.to_string(), parse_num(off).ok_or_else(|| bad("bad offset after '+'"))?)
+        (
+            f.to_string(),
+            parse_num(off).ok_or_else(|| bad("bad offset after '+'"))?,
+        )
     } else {
         (target.to_string(), 0)
     };
-    Ok(EventAst { kind: Kind::Uprobe { ret, path: path.to_string(), func, offset }, mods: String::new(), text: text.to_string() })
+    Ok(EventAst {
+        kind: Kind::Uprobe {
+            ret,
+            path: path.to_string(),
+            func,
+            offset,
+        },
+        mods: String::new(),
+        text: text.to_string(),
+    })
 }
 
 fn parse_simple(text: &str) -> Result<EventAst> {
@@ -227,38 +280,66 @@ fn parse_simple(text: &str) -> Result<EventAst> {
         if name.contains(':') || sys.is_empty() || name.is_empty() {
             return Err(syntax(text, "expected subsystem:tracepoint[:modifiers]"));
         }
-        Kind::Tracepoint { sys: sys.to_string(), name: name.to_string() }
-    } else if let Some(hex) = body.strip_prefix('r').filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit())) {
-        Kind::Raw(u64::from_str_radix(hex, 16).map_err(|_| syntax(text, "raw event does not fit 64 bits"))?)
+        Kind::Tracepoint {
+            sys: sys.to_string(),
+            name: name.to_string(),
+        }
+    } else if let Some(hex) = body
+        .strip_prefix('r')
+        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+    {
+        Kind::Raw(
+            u64::from_str_radix(hex, 16)
+                .map_err(|_| syntax(text, "raw event does not fit 64 bits"))?,
+        )
     } else {
         Kind::Name(body.to_string())
     };
-    Ok(EventAst { kind, mods, text: text.to_string() })
+    Ok(EventAst {
+        kind,
+        mods,
+        text: text.to_string(),
+    })
 }
 
 fn parse_breakpoint(rest: &str, text: &str) -> Result<EventAst> {
     let mut parts = rest.split(':');
     let addr_len = parts.next().unwrap_or("");
     let (addr, len) = match addr_len.split_once('/') {
-        Some((a, l)) => (a, parse_num(l).ok_or_else(|| syntax(text, "bad breakpoint length"))?),
+        Some((a, l)) => (
+            a,
+            parse_num(l).ok_or_else(|| syntax(text, "bad breakpoint length"))?,
+        ),
         None => (addr_len, 0),
     };
-    let addr = parse_num(addr).ok_or_else(|| syntax(text, "expected mem:ADDR[/LEN][:rwx], e.g. mem:0x601040:w"))?;
+    let addr = parse_num(addr)
+        .ok_or_else(|| syntax(text, "expected mem:ADDR[/LEN][:rwx], e.g. mem:0x601040:w"))?;
     let mut access = String::new();
     let mut mods = String::new();
     for p in parts {
-        if access.is_empty() && mods.is_empty() && !p.is_empty() && p.chars().all(|c| "rwx".contains(c)) {
+        if access.is_empty()
+            && mods.is_empty()
+            && !p.is_empty()
+            && p.chars().all(|c| "rwx".contains(c))
+        {
             access = p.to_string();
         } else if mods.is_empty() && is_mods(p) {
             mods = p.to_string();
         } else {
-            return Err(syntax(text, format!("bad breakpoint access or modifier '{p}' (access is r, w, x or rw)")));
+            return Err(syntax(
+                text,
+                format!("bad breakpoint access or modifier '{p}' (access is r, w, x or rw)"),
+            ));
         }
     }
     if access.is_empty() {
         access = "rw".into();
     }
-    Ok(EventAst { kind: Kind::Breakpoint { addr, len, access }, mods, text: text.to_string() })
+    Ok(EventAst {
+        kind: Kind::Breakpoint { addr, len, access },
+        mods,
+        text: text.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -277,7 +358,10 @@ mod tests {
         let e = one("cycles:upp");
         assert_eq!(e.kind, Kind::Name("cycles".into()));
         assert_eq!(e.mods, "upp");
-        assert_eq!(one("MEM_LOAD_RETIRED.L3_MISS:pp").kind, Kind::Name("MEM_LOAD_RETIRED.L3_MISS".into()));
+        assert_eq!(
+            one("MEM_LOAD_RETIRED.L3_MISS:pp").kind,
+            Kind::Name("MEM_LOAD_RETIRED.L3_MISS".into())
+        );
         assert_eq!(one("r1a8").kind, Kind::Raw(0x1a8));
         assert_eq!(one("ref-cycles").kind, Kind::Name("ref-cycles".into()));
     }
@@ -285,42 +369,95 @@ mod tests {
     #[test]
     fn pmu_terms() {
         let e = one("cpu/event=0xd1,umask=0x20,cmask=1,inv,edge,ldlat=64/pp");
-        let Kind::Pmu { pmu, terms } = e.kind else { panic!() };
+        let Kind::Pmu { pmu, terms } = e.kind else {
+            panic!()
+        };
         assert_eq!(pmu, "cpu");
         assert_eq!(terms.len(), 6);
         assert_eq!(terms[3], ("inv".into(), None));
         assert_eq!(e.mods, "pp");
-        assert_eq!(one("msr/tsc/").kind, Kind::Pmu { pmu: "msr".into(), terms: vec![("tsc".into(), None)] });
+        assert_eq!(
+            one("msr/tsc/").kind,
+            Kind::Pmu {
+                pmu: "msr".into(),
+                terms: vec![("tsc".into(), None)]
+            }
+        );
         assert_eq!(one("msr/tsc/:u").mods, "u");
     }
 
     #[test]
     fn tracepoints_breakpoints_uprobes() {
-        assert_eq!(one("sched:sched_switch").kind, Kind::Tracepoint { sys: "sched".into(), name: "sched_switch".into() });
+        assert_eq!(
+            one("sched:sched_switch").kind,
+            Kind::Tracepoint {
+                sys: "sched".into(),
+                name: "sched_switch".into()
+            }
+        );
         assert_eq!(one("sched:sched_switch:k").mods, "k");
-        assert_eq!(one("mem:0x1000/8:w").kind, Kind::Breakpoint { addr: 0x1000, len: 8, access: "w".into() });
-        assert_eq!(one("mem:4096").kind, Kind::Breakpoint { addr: 4096, len: 0, access: "rw".into() });
+        assert_eq!(
+            one("mem:0x1000/8:w").kind,
+            Kind::Breakpoint {
+                addr: 0x1000,
+                len: 8,
+                access: "w".into()
+            }
+        );
+        assert_eq!(
+            one("mem:4096").kind,
+            Kind::Breakpoint {
+                addr: 4096,
+                len: 0,
+                access: "rw".into()
+            }
+        );
         assert_eq!(
             one("uprobe:/usr/bin/x:main+0x10").kind,
-            Kind::Uprobe { ret: false, path: "/usr/bin/x".into(), func: "main".into(), offset: 0x10 }
+            Kind::Uprobe {
+                ret: false,
+                path: "/usr/bin/x".into(),
+                func: "main".into(),
+                offset: 0x10
+            }
         );
         assert_eq!(
             one("uretprobe:/lib/a.so:0x1234").kind,
-            Kind::Uprobe { ret: true, path: "/lib/a.so".into(), func: String::new(), offset: 0x1234 }
+            Kind::Uprobe {
+                ret: true,
+                path: "/lib/a.so".into(),
+                func: String::new(),
+                offset: 0x1234
+            }
         );
     }
 
     #[test]
     fn lists_and_groups() {
-        let v = parse_list("{cycles,instructions}:u,task-clock,cpu/event=1,umask=2/,uprobe:/bin/true:main").unwrap();
+        let v = parse_list(
+            "{cycles,instructions}:u,task-clock,cpu/event=1,umask=2/,uprobe:/bin/true:main",
+        )
+        .unwrap();
         assert_eq!(v.len(), 4);
-        let Item::Group(m, mods) = &v[0] else { panic!() };
+        let Item::Group(m, mods) = &v[0] else {
+            panic!()
+        };
         assert_eq!((m.len(), mods.as_str()), (2, "u"));
     }
 
     #[test]
     fn errors() {
-        for bad in ["", "{cycles", "{}", "cycles,", "cpu/event=1", "{a}:q", "mem:zz", "a:b:c:d", "uprobe:nocolon"] {
+        for bad in [
+            "",
+            "{cycles",
+            "{}",
+            "cycles,",
+            "cpu/event=1",
+            "{a}:q",
+            "mem:zz",
+            "a:b:c:d",
+            "uprobe:nocolon",
+        ] {
             assert!(parse_list(bad).is_err(), "{bad:?} should fail");
         }
     }

@@ -15,7 +15,10 @@ fn generic_events_match_perf() {
     let e = enc(Model::Skylake);
     let c = one(&e, "cycles");
     assert_eq!((c.attr.type_, c.attr.config), (0, 0));
-    assert!(c.attr.exclude_guest, "perf excludes guests by default on core events");
+    assert!(
+        c.attr.exclude_guest,
+        "perf excludes guests by default on core events"
+    );
     let t = one(&e, "task-clock");
     assert_eq!((t.attr.type_, t.attr.config), (1, 1));
     assert!(!t.attr.exclude_guest);
@@ -38,9 +41,20 @@ fn modifiers_follow_perf() {
     assert!(!hh.exclude_host && hh.exclude_guest);
     assert_eq!(one(&e, "cycles:ppp").attr.precise_ip, 3);
     assert_eq!(one(&e, "cycles:P").attr.precise_ip, 3);
-    assert_eq!(enc(Model::Zen4).parse("cycles:P").unwrap().events[0].attr.precise_ip, 2);
-    assert!(matches!(e.parse("cycles:pppp"), Err(Error::BadModifier { .. })));
-    assert!(matches!(e.parse("cycles:x"), Err(Error::BadModifier { .. })));
+    assert_eq!(
+        enc(Model::Zen4).parse("cycles:P").unwrap().events[0]
+            .attr
+            .precise_ip,
+        2
+    );
+    assert!(matches!(
+        e.parse("cycles:pppp"),
+        Err(Error::BadModifier { .. })
+    ));
+    assert!(matches!(
+        e.parse("cycles:x"),
+        Err(Error::BadModifier { .. })
+    ));
     assert!(one(&e, "cycles:D").attr.pinned);
 }
 
@@ -51,12 +65,24 @@ fn raw_and_pmu_terms() {
     assert_eq!((r.attr.type_, r.attr.config), (4, 0x1d1));
     let p = one(&e, "cpu/event=0xd1,umask=0x20,cmask=1,inv,edge,ldlat=64/pp");
     assert_eq!(p.attr.type_, 4);
-    assert_eq!(p.attr.config, 0xd1 | 0x20 << 8 | 1 << 18 | 1 << 23 | 1 << 24);
+    assert_eq!(
+        p.attr.config,
+        0xd1 | 0x20 << 8 | 1 << 18 | 1 << 23 | 1 << 24
+    );
     assert_eq!(p.attr.config1, 64);
     assert_eq!(p.attr.precise_ip, 2);
-    assert!(matches!(e.parse("cpu/bogus=1/"), Err(Error::UnknownTerm { .. })));
-    assert!(matches!(e.parse("cpu/event=0x1ff/"), Err(Error::TermOverflow { .. })));
-    assert!(matches!(e.parse("nopmu/event=1/"), Err(Error::UnknownPmu { .. })));
+    assert!(matches!(
+        e.parse("cpu/bogus=1/"),
+        Err(Error::UnknownTerm { .. })
+    ));
+    assert!(matches!(
+        e.parse("cpu/event=0x1ff/"),
+        Err(Error::TermOverflow { .. })
+    ));
+    assert!(matches!(
+        e.parse("nopmu/event=1/"),
+        Err(Error::UnknownPmu { .. })
+    ));
     let n = one(&e, "cpu/event=0x3c,name=mycycles/");
     assert_eq!(n.name, "mycycles");
 }
@@ -95,7 +121,9 @@ fn hybrid_generic_events_expand_to_both_core_pmus() {
 #[test]
 fn groups_and_leaders() {
     let e = enc(Model::Skylake);
-    let l = e.parse("{cycles,instructions}:u,task-clock,{branches,branch-misses,cache-misses}").unwrap();
+    let l = e
+        .parse("{cycles,instructions}:u,task-clock,{branches,branch-misses,cache-misses}")
+        .unwrap();
     let leaders: Vec<usize> = l.events.iter().map(|e| e.leader).collect();
     assert_eq!(leaders, vec![0, 0, 2, 3, 3, 3]);
     assert_eq!(l.groups(), vec![0..2, 2..3, 3..6]);
@@ -106,7 +134,10 @@ fn groups_and_leaders() {
 fn breakpoints() {
     let e = enc(Model::Skylake);
     let b = one(&e, "mem:0x1000:w").attr;
-    assert_eq!((b.type_, b.bp_type, b.config1, b.config2), (5, 2, 0x1000, 4));
+    assert_eq!(
+        (b.type_, b.bp_type, b.config1, b.config2),
+        (5, 2, 0x1000, 4)
+    );
     let x = one(&e, "mem:0x2000:x").attr;
     assert_eq!((x.bp_type, x.config2), (4, 8));
     assert!(e.parse("mem:0x1000/3:w").is_err());
@@ -116,11 +147,17 @@ fn breakpoints() {
 fn unknown_names_get_suggestions() {
     let e = enc(Model::Skylake);
     match e.parse("cycels") {
-        Err(Error::UnknownEvent { suggestion: Some(s), .. }) => assert_eq!(s, "cycles"),
+        Err(Error::UnknownEvent {
+            suggestion: Some(s),
+            ..
+        }) => assert_eq!(s, "cycles"),
         other => panic!("{other:?}"),
     }
     match e.parse("MEM_LOAD_RETIRED.L3_MIS") {
-        Err(Error::UnknownEvent { suggestion: Some(s), .. }) => assert_eq!(s, "MEM_LOAD_RETIRED.L3_MISS"),
+        Err(Error::UnknownEvent {
+            suggestion: Some(s),
+            ..
+        }) => assert_eq!(s, "MEM_LOAD_RETIRED.L3_MISS"),
         other => panic!("{other:?}"),
     }
 }
@@ -140,7 +177,11 @@ fn hybrid_atom_events_are_reachable_through_their_pmu() {
     assert_eq!(core.attr.type_, 4);
     let l = e.parse("cpu_atom/event=0xc0/").unwrap();
     assert_eq!(l.events[0].attr.type_, 7);
-    let atom_names: Vec<String> = crate::tables::builtin_events(Model::AlderLake).iter().filter(|n| n.pmu == "cpu_atom").map(|n| n.name.to_string()).collect();
+    let atom_names: Vec<String> = crate::tables::builtin_events(Model::AlderLake)
+        .iter()
+        .filter(|n| n.pmu == "cpu_atom")
+        .map(|n| n.name.to_string())
+        .collect();
     let first = &atom_names[0];
     let a = one(&e, &format!("cpu_atom/{first}/"));
     assert_eq!(a.attr.type_, 7, "{first}");

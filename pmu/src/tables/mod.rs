@@ -104,23 +104,34 @@ impl EventTable {
         for (i, e) in events.iter().enumerate() {
             index.entry(e.name.to_ascii_lowercase()).or_insert(i);
         }
-        EventTable { source: source.into(), events, index }
+        EventTable {
+            source: source.into(),
+            events,
+            index,
+        }
     }
 
     /// The built-in table of a model.
     pub fn builtin(model: Model) -> EventTable {
         let src = builtin_events(model);
-        EventTable::new(format!("built-in {model}"), src.iter().map(EventDef::from).collect())
+        EventTable::new(
+            format!("built-in {model}"),
+            src.iter().map(EventDef::from).collect(),
+        )
     }
 
     /// Looks an event up by name, ignoring case.
     pub fn get(&self, name: &str) -> Option<&EventDef> {
-        self.index.get(&name.to_ascii_lowercase()).map(|&i| &self.events[i])
+        self.index
+            .get(&name.to_ascii_lowercase())
+            .map(|&i| &self.events[i])
     }
 
     /// Looks an event up by name on one PMU (hybrid models list a name once per PMU).
     pub fn get_on(&self, pmu: &str, name: &str) -> Option<&EventDef> {
-        self.events.iter().find(|e| e.pmu == pmu && e.name.eq_ignore_ascii_case(name))
+        self.events
+            .iter()
+            .find(|e| e.pmu == pmu && e.name.eq_ignore_ascii_case(name))
     }
 
     /// All events in table order.

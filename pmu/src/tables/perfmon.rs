@@ -17,7 +17,10 @@ use crate::error::{Error, Result};
 /// Loads a perfmon JSON file (either `{"Header":..,"Events":[..]}` or a bare array).
 /// `pmu` is the PMU the events belong to (`cpu` unless a hybrid core type is meant).
 pub fn load_perfmon_json(path: &Path, pmu: &str) -> Result<EventTable> {
-    let err = |reason: String| Error::EventFile { path: path.display().to_string(), reason };
+    let err = |reason: String| Error::EventFile {
+        path: path.display().to_string(),
+        reason,
+    };
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| err(format!("not JSON: {e}")))?;
     let list = match &doc {
@@ -41,13 +44,19 @@ pub fn load_perfmon_json(path: &Path, pmu: &str) -> Result<EventTable> {
 }
 
 fn field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
 }
 
 /// Parses `0x1F`, `31`, or the first of a list `0xB7, 0xBB`.
 fn number(s: &str) -> std::result::Result<u64, String> {
     let first = s.split(',').next().unwrap_or(s).trim();
-    let r = match first.strip_prefix("0x").or_else(|| first.strip_prefix("0X")) {
+    let r = match first
+        .strip_prefix("0x")
+        .or_else(|| first.strip_prefix("0X"))
+    {
         Some(h) => u64::from_str_radix(h, 16),
         None => first.parse(),
     };
@@ -59,12 +68,18 @@ fn convert(v: &Value, pmu: &str) -> std::result::Result<Option<EventDef>, String
         return Ok(None);
     };
     let mut terms = vec![format!("event={:#x}", number(code)?)];
-    let num = |k: &str| -> std::result::Result<u64, String> { field(v, k).map(number).transpose().map(|x| x.unwrap_or(0)) };
+    let num = |k: &str| -> std::result::Result<u64, String> {
+        field(v, k).map(number).transpose().map(|x| x.unwrap_or(0))
+    };
     let umask = num("UMask")?;
     if umask != 0 {
         terms.push(format!("umask={umask:#x}"));
     }
-    for (key, term) in [("EdgeDetect", "edge"), ("AnyThread", "any"), ("Invert", "inv")] {
+    for (key, term) in [
+        ("EdgeDetect", "edge"),
+        ("AnyThread", "any"),
+        ("Invert", "inv"),
+    ] {
         if num(key)? != 0 {
             terms.push(format!("{term}=1"));
         }
@@ -93,7 +108,10 @@ fn convert(v: &Value, pmu: &str) -> std::result::Result<Option<EventDef>, String
         name: name.to_string(),
         pmu: pmu.to_string(),
         terms: terms.join(","),
-        category: guess_category(name, field(v, "MSRIndex").map(number).transpose()?.unwrap_or(0)),
+        category: guess_category(
+            name,
+            field(v, "MSRIndex").map(number).transpose()?.unwrap_or(0),
+        ),
         precise,
         desc,
     }))
@@ -111,9 +129,17 @@ fn guess_category(name: &str, msr: u64) -> Category {
         Category::Branch
     } else if n.starts_with("OFFCORE") || n.starts_with("OCR.") || n.contains("DRAM") {
         Category::Memory
-    } else if n.starts_with("MEM_LOAD") || n.starts_with("L1D") || n.starts_with("L2_") || n.starts_with("LONGEST_LAT") {
+    } else if n.starts_with("MEM_LOAD")
+        || n.starts_with("L1D")
+        || n.starts_with("L2_")
+        || n.starts_with("LONGEST_LAT")
+    {
         Category::Cache
-    } else if n.starts_with("FRONTEND") || n.starts_with("ICACHE") || n.starts_with("IDQ") || n.starts_with("DSB") {
+    } else if n.starts_with("FRONTEND")
+        || n.starts_with("ICACHE")
+        || n.starts_with("IDQ")
+        || n.starts_with("DSB")
+    {
         Category::Frontend
     } else if n.starts_with("INST_RETIRED") || n.starts_with("CPU_CLK") || n.starts_with("UOPS") {
         Category::Pipeline
@@ -143,6 +169,9 @@ mod tests {
         )
         .unwrap();
         let d = convert(&v, "cpu").unwrap().unwrap();
-        assert_eq!(d.terms, "event=0xb7,umask=0x1,edge=1,inv=1,cmask=0x2,offcore_rsp=0x3fbc000001");
+        assert_eq!(
+            d.terms,
+            "event=0xb7,umask=0x1,edge=1,inv=1,cmask=0x2,offcore_rsp=0x3fbc000001"
+        );
     }
 }

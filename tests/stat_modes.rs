@@ -1,0 +1,712 @@
+//! `hwprof stat` modes on real processes: exit codes, -r, -I, -a/-A/-C, -p,
+//! -t, inheritance, -o, and the CSV, JSON and human output formats.
+
+#[macro_use]
+mod common;
+
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+fn json_lines(run: &Run) -> Vec<Value> {
+    run.stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str::<Value>(l)
+                .unwrap_or_else(|e| panic!("line is not JSON ({e}): {l:?}\n{}", run.dump()))
+        })
+        .collect()
+}
+
+fn json_events<'a>(lines: &'a [Value], event: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|v| v["event"] == event).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Exit codes
+// ---------------------------------------------------------------------------
+
+#[test]
+fn exit_code_of_command_is_propagated() {
+    let r = hwprof(&["stat", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(r.code(), 7, "{}", r.dump());
+    let r = hwprof(&["stat", "-e", "task-clock", "--", "false"]);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    let r = hwprof(&["stat", "-e", "task-clock", "--", "true"]);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+}
+
+#[test]
+fn missing_command_exits_127_with_one_line_error() {
+    let r = hwprof(&["stat", "--", "/nonexistent/hwprof-no-such-command"]);
+    assert_eq!(r.code(), 127, "{}", r.dump());
+    let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected a one-line error\n{}", r.dump());
+    assert!(
+        lines[0].contains("hwprof-no-such-command"),
+        "the error should name the command\n{}",
+        r.dump()
+    );
+    let r = hwprof(&["stat", "--", "hwprof-no-such-command-in-path"]);
+    assert_eq!(r.code(), 127, "{}", r.dump());
+}
+
+#[test]
+fn command_output_passes_through() {
+    let r = hwprof(&[
+        "stat",
+        "-x,",
+        "-e",
+        "task-clock",
+        "--",
+        "sh",
+        "-c",
+        "echo to-stdout; echo to-stderr >&2",
+    ]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "to-stdout\n", "{}", r.dump());
+    assert!(r.stderr.contains("to-stderr\n"), "{}", r.dump());
+    assert!(
+        !r.stdout.contains("task-clock"),
+        "counts must go to stderr\n{}",
+        r.dump()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// -r
+// ---------------------------------------------------------------------------
+
+#[test]
+fn repeat_human_output_has_variance() {
+    let bin = wl("touch_pages");
+    let r = hwprof(&[
+        "stat",
+        "-r",
+        "5",
+        "-e",
+        "page-faults,task-clock",
+        "--",
+        &bin,
+        "500",
+    ]);
+    r.assert_ok();
+    assert!(r.stderr.contains("(5 runs)"), "{}", r.dump());
+    assert!(r.stderr.contains("( +-"), "{}", r.dump());
+    assert!(r.stderr.contains("seconds time elapsed"), "{}", r.dump());
+    let pf: f64 = human_value(&r.stderr, "page-faults")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no page-faults number\n{}", r.dump()));
+    report!("mean page-faults of touch_pages 500 over 5 runs: {pf}");
+    assert!(
+        (500.0..5000.0).contains(&pf),
+        "page-faults mean {pf}\n{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn repeat_json_has_mean_and_stddev() {
+    let bin = wl("touch_pages");
+    let r = hwprof(&[
+        "stat",
+        "-j",
+        "-r",
+        "3",
+        "-e",
+        "page-faults",
+        "--",
+        &bin,
+        "500",
+    ]);
+    r.assert_ok();
+    let lines = json_lines(&r);
+    let pf = json_events(&lines, "page-faults");
+    assert_eq!(pf.len(), 1, "{}", r.dump());
+    let v = pf[0];
+    let mean = v["value"].as_f64().unwrap_or_else(|| panic!("value {v}"));
+    report!(
+        "page-faults mean over 3 runs: {mean}, stddev_pct {}",
+        v["stddev_pct"]
+    );
+    assert!((500.0..5000.0).contains(&mean), "{v}");
+    let sd = v["stddev_pct"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no numeric stddev_pct: {v}"));
+    assert!((0.0..100.0).contains(&sd), "{v}");
+    assert!(v["scaled"].as_f64().is_some(), "{v}");
+}
+
+// ---------------------------------------------------------------------------
+// -I
+// ---------------------------------------------------------------------------
+
+fn assert_increasing(ts: &[f64], what: &str) {
+    assert!(ts.len() >= 3, "{what}: fewer than 3 intervals: {ts:?}");
+    assert!(ts[0] > 0.0, "{what}: {ts:?}");
+    for w in ts.windows(2) {
+        assert!(w[1] > w[0], "{what}: timestamps not increasing: {ts:?}");
+    }
+}
+
+#[test]
+fn interval_csv_on_spin() {
+    let bin = wl("spin");
+    let r = hwprof(&[
+        "stat",
+        "-I",
+        "100",
+        "-x,",
+        "-e",
+        "task-clock",
+        "--",
+        &bin,
+        "450",
+    ]);
+    r.assert_ok();
+    let recs: Vec<Record> = parse_csv(&r.stderr)
+        .into_iter()
+        .filter(|x| x.event == "task-clock")
+        .collect();
+    let ts: Vec<f64> = recs
+        .iter()
+        .map(|x| {
+            x.interval
+                .unwrap_or_else(|| panic!("no timestamp: {:?}\n{}", x.line, r.dump()))
+        })
+        .collect();
+    assert_increasing(&ts, &r.dump());
+    let total: f64 = recs.iter().filter_map(|x| x.value).sum();
+    report!(
+        "task-clock of spin 450 over {} intervals: {total} msec",
+        ts.len()
+    );
+    assert!(
+        (400.0..560.0).contains(&total),
+        "sum of intervals {total}\n{}",
+        r.dump()
+    );
+    for x in &recs {
+        // 100 ms intervals; a late wake-up of hwprof on a loaded machine may
+        // stretch one, but never to twice its length.
+        assert!(
+            x.value.unwrap_or(0.0) <= 200.0,
+            "interval too long: {:?}",
+            x.line
+        );
+    }
+}
+
+#[test]
+fn interval_csv_on_sleeper() {
+    let bin = wl("sleeper");
+    let r = hwprof(&[
+        "stat",
+        "-I",
+        "100",
+        "-x,",
+        "-e",
+        "context-switches",
+        "--",
+        &bin,
+        "25",
+        "20",
+    ]);
+    r.assert_ok();
+    let recs: Vec<Record> = parse_csv(&r.stderr)
+        .into_iter()
+        .filter(|x| x.event == "context-switches")
+        .collect();
+    let ts: Vec<f64> = recs
+        .iter()
+        .map(|x| {
+            x.interval
+                .unwrap_or_else(|| panic!("no timestamp\n{}", r.dump()))
+        })
+        .collect();
+    assert_increasing(&ts, &r.dump());
+    let total: f64 = recs.iter().filter_map(|x| x.value).sum();
+    report!(
+        "context-switches of sleeper 25 20 over {} intervals: {total}",
+        ts.len()
+    );
+    assert!(total >= 25.0, "sum of intervals {total}\n{}", r.dump());
+}
+
+#[test]
+fn interval_json() {
+    let bin = wl("spin");
+    let r = hwprof(&[
+        "stat",
+        "-I",
+        "100",
+        "-j",
+        "-e",
+        "task-clock",
+        "--",
+        &bin,
+        "350",
+    ]);
+    r.assert_ok();
+    let lines = json_lines(&r);
+    let ts: Vec<f64> = json_events(&lines, "task-clock")
+        .iter()
+        .map(|v| {
+            v["interval"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no interval: {v}"))
+        })
+        .collect();
+    assert_increasing(&ts, &r.dump());
+}
+
+// ---------------------------------------------------------------------------
+// -a, -A, -C
+// ---------------------------------------------------------------------------
+
+#[test]
+fn system_wide_per_cpu() {
+    let r = hwprof(&[
+        "stat",
+        "-a",
+        "-A",
+        "-x,",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    r.assert_ok();
+    let recs = parse_csv(&r.stderr);
+    let mut cpus: Vec<u32> = recs
+        .iter()
+        .map(|x| {
+            x.cpu
+                .unwrap_or_else(|| panic!("no CPU column: {:?}\n{}", x.line, r.dump()))
+        })
+        .collect();
+    cpus.sort();
+    assert_eq!(cpus, online_cpus(), "one line per online CPU\n{}", r.dump());
+    for x in &recs {
+        let ms = x.value.unwrap_or(0.0);
+        report!("CPU{}: task-clock {ms} msec", x.cpu.unwrap_or(0));
+        assert!((180.0..700.0).contains(&ms), "not ~200 msec: {:?}", x.line);
+        assert_eq!(x.event, "task-clock");
+    }
+}
+
+#[test]
+fn system_wide_cpu_list() {
+    let r = hwprof(&[
+        "stat",
+        "-a",
+        "-C",
+        "0",
+        "-A",
+        "-x,",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    r.assert_ok();
+    let recs = parse_csv(&r.stderr);
+    assert_eq!(recs.len(), 1, "{}", r.dump());
+    assert_eq!(recs[0].cpu, Some(0), "{}", r.dump());
+
+    // Aggregated over CPU 0 only: ~200 msec, not ~200 msec per online CPU.
+    let r = hwprof(&[
+        "stat",
+        "-a",
+        "-C",
+        "0",
+        "-x,",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    r.assert_ok();
+    let ms = value_of(&r, "task-clock");
+    report!("task-clock of -a -C 0 -- sleep 0.2: {ms} msec");
+    assert!((180.0..350.0).contains(&ms), "{}", r.dump());
+}
+
+#[test]
+fn system_wide_json_has_cpu() {
+    let r = hwprof(&[
+        "stat",
+        "-a",
+        "-A",
+        "-j",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "0.1",
+    ]);
+    r.assert_ok();
+    let lines = json_lines(&r);
+    let mut cpus: Vec<u32> = lines
+        .iter()
+        .map(|v| v["cpu"].as_u64().unwrap_or_else(|| panic!("no cpu: {v}")) as u32)
+        .collect();
+    cpus.sort();
+    assert_eq!(cpus, online_cpus(), "{}", r.dump());
+}
+
+// ---------------------------------------------------------------------------
+// -p, -t
+// ---------------------------------------------------------------------------
+
+/// Attaches with `hwprof stat FLAG ID -x, -e task-clock,context-switches`
+/// to a running `wait_forever`, interrupts hwprof after ~300 ms and checks
+/// the counts, the exit code and that the target survived.
+fn attach_and_interrupt(flag: &str) {
+    let mut target = Background::spawn(&mut Command::new(workload("wait_forever")));
+    target.wait_for_line("ready");
+    let id = target.pid().to_string();
+    let mut cmd = Command::new(hwprof_bin());
+    cmd.args([
+        "stat",
+        flag,
+        &id,
+        "-x,",
+        "-e",
+        "task-clock,context-switches",
+    ]);
+    let mut h = Background::spawn(&mut cmd);
+    thread::sleep(Duration::from_millis(300));
+    assert!(
+        h.alive(),
+        "hwprof {flag} {id} exited before SIGINT: {:?}",
+        h.wait_timeout(Duration::ZERO)
+    );
+    assert!(signal(h.pid(), libc::SIGINT));
+    let (status, _out, err) = h
+        .wait_timeout(Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("hwprof stat {flag} {id} did not stop within 5 s of SIGINT"));
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "hwprof stat {flag} after SIGINT: {status:?}\n{err}"
+    );
+    let recs = parse_csv(&err);
+    let get = |ev: &str| {
+        recs.iter()
+            .find(|r| r.event == ev)
+            .and_then(|r| r.value)
+            .unwrap_or_else(|| panic!("no {ev} count\n{err}"))
+    };
+    let cs = get("context-switches");
+    let tc = get("task-clock");
+    report!("{flag} {id} for ~300 ms: context-switches={cs} task-clock={tc} msec");
+    // wait_forever sleeps 10 ms at a time: ~30 switches in 300 ms.
+    assert!((5.0..200.0).contains(&cs), "context-switches {cs}\n{err}");
+    assert!(tc > 0.0 && tc < 300.0, "task-clock {tc}\n{err}");
+    assert!(target.alive(), "the target died with hwprof");
+}
+
+#[test]
+fn attach_pid_until_sigint() {
+    attach_and_interrupt("-p");
+}
+
+#[test]
+fn attach_tid_until_sigint() {
+    attach_and_interrupt("-t");
+}
+
+#[test]
+fn attach_pid_ends_when_target_exits() {
+    let mut target = Background::spawn(Command::new(workload("wait_forever")).arg("400"));
+    target.wait_for_line("ready");
+    let id = target.pid().to_string();
+    let start = Instant::now();
+    let r = hwprof(&["stat", "-p", &id, "-x,", "-e", "context-switches"]);
+    let took = start.elapsed();
+    r.assert_ok();
+    let cs = value_of(&r, "context-switches");
+    report!("-p {id} until exit: context-switches={cs}, hwprof took {took:?}");
+    assert!(cs >= 5.0, "{}", r.dump());
+    assert!(
+        took < Duration::from_secs(4),
+        "hwprof took {took:?} to notice the exit"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Inheritance
+// ---------------------------------------------------------------------------
+
+#[test]
+fn threads_are_counted_by_default() {
+    let bin = wl("threads");
+    let pf = stat_hwprof("page-faults", &[&bin, "4", "1000"]);
+    report!("page-faults of threads 4 1000: {pf}");
+    assert!(pf >= 4000.0, "page-faults {pf} < 4000");
+}
+
+#[test]
+fn no_inherit_counts_only_the_main_thread() {
+    let bin = wl("threads");
+    let r = hwprof(&[
+        "stat",
+        "--no-inherit",
+        "-x,",
+        "-e",
+        "page-faults",
+        "--",
+        &bin,
+        "4",
+        "1000",
+    ]);
+    r.assert_ok();
+    let pf = value_of(&r, "page-faults");
+    report!("page-faults of threads 4 1000 with --no-inherit: {pf}");
+    assert!(pf > 0.0 && pf < 1000.0, "{}", r.dump());
+}
+
+// ---------------------------------------------------------------------------
+// Output destinations and formats
+// ---------------------------------------------------------------------------
+
+#[test]
+fn output_file_gets_the_table() {
+    let bin = wl("touch_pages");
+    let path = scratch_path("stat_output_file");
+    let file = path.to_str().expect("utf-8 path");
+    let r = hwprof(&[
+        "stat",
+        "-o",
+        file,
+        "-e",
+        "task-clock,page-faults",
+        "--",
+        &bin,
+        "1500",
+    ]);
+    let text = std::fs::read_to_string(&path);
+    let _ = std::fs::remove_file(&path);
+    r.assert_ok();
+    let text = text.unwrap_or_else(|e| panic!("no output file: {e}\n{}", r.dump()));
+    assert!(text.contains("Performance counter stats"), "file:\n{text}");
+    assert!(text.contains("seconds time elapsed"), "file:\n{text}");
+    let pf: f64 = human_value(&text, "page-faults")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no page-faults in file:\n{text}"));
+    assert!(pf >= 1500.0, "file:\n{text}");
+    // perf's table groups thousands: "1,560      page-faults".
+    let line = text.lines().find(|l| l.contains("page-faults")).unwrap();
+    let token = line.split_whitespace().next().unwrap_or("");
+    assert!(
+        token.len() >= 5 && token.as_bytes()[token.len() - 4] == b',',
+        "no thousands separator in {line:?}"
+    );
+    assert!(
+        !r.stderr.contains("page-faults"),
+        "table on stderr too\n{}",
+        r.dump()
+    );
+    assert!(
+        !r.stderr.contains("Performance counter stats"),
+        "{}",
+        r.dump()
+    );
+
+    // And CSV into the file.
+    let r = hwprof(&[
+        "stat",
+        "-o",
+        file,
+        "-x,",
+        "-e",
+        "page-faults",
+        "--",
+        &bin,
+        "300",
+    ]);
+    let text = std::fs::read_to_string(&path);
+    let _ = std::fs::remove_file(&path);
+    r.assert_ok();
+    let text = text.unwrap_or_else(|e| panic!("no output file: {e}\n{}", r.dump()));
+    let recs = parse_csv(&text);
+    assert_eq!(recs.len(), 1, "file:\n{text}");
+    assert!(recs[0].value.unwrap_or(0.0) >= 300.0, "file:\n{text}");
+    assert!(r.stderr.trim().is_empty(), "{}", r.dump());
+}
+
+#[test]
+fn csv_lines_have_seven_fields() {
+    let bin = wl("touch_pages");
+    let r = hwprof(&[
+        "stat",
+        "-x,",
+        "-e",
+        "task-clock,page-faults,context-switches,cpu-migrations,cycles",
+        "--",
+        &bin,
+        "300",
+    ]);
+    r.assert_ok();
+    let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.is_empty()).collect();
+    for l in &lines {
+        assert_eq!(
+            l.split(',').count(),
+            7,
+            "every -x, line must have 7 fields; this one does not: {l:?}\n{}",
+            r.dump()
+        );
+        assert!(parse_csv_line(l).is_some(), "line {l:?}");
+    }
+    assert_eq!(lines.len(), 5, "one line per event\n{}", r.dump());
+    let recs = parse_csv(&r.stderr);
+    let tc = &recs[0];
+    assert_eq!(
+        (tc.event.as_str(), tc.unit.as_str()),
+        ("task-clock", "msec"),
+        "{}",
+        r.dump()
+    );
+    assert!(tc.run_ns.unwrap_or(0) > 0, "{}", r.dump());
+    assert_eq!(tc.metric_unit, "CPUs utilized", "{}", r.dump());
+    let pf = recs
+        .iter()
+        .find(|x| x.event == "page-faults")
+        .expect("page-faults");
+    assert!(pf.value.unwrap_or(0.0) >= 300.0, "{}", r.dump());
+    assert_eq!(pf.pct_running, Some(100.0), "{}", r.dump());
+    let cy = recs.iter().find(|x| x.event == "cycles").expect("cycles");
+    if hardware_pmu() {
+        assert!(cy.value.is_some(), "{}", r.dump());
+    } else {
+        assert_eq!(
+            cy.line,
+            "<not supported>,,cycles,0,100.00,,",
+            "{}",
+            r.dump()
+        );
+    }
+}
+
+#[test]
+fn json_lines_have_all_fields() {
+    let bin = wl("touch_pages");
+    let r = hwprof(&[
+        "stat",
+        "-j",
+        "-e",
+        "task-clock,page-faults,cycles",
+        "--",
+        &bin,
+        "300",
+    ]);
+    r.assert_ok();
+    let lines = json_lines(&r);
+    assert_eq!(lines.len(), 3, "{}", r.dump());
+    for v in &lines {
+        let o = v
+            .as_object()
+            .unwrap_or_else(|| panic!("not an object: {v}"));
+        for key in [
+            "event",
+            "value",
+            "unit",
+            "enabled_ns",
+            "running_ns",
+            "scaled",
+            "pct_running",
+            "metric",
+            "metric_unit",
+            "supported",
+        ] {
+            assert!(o.contains_key(key), "no {key:?} in {v}");
+        }
+        assert!(v["event"].is_string(), "{v}");
+        assert!(v["unit"].is_string(), "{v}");
+        assert!(v["enabled_ns"].is_u64(), "{v}");
+        assert!(v["running_ns"].is_u64(), "{v}");
+        assert!(v["pct_running"].is_number(), "{v}");
+        assert!(v["metric"].is_number() || v["metric"].is_null(), "{v}");
+        assert!(
+            v["metric_unit"].is_string() || v["metric_unit"].is_null(),
+            "{v}"
+        );
+        let supported = v["supported"]
+            .as_bool()
+            .unwrap_or_else(|| panic!("supported not a bool: {v}"));
+        if supported {
+            assert!(v["value"].is_u64(), "value must be an integer: {v}");
+            assert!(v["scaled"].is_number(), "{v}");
+        } else {
+            assert!(v["value"].is_null(), "{v}");
+        }
+    }
+    let tc = json_events(&lines, "task-clock")[0];
+    assert_eq!(tc["unit"], "ns", "{tc}");
+    assert!(tc["value"].as_u64().unwrap_or(0) > 0, "{tc}");
+    assert!(tc["running_ns"].as_u64().unwrap_or(0) > 0, "{tc}");
+    let pf = json_events(&lines, "page-faults")[0];
+    assert_eq!(pf["unit"], "", "{pf}");
+    assert!(pf["value"].as_u64().unwrap_or(0) >= 300, "{pf}");
+    assert_eq!(pf["supported"], true, "{pf}");
+    let cy = json_events(&lines, "cycles")[0];
+    assert_eq!(cy["supported"], hardware_pmu(), "{cy}");
+}
+
+#[test]
+fn default_events_and_hardware_notice() {
+    let bin = wl("touch_pages");
+    let r = hwprof(&["stat", "--", &bin, "300"]);
+    r.assert_ok();
+    let err = &r.stderr;
+    for ev in [
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+        "cycles",
+        "instructions",
+        "branches",
+        "branch-misses",
+    ] {
+        let v = human_value(err, ev).unwrap_or_else(|| panic!("no {ev} line\n{}", r.dump()));
+        let hw = matches!(ev, "cycles" | "instructions" | "branches" | "branch-misses");
+        if hw && !hardware_pmu() {
+            assert!(
+                err.lines()
+                    .any(|l| l.contains("<not supported>") && l.contains(ev)),
+                "{ev} should be <not supported>\n{}",
+                r.dump()
+            );
+        } else {
+            assert!(v.parse::<f64>().is_ok(), "{ev} has no number\n{}", r.dump());
+        }
+    }
+    let pf: f64 = human_value(err, "page-faults").unwrap().parse().unwrap();
+    assert!(pf >= 300.0, "{}", r.dump());
+    assert!(err.contains("seconds time elapsed"), "{}", r.dump());
+    assert!(err.contains("seconds user"), "{}", r.dump());
+    assert!(err.contains("seconds sys"), "{}", r.dump());
+    let notices = err
+        .lines()
+        .filter(|l| l.to_lowercase().contains("pmu"))
+        .count();
+    if hardware_pmu() {
+        assert_eq!(notices, 0, "{}", r.dump());
+    } else {
+        assert_eq!(
+            notices,
+            1,
+            "expected one notice about the missing hardware PMU\n{}",
+            r.dump()
+        );
+    }
+}
