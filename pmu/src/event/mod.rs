@@ -493,10 +493,10 @@ impl Encoder {
                 (term, value) => {
                     if let Some(ft) = f.term(term) {
                         ft.apply(value.map(num).transpose()?.unwrap_or(1), &mut fields)?;
-                    } else if let (None, Some((_, text))) = (
-                        value,
-                        aliases.iter().find(|(n, _)| n.eq_ignore_ascii_case(term)),
-                    ) {
+                    } else if let (None, Some(expansion)) =
+                        (value, self.expansion(pmu, aliases, term))
+                    {
+                        // An alias (sysfs `events/NAME`) or a vendor event name used as a term.
                         let mut sub = Attr {
                             config: fields[0],
                             config1: fields[1],
@@ -504,23 +504,7 @@ impl Encoder {
                             config3: fields[3],
                             ..Attr::default()
                         };
-                        self.apply_terms(pmu, f, &[], &terms_of(text), &mut sub, &mut None)?;
-                        fields = [sub.config, sub.config1, sub.config2, sub.config3];
-                    } else if let (None, Some(def)) = (
-                        value,
-                        self.tables
-                            .iter()
-                            .find_map(|t| t.get_on(pmu, term))
-                            .or_else(|| self.table_event(term).filter(|_| pmu == "cpu")),
-                    ) {
-                        let mut sub = Attr {
-                            config: fields[0],
-                            config1: fields[1],
-                            config2: fields[2],
-                            config3: fields[3],
-                            ..Attr::default()
-                        };
-                        self.apply_terms(pmu, f, &[], &terms_of(&def.terms), &mut sub, &mut None)?;
+                        self.apply_terms(pmu, f, &[], &terms_of(&expansion), &mut sub, &mut None)?;
                         fields = [sub.config, sub.config1, sub.config2, sub.config3];
                     } else {
                         let mut known = f.names();
@@ -539,6 +523,18 @@ impl Encoder {
         }
         [attr.config, attr.config1, attr.config2, attr.config3] = fields;
         Ok(())
+    }
+
+    /// The terms a bare term name stands for on `pmu`: a sysfs alias, or a table event.
+    fn expansion(&self, pmu: &str, aliases: &[(String, String)], term: &str) -> Option<String> {
+        if let Some((_, text)) = aliases.iter().find(|(n, _)| n.eq_ignore_ascii_case(term)) {
+            return Some(text.clone());
+        }
+        self.tables
+            .iter()
+            .find_map(|t| t.get_on(pmu, term))
+            .or_else(|| self.table_event(term).filter(|_| pmu == "cpu"))
+            .map(|d| d.terms.clone())
     }
 
     /// Applies modifiers with perf's semantics and builds the event.
