@@ -140,7 +140,10 @@ fn uprobe_case(tag: &str, hwprof_event: impl Fn(&str) -> String, perf_spec: &str
         return;
     }
     let n = uprobe_calls();
-    let bin = unique_copy("calls", tag);
+    // perf probe event names are global to the kernel: make them unique per test process
+    // too, so two test runs on one machine cannot collide.
+    let tag = format!("{tag}_{}", std::process::id());
+    let bin = unique_copy("calls", &tag);
     let path = bin.to_str().expect("utf-8 path").to_string();
     let ns = n.to_string();
     let cmd = [path.as_str(), ns.as_str()];
