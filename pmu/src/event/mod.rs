@@ -556,8 +556,15 @@ impl Encoder {
             event: ev.text.clone(),
             modifier: m,
         })?;
+        // Show the modifiers that apply, including a group's (`{a,b}:u` -> `a:u`, `b:u`).
+        let name = if mods.len() > ev.mods.len() {
+            let sep = if ev.mods.is_empty() { ":" } else { "" };
+            format!("{}{sep}{}", ev.text, &mods[ev.mods.len()..])
+        } else {
+            ev.text.clone()
+        };
         Ok(Event {
-            name: ev.text.clone(),
+            name,
             pmu: pmu.to_string(),
             class,
             attr,

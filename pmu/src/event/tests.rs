@@ -128,6 +128,7 @@ fn groups_and_leaders() {
     assert_eq!(leaders, vec![0, 0, 2, 3, 3, 3]);
     assert_eq!(l.groups(), vec![0..2, 2..3, 3..6]);
     assert!(l.events[1].attr.exclude_kernel);
+    assert_eq!(l.events[1].name, "instructions:u");
 }
 
 #[test]
