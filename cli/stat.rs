@@ -291,18 +291,26 @@ fn notices(counter: &Counter, has_cpu_pmu: bool, told: &mut bool, quiet: bool) {
     }
 }
 
+/// Sets each line's derived metric from the values of the lines beside it (one CPU, one
+/// interval, or the means of `-r` runs).
+fn attach_metrics(lines: &mut [Line], wall_ns: f64) {
+    let mut ctx = MetricCtx::new(wall_ns);
+    for l in lines.iter() {
+        if let Some(v) = l.value {
+            ctx.add(&l.event, v);
+        }
+    }
+    for l in lines.iter_mut() {
+        l.metric = l.value.and_then(|v| ctx.metric(&l.event, v));
+    }
+}
+
 /// Builds the printed lines from readings: summed, or per CPU with `per_cpu`.
 fn lines_of(counter: &Counter, r: &Readings, wall_ns: f64, per_cpu: bool) -> Vec<Line> {
     let events = &counter.events().events;
     let status = counter.status();
     let make = |values: Vec<Option<hwprof_pmu::Count>>, cpu: Option<i32>| -> Vec<Line> {
-        let mut ctx = MetricCtx::new(wall_ns);
-        for (e, v) in events.iter().zip(&values) {
-            if let Some(s) = v.and_then(|c| c.scaled()) {
-                ctx.add(&e.name, s);
-            }
-        }
-        events
+        let mut lines: Vec<Line> = events
             .iter()
             .zip(values)
             .zip(status)
@@ -312,18 +320,18 @@ fn lines_of(counter: &Counter, r: &Readings, wall_ns: f64, per_cpu: bool) -> Vec
                 } else {
                     None
                 };
-                let value = count.and_then(|c| c.scaled());
-                let metric = value.and_then(|x| ctx.metric(&e.name, x));
                 Line {
                     event: e.name.clone(),
                     cpu,
                     count,
-                    value,
+                    value: count.and_then(|c| c.scaled()),
                     stddev_pct: None,
-                    metric,
+                    metric: None,
                 }
             })
-            .collect()
+            .collect();
+        attach_metrics(&mut lines, wall_ns);
+        lines
     };
     if per_cpu {
         counter
@@ -461,15 +469,7 @@ fn run_command(
         }
         // Metrics from the means.
         let (wall_mean, wall_rse) = mean_and_rse(&walls);
-        let mut ctx = MetricCtx::new(wall_mean * 1e9);
-        for l in &out {
-            if let Some(v) = l.value {
-                ctx.add(&l.event, v);
-            }
-        }
-        for l in &mut out {
-            l.metric = l.value.and_then(|v| ctx.metric(&l.event, v));
-        }
+        attach_metrics(&mut out, wall_mean * 1e9);
         render::lines(sink.w(), &o.fmt, None, &out)?;
         let n_runs = walls.len() as f64;
         let t = Times {
