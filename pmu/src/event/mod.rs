@@ -572,15 +572,6 @@ impl Encoder {
             explicit_mods: !mods.is_empty(),
         })
     }
-
-    /// Every event name this encoder knows (generic, tables, aliases), for `hwprof list`.
-    pub fn known_names(&self) -> Vec<String> {
-        let mut v = names::all_names();
-        for t in &self.tables {
-            v.extend(t.events().iter().map(|e| e.name.clone()));
-        }
-        v
-    }
 }
 
 fn mod_suffix(mods: &str) -> String {
