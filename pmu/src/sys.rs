@@ -33,27 +33,27 @@ fn to_kernel(attr: &Attr, path: Option<&CStr>) -> pes::bindings::perf_event_attr
         read_format: attr.read_format,
         bp_type: attr.bp_type,
         branch_sample_type: attr.branch_sample_type,
+        sample_regs_user: attr.sample_regs_user,
+        sample_stack_user: attr.sample_stack_user,
+        clockid: attr.clockid,
+        sample_regs_intr: attr.sample_regs_intr,
+        aux_watermark: attr.aux_watermark,
+        sample_max_stack: attr.sample_max_stack,
+        aux_sample_size: attr.aux_sample_size,
+        sig_data: attr.sig_data,
         config3: attr.config3,
         ..Default::default()
     };
     a.sample_period = attr.sample_period;
+    a.wakeup_events = attr.wakeup_events;
     a.config1 = match path {
         Some(p) => p.as_ptr() as u64,
         None => attr.config1,
     };
     a.config2 = attr.config2;
-    a.set_freq(attr.freq.into());
-    a.set_disabled(attr.disabled.into());
-    a.set_inherit(attr.inherit.into());
-    a.set_pinned(attr.pinned.into());
-    a.set_exclude_user(attr.exclude_user.into());
-    a.set_exclude_kernel(attr.exclude_kernel.into());
-    a.set_exclude_hv(attr.exclude_hv.into());
-    a.set_exclude_idle(attr.exclude_idle.into());
-    a.set_exclude_host(attr.exclude_host.into());
-    a.set_exclude_guest(attr.exclude_guest.into());
-    a.set_enable_on_exec(attr.enable_on_exec.into());
-    a.set_precise_ip(attr.precise_ip.into());
+    // The flag bits sit in one u64 bitfield right after `read_format`; [`Attr::flags`]
+    // builds it in the kernel's bit order.
+    a._bitfield_1 = pes::bindings::__BindgenBitfieldUnit::new(attr.flags().to_le_bytes());
     a
 }
 

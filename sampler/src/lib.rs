@@ -1,0 +1,17 @@
+//! `hwprof-sampler`: getting records out of the kernel and into files.
+//!
+//! This crate owns sampling: the lock-free mmap ring reader ([`ring`]), the one safe
+//! decoder from bytes to records for every `PERF_RECORD_*` type and `PERF_SAMPLE_*`
+//! field ([`record`]), sampling sessions on commands, PIDs, TIDs and CPUs ([`session`]),
+//! and perf.data reading and writing ([`perfdata`]). It resolves no symbols.
+//!
+//! The only `unsafe` code is in [`ring`] (the mmap'd ring and its control page) and in
+//! `hwprof_pmu::sys` (syscalls).
+
+pub mod error;
+pub mod perfdata;
+pub mod record;
+pub mod ring;
+pub mod session;
+
+pub use error::{Error, Result};

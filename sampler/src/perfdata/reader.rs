@@ -1,0 +1,1 @@
+//! Reading perf.data files (file mode and pipe mode).

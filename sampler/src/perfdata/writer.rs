@@ -1,0 +1,1 @@
+//! Writing perf.data files, atomically.

@@ -1,0 +1,1 @@
+//! The lock-free mmap ring reader.
