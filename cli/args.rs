@@ -20,6 +20,10 @@ pub enum Command {
     List(ListArgs),
     /// Print the perf_event_attr fields hwprof would pass for EVENTS, without opening anything.
     Encode(EncodeArgs),
+    /// Sample a command, PIDs, threads or CPUs into a perf.data file (like `perf record`).
+    Record(RecordArgs),
+    /// Print every record of a perf.data file, as text or JSON lines (like `perf script -D`).
+    Script(ScriptArgs),
 }
 
 #[derive(Debug, Args)]
@@ -102,6 +106,97 @@ pub struct EncodeArgs {
     /// JSON output (an array of {name, pmu, leader, attr}).
     #[arg(long = "json")]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Events to sample, comma-separated, perf syntax (repeatable). Default: cycles
+    /// (cpu-clock where the machine has no hardware PMU).
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Sample at this average frequency (Hz); `max` = the kernel's limit.
+    #[arg(short = 'F', long = "freq", value_name = "FREQ", conflicts_with = "count")]
+    pub freq: Option<String>,
+    /// Sample every N events (a fixed period).
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// Record callchains (frame pointers, like `--call-graph fp`).
+    #[arg(short = 'g')]
+    pub callgraph_fp: bool,
+    /// Record callchains: fp, lbr, or dwarf[,STACK_BYTES] (default 8192).
+    #[arg(long = "call-graph", value_name = "fp|lbr|dwarf[,SIZE]")]
+    pub call_graph: Option<String>,
+    /// Sample any taken branch (LBR branch stack; like `-j any`).
+    #[arg(short = 'b', long = "branch-any")]
+    pub branch_any: bool,
+    /// Branch stack with these filters (any, any_call, any_ret, ind_call, ind_jmp, call,
+    /// cond, u, k, hv, in_tx, no_tx, abort_tx, save_type, stack, counter).
+    #[arg(short = 'j', long = "branch-filter", value_name = "FILTERS")]
+    pub branch_filter: Option<String>,
+    /// Sample data addresses and data source (ADDR + DATA_SRC), like perf's -d.
+    #[arg(short = 'd', long = "data")]
+    pub data: bool,
+    /// Sample the weight (WEIGHT_STRUCT: load latency and more where the kernel has it).
+    #[arg(short = 'W', long = "weight")]
+    pub weight: bool,
+    /// Sample existing processes (comma-separated PIDs) until they exit, SIGINT or --duration.
+    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
+    pub pid: Option<String>,
+    /// Sample existing threads (comma-separated TIDs).
+    #[arg(short = 't', long = "tid", value_name = "TID,..")]
+    pub tid: Option<String>,
+    /// System-wide on all CPUs (needs root or CAP_PERFMON).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Only these CPUs (e.g. 0-3,8); implies system-wide.
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// Data pages per ring buffer (a power of two), or a size like 512K / 4M.
+    #[arg(short = 'm', long = "mmap-pages", value_name = "N")]
+    pub mmap_pages: Option<String>,
+    /// Stop after SECS seconds (fractions allowed).
+    #[arg(long = "duration", value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Output file (written atomically). Default perf.data.
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "perf.data")]
+    pub output: PathBuf,
+    /// Do not follow child processes and threads.
+    #[arg(short = 'i', long = "no-inherit")]
+    pub no_inherit: bool,
+    /// Print the perf_event_attrs as JSON (as `hwprof encode --json`) and exit.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+    /// Intel perfmon JSON file of named events (repeatable).
+    #[arg(long = "event-file", value_name = "FILE.json")]
+    pub event_file: Vec<PathBuf>,
+    /// Do not print the summary line.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// The command to run, after `--`.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Output formats of `hwprof script`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScriptFormat {
+    /// One human-readable line per record (plus callchain / branch lines).
+    Text,
+    /// One JSON object per record.
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct ScriptArgs {
+    /// The perf.data file to read (`-` for a pipe-mode stream on stdin).
+    #[arg(short = 'i', long = "input", value_name = "FILE", default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Output format.
+    #[arg(long = "format", value_enum, default_value_t = ScriptFormat::Text)]
+    pub format: ScriptFormat,
+    /// Print the file header, attrs and features before the records.
+    #[arg(long = "header")]
+    pub header: bool,
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@
 mod args;
 mod encode;
 mod list;
+mod record;
 mod render;
+mod script;
 mod stat;
 
 use std::process::ExitCode;
@@ -76,6 +78,8 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Stat(a) => stat::run(a),
         args::Command::List(a) => list::run(a).map(|()| 0),
         args::Command::Encode(a) => encode::run(a).map(|()| 0),
+        args::Command::Record(a) => record::run(a),
+        args::Command::Script(a) => script::run(a),
     }
 }
 
