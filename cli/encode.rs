@@ -40,6 +40,26 @@ struct Encoded<'a> {
     attr: &'a hwprof_pmu::attr::Attr,
 }
 
+/// Prints `list` as the JSON array `hwprof encode --json` and `hwprof record --dry-run`
+/// print: `[{name, pmu, leader, attr}]`.
+pub fn print_json(list: &EventList) -> anyhow::Result<()> {
+    let v: Vec<Encoded> = list
+        .events
+        .iter()
+        .map(|e| Encoded {
+            name: &e.name,
+            pmu: &e.pmu,
+            leader: e.leader,
+            attr: &e.attr,
+        })
+        .collect();
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    serde_json::to_writer(&mut out, &v).context("writing JSON")?;
+    writeln!(out)?;
+    Ok(())
+}
+
 pub fn run(a: EncodeArgs) -> anyhow::Result<()> {
     let enc = encoder(a.cpu.as_deref(), &a.event_file)?;
     let mut list = parse_all(&enc, &a.events)?;
@@ -51,23 +71,11 @@ pub fn run(a: EncodeArgs) -> anyhow::Result<()> {
             enable_on_exec: true,
         },
     );
+    if a.json {
+        return print_json(&list);
+    }
     let out = std::io::stdout();
     let mut out = out.lock();
-    if a.json {
-        let v: Vec<Encoded> = list
-            .events
-            .iter()
-            .map(|e| Encoded {
-                name: &e.name,
-                pmu: &e.pmu,
-                leader: e.leader,
-                attr: &e.attr,
-            })
-            .collect();
-        serde_json::to_writer(&mut out, &v).context("writing JSON")?;
-        writeln!(out)?;
-        return Ok(());
-    }
     for (i, e) in list.events.iter().enumerate() {
         let a = &e.attr;
         let leader = if e.leader == i {
