@@ -419,3 +419,86 @@ pub fn mount_tracefs(target: &str) -> io::Result<()> {
     };
     check(r.into()).map(drop)
 }
+
+/// Redirects the records of perf event `fd` into the ring of `target`
+/// (`PERF_EVENT_IOC_SET_OUTPUT`): both must be on the same CPU (or the same task when
+/// `cpu` is -1), and `fd` must not be mmap'd itself.
+pub fn set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+    // SAFETY: both are open perf event fds borrowed for the call; the ioctl takes the
+    // target fd as an integer argument and touches no memory of ours.
+    let ret = unsafe { pes::ioctls::SET_OUTPUT(fd.as_raw_fd(), target.as_raw_fd()) };
+    check(ret.into()).map(drop)
+}
+
+/// An epoll instance (`epoll_create1(EPOLL_CLOEXEC)`), level-triggered, with a reused
+/// event buffer so that waiting allocates nothing after the first calls.
+#[derive(Debug)]
+pub struct Epoll {
+    fd: OwnedFd,
+    buf: Vec<libc::epoll_event>,
+}
+
+impl Epoll {
+    /// A new epoll instance.
+    pub fn new() -> io::Result<Epoll> {
+        // SAFETY: epoll_create1 takes an integer flag and returns a new fd or -1.
+        let fd = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) }.into())? as RawFd;
+        Ok(Epoll {
+            // SAFETY: a new fd that nothing else owns.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            buf: Vec::new(),
+        })
+    }
+
+    /// Watches `fd` for readability (EPOLLIN; EPOLLHUP/EPOLLERR are always reported);
+    /// [`Epoll::wait`] reports it as `token`.
+    pub fn add(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: `ev` is a live local the kernel reads during the call; `fd` is only
+        // an integer to the kernel (EBADF if it is not open).
+        let r = unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        check(r.into())?;
+        self.buf.push(libc::epoll_event { events: 0, u64: 0 });
+        Ok(())
+    }
+
+    /// Stops watching `fd` (e.g. after it reported EPOLLHUP, which would otherwise
+    /// wake every wait).
+    pub fn remove(&mut self, fd: RawFd) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: as in `add`; the event argument is ignored for EPOLL_CTL_DEL but must be
+        // a valid pointer on old kernels.
+        let r = unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
+        check(r.into()).map(drop)
+    }
+
+    /// Waits up to `timeout_ms` (-1 = forever) and fills `ready` with `(token, hup)` for
+    /// every ready fd, where `hup` is set for EPOLLHUP/EPOLLERR. A timeout or EINTR (a
+    /// signal arrived) leaves `ready` empty.
+    pub fn wait(&mut self, ready: &mut Vec<(u64, bool)>, timeout_ms: i32) -> io::Result<()> {
+        ready.clear();
+        if self.buf.is_empty() {
+            self.buf.push(libc::epoll_event { events: 0, u64: 0 });
+        }
+        let max = self.buf.len().min(i32::MAX as usize) as i32;
+        // SAFETY: `buf` is a live array of `max` epoll_event structs the kernel may write.
+        let n = unsafe {
+            libc::epoll_wait(self.fd.as_raw_fd(), self.buf.as_mut_ptr(), max, timeout_ms)
+        };
+        match check(n.into()) {
+            Ok(n) => {
+                let hup = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
+                for ev in self.buf.iter().take(n as usize) {
+                    let (events, token) = (ev.events, ev.u64);
+                    ready.push((token, events & hup != 0));
+                }
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
