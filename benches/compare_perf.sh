@@ -2,6 +2,10 @@
 # Compares hwprof with perf on the same machine, one subcommand at a time.
 #
 #   benches/compare_perf.sh stat      startup cost and overhead on a CPU-bound workload
+#   benches/compare_perf.sh record    (a) overhead of `record -F 999 -g` on a CPU-bound workload
+#                                     (b) the highest -F with no lost samples, 2 busy threads
+#   benches/compare_perf.sh script    (c) `script -i big.data` (>= 100k samples, callchains)
+#   benches/compare_perf.sh all       all of the above
 #
 # Environment:
 #   HWPROF=path    hwprof binary to use (default: target/release/hwprof, built if needed)
@@ -9,6 +13,10 @@
 #   N_START=200    runs per tool of `stat -e task-clock -- true`
 #   N_WORK=20      runs per variant of the CPU-bound workload
 #   SPIN_ITERS=N   iterations of the busy loop (default 150000000, ~0.2 s)
+#   N_REC=10       runs per tool of the record workload (REC_ITERS iterations, default 1.5e9)
+#   LOSS_PAGES=8   ring size (-m) for the lost-sample search, the same for both tools
+#   BIG_SECS=4     seconds of the 2-thread `perf record -F 20000 -g` that makes big.data
+#   N_SCRIPT=3     runs per variant of the script comparison
 #
 # Runs are interleaved (A B A B ...) so that drift (frequency, cache, other load) hits
 # every variant alike. Times are wall clock, from bash's $EPOCHREALTIME (no fork per
@@ -23,8 +31,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat" >&2
-    echo "  (record, report... are not benchmarked yet)" >&2
+    echo "usage: $0 stat|record|script|all" >&2
     exit 2
 }
 
@@ -177,10 +184,119 @@ bench_stat() {
     echo "stat workload: bare $bare ms, hwprof $hww ms ($(ratio "$hww" "$bare")x bare), perf $pfw ms ($(ratio "$pfw" "$bare")x bare), ratio hwprof/perf $(ratio "$hww" "$pfw")"
 }
 
+# build_spin2: tests/workloads/spin2.c (busy threads, fixed iterations, prints its own
+# wall time as "workload_us N" so the workload's time can be told from the tool's).
+build_spin2() {
+    cc -O2 -g -fno-omit-frame-pointer -pthread -o "$WORK/spin2" "$ROOT/tests/workloads/spin2.c" ||
+        die "cannot compile tests/workloads/spin2.c"
+}
+
+# run_timed NAME CMD...: runs CMD, appends "total_us workload_us" to $WORK/NAME.times.
+run_timed() {
+    local file=$WORK/$1.times
+    shift
+    local t0 t1 out w
+    now_us t0
+    out=$("$@" 2>/dev/null) || die "failed: $*"
+    now_us t1
+    w=$(awk '/^workload_us/ { print $2 }' <<<"$out")
+    echo "$((t1 - t0)) ${w:-0}" >>"$file"
+}
+
+# mean_col_ms NAME COL: mean of column COL of NAME's runs, in milliseconds.
+mean_col_ms() {
+    awk -v c="$2" '{ s += $c; n++ } END { if (n) printf "%.3f", s / n / 1000; else print "nan" }' "$WORK/$1.times"
+}
+
+# perf_lost FILE: lost samples in a perf.data (LOST + LOST_SAMPLES records).
+perf_lost() {
+    "$PERF" report -D -i "$1" 2>/dev/null |
+        awk '/PERF_RECORD_LOST/ { for (i = 1; i <= NF; i++) if ($i ~ /^lost/) { v = $(i + 1); gsub(/[^0-9]/, "", v); n += v } } END { print n + 0 }'
+}
+
+bench_record() {
+    find_perf
+    find_hwprof
+    build_spin2
+    local n=${N_REC:-10} iters=${REC_ITERS:-1500000000}
+    echo "hwprof: $HWPROF"
+    echo "perf:   $PERF ($("$PERF" --version))"
+    echo "cpus:   $(nproc), kernel $(uname -r)"
+    echo
+    : >"$WORK/bare.times"
+    : >"$WORK/hw.times"
+    : >"$WORK/pf.times"
+    local i
+    for ((i = 0; i < n; i++)); do
+        run_timed bare "$WORK/spin2" "$iters" 1
+        run_timed hw "$HWPROF" record -q -F 999 -g -o "$WORK/hw.data" -- "$WORK/spin2" "$iters" 1
+        run_timed pf "$PERF" record -q -F 999 -g -o "$WORK/pf.data" -- "$WORK/spin2" "$iters" 1
+    done
+    local bw hw pw bt ht pt
+    bw=$(mean_col_ms bare 2)
+    hw=$(mean_col_ms hw 2)
+    pw=$(mean_col_ms pf 2)
+    bt=$(mean_col_ms bare 1)
+    ht=$(mean_col_ms hw 1)
+    pt=$(mean_col_ms pf 1)
+    echo "== (a) record -F 999 -g, CPU-bound workload ($iters iterations), $n runs each, interleaved"
+    printf '%-8s %14s %14s\n' variant "workload ms" "total cmd ms"
+    printf '%-8s %14s %14s\n' bare "$bw" "$bt" hwprof "$hw" "$ht" perf "$pw" "$pt"
+    echo "record workload time: hwprof/perf $(ratio "$hw" "$pw") (hwprof $(ratio "$hw" "$bw")x bare, perf $(ratio "$pw" "$bw")x bare)"
+    echo "record total command time: hwprof/perf $(ratio "$ht" "$pt")"
+    echo
+
+    # (b) raise -F until samples are lost; the same ring size for both tools.
+    local pages=${LOSS_PAGES:-8} max f hw_ok=0 pf_ok=0 hw_lost pf_lost
+    max=$(cat /proc/sys/kernel/perf_event_max_sample_rate 2>/dev/null || echo 100000)
+    echo "== (b) highest -F with no lost samples: 2 busy threads, -g, -m $pages, max_sample_rate $max"
+    for f in 1000 2000 5000 10000 20000 50000 100000 200000; do
+        ((f <= max)) || break
+        hw_lost=$("$HWPROF" record -F "$f" -g -m "$pages" -o "$WORK/l.data" -- "$WORK/spin2" 400000000 2 2>&1 >/dev/null |
+            sed -n 's/.* samples, \([0-9]*\) lost.*/\1/p')
+        "$PERF" record -F "$f" -g -m "$pages" -o "$WORK/lp.data" -- "$WORK/spin2" 400000000 2 >/dev/null 2>&1 ||
+            die "perf record -F $f failed"
+        pf_lost=$(perf_lost "$WORK/lp.data")
+        printf '  -F %-7s hwprof lost %-8s perf lost %s\n' "$f" "${hw_lost:-?}" "$pf_lost"
+        [[ ${hw_lost:-1} == 0 ]] && hw_ok=$f
+        [[ $pf_lost == 0 ]] && pf_ok=$f
+    done
+    echo "record lossless up to: hwprof $hw_ok Hz, perf $pf_ok Hz, ratio $(ratio "$hw_ok" "$pf_ok")"
+}
+
+bench_script() {
+    find_perf
+    find_hwprof
+    build_spin2
+    local secs=${BIG_SECS:-4} big=$WORK/big.data samples
+    "$PERF" record -q -F 20000 -g -o "$big" -- timeout -s INT "$secs" "$WORK/spin2" 100000000000 2 >/dev/null 2>&1 || true
+    samples=$("$HWPROF" script -i "$big" --format jsonl | grep -c '"type":"sample"' || true)
+    echo "== (c) script on big.data: $samples samples with callchains ($(du -h "$big" | cut -f1))"
+    ((samples >= 100000)) || echo "warning: fewer than 100k samples; raise BIG_SECS"
+    CMD_hw_script=("$HWPROF" script -i "$big")
+    CMD_hw_jsonl=("$HWPROF" script -i "$big" --format jsonl)
+    CMD_pf_script=("$PERF" script -i "$big")
+    CMD_pf_raw=("$PERF" script -i "$big" -F comm,tid,time,event,ip)
+    interleave "${N_SCRIPT:-3}" hw_script hw_jsonl pf_script pf_raw
+    printf '%-40s %10s\n' command "mean ms"
+    printf '%-40s %10s\n' "hwprof script" "$(mean_ms hw_script)" "hwprof script --format jsonl" "$(mean_ms hw_jsonl)" \
+        "perf script" "$(mean_ms pf_script)" "perf script -F comm,tid,time,event,ip" "$(mean_ms pf_raw)"
+    echo "script speed-up: perf script / hwprof script = $(ratio "$(mean_ms pf_script)" "$(mean_ms hw_script)")x; vs perf without symbols $(ratio "$(mean_ms pf_raw)" "$(mean_ms hw_script)")x"
+}
+
 [[ $# -ge 1 ]] || usage
 case "$1" in
     stat) bench_stat ;;
-    record | report | flamegraph)
+    record) bench_record ;;
+    script) bench_script ;;
+    all)
+        bench_stat
+        echo
+        bench_record
+        echo
+        bench_script
+        ;;
+    report | flamegraph)
         die "'$1' is not benchmarked yet"
         ;;
     -h | --help) usage ;;
