@@ -5,6 +5,8 @@
 use hwprof_pmu::attr::Attr;
 use serde::Serialize;
 
+use crate::error::{Error, Result};
+
 /// Feature ids (`enum perf_header_feature` / `HEADER_*` in perf's `header.h`).
 pub mod id {
     #![allow(missing_docs)]
@@ -108,4 +110,755 @@ pub struct Features {
     /// Every other feature present, as (id, raw section bytes), kept so nothing is lost.
     #[serde(skip)]
     pub other: Vec<(u32, Vec<u8>)>,
+}
+
+/// The name of a feature id as perf spells it (`HOSTNAME`, `BUILD_ID`...), `UNKNOWN`
+/// for ids hwprof does not know.
+pub fn feature_name(feature: u32) -> &'static str {
+    feature_what(feature).trim_start_matches("feature ")
+}
+
+/// `what` of [`Error::Malformed`] for a feature section.
+fn feature_what(feature: u32) -> &'static str {
+    match feature {
+        id::TRACING_DATA => "feature TRACING_DATA",
+        id::BUILD_ID => "feature BUILD_ID",
+        id::HOSTNAME => "feature HOSTNAME",
+        id::OSRELEASE => "feature OSRELEASE",
+        id::VERSION => "feature VERSION",
+        id::ARCH => "feature ARCH",
+        id::NRCPUS => "feature NRCPUS",
+        id::CPUDESC => "feature CPUDESC",
+        id::CPUID => "feature CPUID",
+        id::TOTAL_MEM => "feature TOTAL_MEM",
+        id::CMDLINE => "feature CMDLINE",
+        id::EVENT_DESC => "feature EVENT_DESC",
+        id::CPU_TOPOLOGY => "feature CPU_TOPOLOGY",
+        id::NUMA_TOPOLOGY => "feature NUMA_TOPOLOGY",
+        id::BRANCH_STACK => "feature BRANCH_STACK",
+        id::PMU_MAPPINGS => "feature PMU_MAPPINGS",
+        id::GROUP_DESC => "feature GROUP_DESC",
+        id::AUXTRACE => "feature AUXTRACE",
+        id::STAT => "feature STAT",
+        id::CACHE => "feature CACHE",
+        id::SAMPLE_TIME => "feature SAMPLE_TIME",
+        id::MEM_TOPOLOGY => "feature MEM_TOPOLOGY",
+        id::CLOCKID => "feature CLOCKID",
+        id::DIR_FORMAT => "feature DIR_FORMAT",
+        id::BPF_PROG_INFO => "feature BPF_PROG_INFO",
+        id::BPF_BTF => "feature BPF_BTF",
+        id::COMPRESSED => "feature COMPRESSED",
+        id::CPU_PMU_CAPS => "feature CPU_PMU_CAPS",
+        id::CLOCK_DATA => "feature CLOCK_DATA",
+        id::HYBRID_TOPOLOGY => "feature HYBRID_TOPOLOGY",
+        id::PMU_CAPS => "feature PMU_CAPS",
+        _ => "feature UNKNOWN",
+    }
+}
+
+/// `PERF_RECORD_MISC_KERNEL`: a kernel DSO's build id entry.
+pub const MISC_KERNEL: u16 = 1;
+/// `PERF_RECORD_MISC_USER`: a user DSO's build id entry.
+pub const MISC_USER: u16 = 2;
+/// `PERF_RECORD_MISC_BUILD_ID_SIZE`: the entry's build id length is in its `size` byte.
+pub const MISC_BUILD_ID_SIZE: u16 = 1 << 15;
+
+/// perf's `NAME_ALIGN`: strings and build id file names are padded to this many bytes.
+const NAME_ALIGN: usize = 64;
+/// `sizeof(struct perf_record_header_build_id)` without the file name.
+const BUILD_ID_ENTRY_FIXED: usize = 36;
+/// The byte length of a build id perf keeps at most (`BUILD_ID_SIZE`).
+const BUILD_ID_MAX: usize = 20;
+/// The `{anon_group}` name perf writes for a group without a name.
+pub const ANON_GROUP: &str = "{anon_group}";
+
+/// The `perf_event_attr` sizes of each ABI version (`PERF_ATTR_SIZE_VER0..VER8`).
+const ATTR_VERSION_SIZES: [usize; 9] = [64, 72, 80, 96, 104, 112, 120, 128, 136];
+
+/// The smallest `perf_event_attr` ABI size that holds every non-zero field of `attrs`
+/// (at least `PERF_ATTR_SIZE_VER0`, 64 bytes).
+///
+/// perf refuses an attr larger than the struct it was built with ("file uses a more
+/// recent and unsupported ABI"): perf 6.1 knows 128 bytes, so writing hwprof's full
+/// 136-byte attr would make every older perf reject the file. Files written with this
+/// size read everywhere the fields they use exist.
+pub fn file_attr_size<'a>(attrs: impl IntoIterator<Item = &'a Attr>) -> usize {
+    let mut size = ATTR_VERSION_SIZES[0];
+    for attr in attrs {
+        let b = attr.to_bytes();
+        // The last non-zero byte, ignoring the `size` field at 4..8.
+        let last = b
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|&(i, &v)| v != 0 && !(4..8).contains(&i))
+            .map_or(0, |(i, _)| i);
+        let need = ATTR_VERSION_SIZES
+            .iter()
+            .copied()
+            .find(|&s| s > last)
+            .unwrap_or(hwprof_pmu::attr::ATTR_SIZE);
+        size = size.max(need);
+    }
+    size
+}
+
+/// `attr` as `size` bytes of a little-endian `perf_event_attr` whose `size` field says
+/// `size` (see [`file_attr_size`]; fields past `size` must be zero).
+pub fn attr_file_bytes(attr: &Attr, size: usize) -> Vec<u8> {
+    let full = attr.to_bytes();
+    let size = size.min(full.len());
+    let mut v = full.get(..size).unwrap_or(&full[..]).to_vec();
+    if let Some(f) = v.get_mut(4..8) {
+        f.copy_from_slice(&(size as u32).to_le_bytes());
+    }
+    v
+}
+
+/// A bounds-checked little-endian reader over one feature section.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    base: u64,
+    what: &'static str,
+}
+
+impl<'a> Cursor<'a> {
+    fn err(&self, at: usize, msg: impl Into<String>) -> Error {
+        Error::malformed(self.what, self.base + at as u64, msg)
+    }
+
+    fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.pos)
+    }
+
+    fn take(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
+        let end = self.pos.checked_add(n);
+        match end.and_then(|e| self.bytes.get(self.pos..e)) {
+            Some(s) => {
+                self.pos += n;
+                Ok(s)
+            }
+            None => Err(self.err(
+                self.pos,
+                format!(
+                    "{field}: needs {n} bytes, section has {} left",
+                    self.remaining()
+                ),
+            )),
+        }
+    }
+
+    fn u32(&mut self, field: &str) -> Result<u32> {
+        let b = self.take(4, field)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self, field: &str) -> Result<u64> {
+        let b = self.take(8, field)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    /// perf's string: u32 length (NUL and padding included), then the bytes.
+    fn string(&mut self, field: &str) -> Result<String> {
+        let at = self.pos;
+        let len = self.u32(field)? as usize;
+        if len > self.remaining() {
+            return Err(self.err(
+                at,
+                format!(
+                    "{field}: string of {len} bytes, section has {} left",
+                    self.remaining()
+                ),
+            ));
+        }
+        let b = self.take(len, field)?;
+        Ok(nul_terminated(b))
+    }
+}
+
+/// The text before the first NUL (all of it when there is none), lossy UTF-8.
+fn nul_terminated(b: &[u8]) -> String {
+    let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(b.get(..n).unwrap_or(b)).into_owned()
+}
+
+/// Appends `s` the way perf's `do_write_string` does: u32 length = strlen + 1 rounded
+/// up to 64, then the string NUL-padded to that length.
+fn put_string(out: &mut Vec<u8>, s: &str) {
+    let len = (s.len() + 1).next_multiple_of(NAME_ALIGN);
+    out.extend_from_slice(&(len as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+    out.resize(out.len() + (len - s.len()), 0);
+}
+
+impl Features {
+    /// Decodes one feature section (`bytes` = that section only; `offset` = its offset
+    /// in the file or stream, used in errors) into `self`. Features hwprof does not
+    /// decode are kept raw in [`Features::other`].
+    pub fn parse_section(&mut self, feature: u32, bytes: &[u8], offset: u64) -> Result<()> {
+        let mut c = Cursor {
+            bytes,
+            pos: 0,
+            base: offset,
+            what: feature_what(feature),
+        };
+        match feature {
+            id::HOSTNAME => self.hostname = Some(c.string("hostname")?),
+            id::OSRELEASE => self.osrelease = Some(c.string("osrelease")?),
+            id::VERSION => self.version = Some(c.string("version")?),
+            id::ARCH => self.arch = Some(c.string("arch")?),
+            id::CPUDESC => self.cpudesc = Some(c.string("cpudesc")?),
+            id::CPUID => self.cpuid = Some(c.string("cpuid")?),
+            id::NRCPUS => {
+                let avail = c.u32("nr_cpus_available")?;
+                let online = c.u32("nr_cpus_online")?;
+                self.nr_cpus = Some((avail, online));
+            }
+            id::TOTAL_MEM => self.total_mem = Some(c.u64("total_mem")?),
+            id::CMDLINE => {
+                let nr = c.u32("nr")?;
+                let mut args = Vec::new();
+                for _ in 0..nr {
+                    args.push(c.string("argument")?);
+                }
+                self.cmdline = Some(args);
+            }
+            id::EVENT_DESC => self.event_desc = Some(parse_event_desc(&mut c)?),
+            id::BUILD_ID => self.build_ids = parse_build_ids(&mut c)?,
+            id::GROUP_DESC => {
+                let nr = c.u32("nr_groups")?;
+                let mut groups = Vec::new();
+                for _ in 0..nr {
+                    let name = c.string("group name")?;
+                    let leader_idx = c.u32("leader_idx")?;
+                    let nr_members = c.u32("nr_members")?;
+                    groups.push(GroupDesc {
+                        name,
+                        leader_idx,
+                        nr_members,
+                    });
+                }
+                self.group_desc = Some(groups);
+            }
+            _ => {
+                self.other.retain(|(f, _)| *f != feature);
+                self.other.push((feature, bytes.to_vec()));
+            }
+        }
+        // Trailing bytes are tolerated, as perf does.
+        Ok(())
+    }
+
+    /// Every present feature as `(id, section bytes)`, sorted by id, byte for byte as
+    /// perf writes them. Raw [`Features::other`] sections follow their ids; an `other`
+    /// entry with the id of a decoded feature that is present is left out.
+    pub fn to_sections(&self) -> Vec<(u32, Vec<u8>)> {
+        let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
+        let strings = [
+            (id::HOSTNAME, &self.hostname),
+            (id::OSRELEASE, &self.osrelease),
+            (id::VERSION, &self.version),
+            (id::ARCH, &self.arch),
+            (id::CPUDESC, &self.cpudesc),
+            (id::CPUID, &self.cpuid),
+        ];
+        for (f, s) in strings {
+            if let Some(s) = s {
+                let mut b = Vec::new();
+                put_string(&mut b, s);
+                out.push((f, b));
+            }
+        }
+        if let Some((avail, online)) = self.nr_cpus {
+            let mut b = avail.to_le_bytes().to_vec();
+            b.extend_from_slice(&online.to_le_bytes());
+            out.push((id::NRCPUS, b));
+        }
+        if let Some(kb) = self.total_mem {
+            out.push((id::TOTAL_MEM, kb.to_le_bytes().to_vec()));
+        }
+        if let Some(args) = &self.cmdline {
+            let mut b = (args.len() as u32).to_le_bytes().to_vec();
+            for a in args {
+                put_string(&mut b, a);
+            }
+            out.push((id::CMDLINE, b));
+        }
+        if let Some(events) = &self.event_desc {
+            out.push((id::EVENT_DESC, event_desc_bytes(events)));
+        }
+        if !self.build_ids.is_empty() {
+            out.push((id::BUILD_ID, build_id_bytes(&self.build_ids)));
+        }
+        if let Some(groups) = &self.group_desc {
+            let mut b = (groups.len() as u32).to_le_bytes().to_vec();
+            for g in groups {
+                put_string(&mut b, &g.name);
+                b.extend_from_slice(&g.leader_idx.to_le_bytes());
+                b.extend_from_slice(&g.nr_members.to_le_bytes());
+            }
+            out.push((id::GROUP_DESC, b));
+        }
+        for (f, bytes) in &self.other {
+            if !out.iter().any(|(g, _)| g == f) {
+                out.push((*f, bytes.clone()));
+            }
+        }
+        out.sort_by_key(|(f, _)| *f);
+        out
+    }
+}
+
+fn parse_event_desc(c: &mut Cursor<'_>) -> Result<Vec<EventDesc>> {
+    let nr = c.u32("nr")?;
+    let at = c.pos;
+    let sz = c.u32("attr_size")? as usize;
+    if nr > 0 && sz < hwprof_pmu::attr::ATTR_SIZE_VER0 {
+        return Err(c.err(at, format!("attr_size {sz} is below the 64 bytes of VER0")));
+    }
+    let mut events = Vec::new();
+    for i in 0..nr {
+        let at = c.pos;
+        let raw = c.take(sz, "attr")?;
+        let (attr, _) = Attr::from_bytes(raw).map_err(|e| c.err(at, format!("event {i}: {e}")))?;
+        let nr_ids = c.u32("nr_ids")? as usize;
+        let name = c.string("event name")?;
+        let at = c.pos;
+        if nr_ids.saturating_mul(8) > c.remaining() {
+            return Err(c.err(
+                at,
+                format!(
+                    "event {i}: {nr_ids} ids, section has {} bytes left",
+                    c.remaining()
+                ),
+            ));
+        }
+        let mut ids = Vec::with_capacity(nr_ids);
+        for _ in 0..nr_ids {
+            ids.push(c.u64("id")?);
+        }
+        events.push(EventDesc { attr, name, ids });
+    }
+    Ok(events)
+}
+
+fn event_desc_bytes(events: &[EventDesc]) -> Vec<u8> {
+    let sz = file_attr_size(events.iter().map(|e| &e.attr));
+    let mut b = (events.len() as u32).to_le_bytes().to_vec();
+    b.extend_from_slice(&(sz as u32).to_le_bytes());
+    for e in events {
+        b.extend_from_slice(&attr_file_bytes(&e.attr, sz));
+        b.extend_from_slice(&(e.ids.len() as u32).to_le_bytes());
+        put_string(&mut b, &e.name);
+        for id in &e.ids {
+            b.extend_from_slice(&id.to_le_bytes());
+        }
+    }
+    b
+}
+
+/// `struct perf_record_header_build_id` entries: header {type, misc, size}, pid,
+/// build_id[24] (its length in byte 20 when misc has `BUILD_ID_SIZE`), then the
+/// NUL-padded file name up to `header.size`.
+fn parse_build_ids(c: &mut Cursor<'_>) -> Result<Vec<BuildIdEntry>> {
+    let mut out = Vec::new();
+    while c.remaining() > 0 {
+        let at = c.pos;
+        let hdr = c.take(8, "build id entry header")?;
+        let misc = u16::from_le_bytes([hdr[4], hdr[5]]);
+        let size = usize::from(u16::from_le_bytes([hdr[6], hdr[7]]));
+        if size < BUILD_ID_ENTRY_FIXED {
+            return Err(c.err(
+                at,
+                format!("entry size {size} is below the {BUILD_ID_ENTRY_FIXED} fixed bytes"),
+            ));
+        }
+        if size - 8 > c.remaining() {
+            return Err(c.err(
+                at,
+                format!(
+                    "entry of {size} bytes, section has {} left",
+                    c.remaining() + 8
+                ),
+            ));
+        }
+        let pid = c.u32("pid")? as i32;
+        let raw = c.take(24, "build_id")?;
+        let len = if misc & MISC_BUILD_ID_SIZE != 0 {
+            usize::from(raw[BUILD_ID_MAX]).min(BUILD_ID_MAX)
+        } else {
+            BUILD_ID_MAX
+        };
+        let build_id = raw.get(..len).unwrap_or_default().to_vec();
+        let name = c.take(size - BUILD_ID_ENTRY_FIXED, "filename")?;
+        out.push(BuildIdEntry {
+            pid,
+            misc,
+            build_id,
+            filename: nul_terminated(name),
+        });
+    }
+    Ok(out)
+}
+
+fn build_id_bytes(entries: &[BuildIdEntry]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for e in entries {
+        let name_len = (e.filename.len() + 1).next_multiple_of(NAME_ALIGN);
+        let size = BUILD_ID_ENTRY_FIXED + name_len;
+        let Ok(size16) = u16::try_from(size) else {
+            continue; // a path longer than perf's entries can hold
+        };
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&e.misc.to_le_bytes());
+        b.extend_from_slice(&size16.to_le_bytes());
+        b.extend_from_slice(&e.pid.to_le_bytes());
+        let mut id = [0u8; 24];
+        let n = e.build_id.len().min(BUILD_ID_MAX);
+        id[..n].copy_from_slice(&e.build_id[..n]);
+        if e.misc & MISC_BUILD_ID_SIZE != 0 {
+            id[BUILD_ID_MAX] = n as u8;
+        }
+        b.extend_from_slice(&id);
+        b.extend_from_slice(e.filename.as_bytes());
+        b.resize(b.len() + (name_len - e.filename.len()), 0);
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn sample() -> Features {
+        let mut a = Attr::new(1, 0);
+        a.sample_period = 4000;
+        a.freq = true;
+        a.sample_type = 0x127;
+        a.disabled = true;
+        a.mmap2 = true;
+        let mut b = Attr::new(1, 9);
+        b.sample_max_stack = 127;
+        Features {
+            hostname: Some("vm".into()),
+            osrelease: Some("6.18.44-fc-v657".into()),
+            version: Some("6.1.hwprof-0.1.0".into()),
+            arch: Some("x86_64".into()),
+            nr_cpus: Some((4, 2)),
+            cpudesc: Some("AMD EPYC".into()),
+            cpuid: Some("AuthenticAMD,26,2,1".into()),
+            total_mem: Some(24684092),
+            cmdline: Some(vec![
+                "/usr/bin/hwprof".into(),
+                "record".into(),
+                String::new(),
+            ]),
+            event_desc: Some(vec![
+                EventDesc {
+                    attr: a,
+                    name: "cpu-clock".into(),
+                    ids: vec![189, 190],
+                },
+                EventDesc {
+                    attr: b,
+                    name: "dummy:u".into(),
+                    ids: vec![],
+                },
+            ]),
+            build_ids: vec![
+                BuildIdEntry {
+                    pid: -1,
+                    misc: MISC_KERNEL | MISC_BUILD_ID_SIZE,
+                    build_id: vec![0x48, 0xdc, 0x54, 0x0c, 0x8b, 0x76, 0x39, 0x38, 0x04, 0xca],
+                    filename: "[kernel.kallsyms]".into(),
+                },
+                BuildIdEntry {
+                    pid: -1,
+                    misc: MISC_USER | MISC_BUILD_ID_SIZE,
+                    build_id: (0..20).collect(),
+                    filename: "/usr/lib/x86_64-linux-gnu/libc.so.6".repeat(3),
+                },
+            ],
+            group_desc: Some(vec![GroupDesc {
+                name: ANON_GROUP.into(),
+                leader_idx: 0,
+                nr_members: 2,
+            }]),
+            other: vec![(id::SAMPLE_TIME, vec![1, 2, 3, 4, 5, 6, 7, 8])],
+        }
+    }
+
+    fn parse_all(sections: &[(u32, Vec<u8>)]) -> Features {
+        let mut f = Features::default();
+        for (id, bytes) in sections {
+            f.parse_section(*id, bytes, 0x1000).unwrap();
+        }
+        f
+    }
+
+    #[test]
+    fn round_trip() {
+        let f = sample();
+        let sections = f.to_sections();
+        let ids: Vec<u32> = sections.iter().map(|s| s.0).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(ids, sorted);
+        assert_eq!(parse_all(&sections), f);
+        // Writing again gives the same bytes.
+        assert_eq!(parse_all(&sections).to_sections(), sections);
+    }
+
+    #[test]
+    fn strings_are_padded_like_perf() {
+        let f = Features {
+            hostname: Some("vm".into()),
+            ..Features::default()
+        };
+        let s = f.to_sections();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].0, id::HOSTNAME);
+        assert_eq!(s[0].1.len(), 68);
+        assert_eq!(&s[0].1[..6], &[64, 0, 0, 0, b'v', b'm']);
+        assert!(s[0].1[6..].iter().all(|&b| b == 0));
+        // A 63-byte string fits in 64 with its NUL; 64 bytes need 128.
+        let mut v = Vec::new();
+        put_string(&mut v, &"x".repeat(63));
+        assert_eq!(v.len(), 4 + 64);
+        v.clear();
+        put_string(&mut v, &"x".repeat(64));
+        assert_eq!(v.len(), 4 + 128);
+    }
+
+    #[test]
+    fn attr_size_is_the_smallest_version() {
+        let a = Attr::new(1, 0);
+        assert_eq!(file_attr_size([&a]), 64);
+        let mut b = a.clone();
+        b.sample_max_stack = 127; // offset 108 -> VER5
+        assert_eq!(file_attr_size([&a, &b]), 112);
+        b.config3 = 1;
+        assert_eq!(file_attr_size([&b]), 136);
+        let bytes = attr_file_bytes(&a, 112);
+        assert_eq!(bytes.len(), 112);
+        assert_eq!(Attr::from_bytes(&bytes).unwrap(), (a, 112));
+    }
+
+    #[test]
+    fn malformed_sections_name_the_offset() {
+        let sections = sample().to_sections();
+        for (fid, bytes) in &sections {
+            if matches!(*fid, id::SAMPLE_TIME) || bytes.is_empty() {
+                continue;
+            }
+            // Every truncation either parses (a shorter but valid section) or fails
+            // with an offset inside the section; never panics.
+            for cut in 0..bytes.len() {
+                let mut f = Features::default();
+                match f.parse_section(*fid, &bytes[..cut], 0x1000) {
+                    Ok(()) => {}
+                    Err(Error::Malformed { what, offset, .. }) => {
+                        assert_eq!(what, feature_what(*fid));
+                        assert!(
+                            (0x1000..=0x1000 + cut as u64).contains(&offset),
+                            "{what} offset {offset:#x} cut {cut}"
+                        );
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        let mut f = Features::default();
+        let e = f
+            .parse_section(id::HOSTNAME, &[200, 0, 0, 0, b'a'], 0x40)
+            .unwrap_err();
+        assert!(matches!(e, Error::Malformed { offset: 0x40, .. }), "{e}");
+        let e = f
+            .parse_section(id::NRCPUS, &[1, 0, 0, 0, 2], 0x40)
+            .unwrap_err();
+        assert!(matches!(e, Error::Malformed { offset: 0x44, .. }), "{e}");
+        // A build id entry whose size is below the fixed part.
+        let mut b = vec![0u8; 40];
+        b[6] = 8;
+        let e = f.parse_section(id::BUILD_ID, &b, 0).unwrap_err();
+        assert!(matches!(e, Error::Malformed { offset: 0, .. }), "{e}");
+        // An absurd id count is refused before allocating.
+        let mut ev = sample().to_sections();
+        ev.retain(|s| s.0 == id::EVENT_DESC);
+        let mut b = ev[0].1.clone();
+        let at = 8 + 112; // nr, attr_size, first attr (VER5: sample_max_stack)
+        b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(f.parse_section(id::EVENT_DESC, &b, 0).is_err());
+    }
+
+    fn fixtures() -> Option<PathBuf> {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/perfdata");
+        dir.is_dir().then_some(dir)
+    }
+
+    fn le64(b: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+    }
+
+    /// The feature sections of a file-mode perf.data, read straight from its header.
+    fn file_sections(bytes: &[u8]) -> Vec<(u32, u64, Vec<u8>)> {
+        assert_eq!(le64(bytes, 0), super::super::MAGIC);
+        assert_eq!(le64(bytes, 8), 104);
+        let table = (le64(bytes, 40) + le64(bytes, 48)) as usize;
+        let mut out = Vec::new();
+        let mut k = 0;
+        for bit in 0..id::BITS {
+            let word = le64(bytes, 72 + 8 * (bit as usize / 64));
+            if word >> (bit % 64) & 1 == 1 {
+                let at = table + 16 * k;
+                let (off, size) = (le64(bytes, at), le64(bytes, at + 8));
+                out.push((
+                    bit,
+                    off,
+                    bytes[off as usize..(off + size) as usize].to_vec(),
+                ));
+                k += 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn fixtures_features() {
+        let Some(dir) = fixtures() else {
+            println!("SKIPPED: ../shared/fixtures/perfdata is absent");
+            return;
+        };
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".pb_text") || name.contains("piped") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let sections = file_sections(&bytes);
+            let mut f = Features::default();
+            for (fid, off, b) in &sections {
+                f.parse_section(*fid, b, *off)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+            // Writing the decoded features back gives perf's bytes, except EVENT_DESC
+            // (hwprof writes the smallest attr size) which must decode the same.
+            let ours = f.to_sections();
+            assert_eq!(ours.len(), sections.len(), "{name}");
+            for ((fid, _, theirs), (gid, mine)) in sections.iter().zip(&ours) {
+                assert_eq!(fid, gid, "{name}");
+                if *fid == id::EVENT_DESC {
+                    let mut g = Features::default();
+                    g.parse_section(*gid, mine, 0).unwrap();
+                    assert_eq!(g.event_desc, f.event_desc, "{name}");
+                } else if *fid == id::BUILD_ID && theirs != mine {
+                    // perf 3.8 and 4.4 left garbage after some file names' NUL: same
+                    // length and same entries are all that can be asked.
+                    assert_eq!(theirs.len(), mine.len(), "{name}");
+                    let mut g = Features::default();
+                    g.parse_section(*gid, mine, 0).unwrap();
+                    assert_eq!(g.build_ids, f.build_ids, "{name}");
+                } else {
+                    assert!(
+                        theirs == mine,
+                        "{name}: feature {} differs",
+                        feature_name(*fid)
+                    );
+                }
+            }
+            check_known(&name, &f);
+            seen += 1;
+        }
+        assert_eq!(seen, 5);
+    }
+
+    fn check_known(name: &str, f: &Features) {
+        let events: Vec<&str> = f
+            .event_desc
+            .iter()
+            .flatten()
+            .map(|e| e.name.as_str())
+            .collect();
+        let cmd = f.cmdline.as_ref().unwrap();
+        assert_eq!(cmd[0].rsplit('/').next(), Some("perf"), "{name}");
+        assert_eq!(f.arch.as_deref(), Some("x86_64"));
+        assert_eq!(f.hostname.as_deref(), Some("localhost"));
+        match name {
+            "perf.data.group_desc-4.14" => {
+                assert_eq!(events, ["cache-references", "branch-misses"]);
+                let ev = f.event_desc.as_ref().unwrap();
+                assert_eq!(ev[0].ids, [150, 151, 152, 153]);
+                assert_eq!(ev[1].ids, [154, 155, 156, 157]);
+                assert_eq!((ev[0].attr.config, ev[1].attr.config), (2, 5));
+                assert_eq!(
+                    f.group_desc,
+                    Some(vec![GroupDesc {
+                        name: ANON_GROUP.into(),
+                        leader_idx: 0,
+                        nr_members: 2
+                    }])
+                );
+                assert_eq!(f.osrelease.as_deref(), Some("4.14.18"));
+                assert_eq!(f.cpuid.as_deref(), Some("GenuineIntel,6,78,3"));
+                assert_eq!(f.nr_cpus, Some((4, 4)));
+                assert_eq!(f.total_mem, Some(16299868));
+                let files: Vec<&str> = f.build_ids.iter().map(|b| b.filename.as_str()).collect();
+                assert_eq!(files, ["[kernel.kallsyms]", "/lib64/ld-2.23.so", "[vdso]"]);
+                let k = &f.build_ids[0];
+                assert_eq!((k.pid, k.misc), (-1, MISC_KERNEL));
+                assert_eq!(&k.build_id[..4], b"g&y\xce");
+                assert_eq!(f.build_ids[1].misc, MISC_USER);
+                assert_eq!(cmd.len(), 9);
+                assert_eq!(cmd[8], "Hello, World!");
+                assert_eq!(cmd[3], "{cache-references,branch-misses}");
+            }
+            "perf.data.branch-4.14" => {
+                assert_eq!(events, ["cycles:ppp"]);
+                assert_eq!(
+                    f.cpudesc.as_deref(),
+                    Some("Intel(R) Core(TM) m7-6Y75 CPU @ 1.20GHz")
+                );
+                let a = &f.event_desc.as_ref().unwrap()[0].attr;
+                assert_eq!((a.precise_ip, a.branch_sample_type), (3, 1 << 3));
+                assert!(f.other.iter().any(|o| o.0 == id::BRANCH_STACK));
+            }
+            "perf.data.hybrid_topology" => {
+                assert_eq!(
+                    events,
+                    ["cpu_core/cycles:ppp/", "cpu_atom/cycles:ppp/", "dummy:HG"]
+                );
+                assert_eq!(f.version.as_deref(), Some("5.15.68"));
+                assert_eq!(f.cpuid.as_deref(), Some("GenuineIntel,6,186,3"));
+                assert_eq!(f.event_desc.as_ref().unwrap()[1].attr.config, 0x7_0000_0000);
+                assert_eq!(f.event_desc.as_ref().unwrap()[2].ids.len(), 12);
+                assert!(f.other.iter().any(|o| o.0 == id::HYBRID_TOPOLOGY));
+            }
+            "perf.data.lost_samples-4.4" => {
+                assert_eq!(
+                    events,
+                    ["cycles:pp", "instructions:pp", "branch-instructions:pp"]
+                );
+                assert_eq!(f.version.as_deref(), Some("4.4"));
+                let g = f.group_desc.as_ref().unwrap();
+                assert_eq!((g.len(), g[0].leader_idx, g[0].nr_members), (1, 0, 3));
+                assert_eq!(f.nr_cpus, Some((2, 2)));
+            }
+            "perf.data.callgraph-3.8" => {
+                assert_eq!(events, ["cycles"]);
+                assert_eq!(f.version.as_deref(), Some("3.8.11.g047ea3"));
+                assert_eq!(f.event_desc.as_ref().unwrap()[0].ids, [81, 82, 83, 84]);
+                assert_eq!(
+                    f.cpudesc.as_deref(),
+                    Some("Intel(R) Core(TM) i5-2467M CPU @ 1.60GHz")
+                );
+            }
+            other => panic!("unexpected fixture {other}"),
+        }
+    }
 }
