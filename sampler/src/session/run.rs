@@ -1,0 +1,314 @@
+//! The drain loop of a [`Session`]: start the target, drain the rings on one thread
+//! until the target is done, stop, drain what is left.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use hwprof_pmu::sys::{self, Epoll, ExecError, ExitInfo, Ioctl};
+
+use super::{Session, Target};
+use crate::error::{Error, Result};
+use crate::ring::Drained;
+
+/// How often the drain thread wakes without a watermark wakeup: drains stragglers and
+/// checks the stop conditions.
+const TICK: Duration = Duration::from_millis(100);
+/// How long a command gets to exit by itself after SIGINT before it is sent SIGTERM.
+const INTERRUPT_GRACE: Duration = Duration::from_millis(500);
+/// How long a command gets after SIGTERM before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// Record types counted from the header alone.
+mod rtype {
+    pub const LOST: u32 = 2;
+    pub const THROTTLE: u32 = 5;
+    pub const SAMPLE: u32 = 9;
+    pub const LOST_SAMPLES: u32 = 13;
+}
+
+/// What a [`Session::run`] saw.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunStats {
+    /// Records passed to the sink.
+    pub records: u64,
+    /// `PERF_RECORD_SAMPLE` records.
+    pub samples: u64,
+    /// Sum of `PERF_RECORD_LOST.lost` (records the kernel dropped for a full ring).
+    pub lost: u64,
+    /// Sum of `PERF_RECORD_LOST_SAMPLES.lost` (samples the kernel could not take).
+    pub lost_samples: u64,
+    /// `PERF_RECORD_THROTTLE` records.
+    pub throttled: u64,
+    /// Bytes of records passed to the sink.
+    pub bytes: u64,
+    /// Times a ring held an impossible record header and was skipped to its head (should
+    /// stay 0).
+    pub corrupt: u64,
+    /// How the command ended ([`Target::Command`] only).
+    pub exit: Option<ExitInfo>,
+    /// From starting the target to stopping the events.
+    pub wall: Duration,
+}
+
+impl RunStats {
+    /// Counts one record by its header.
+    fn count(&mut self, rec: &[u8]) {
+        let u32_at = |o: usize| {
+            rec.get(o..o + 4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let u64_at = |o: usize| {
+            rec.get(o..o + 8).map(|b| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                u64::from_le_bytes(a)
+            })
+        };
+        self.records += 1;
+        self.bytes += rec.len() as u64;
+        match u32_at(0) {
+            Some(rtype::SAMPLE) => self.samples += 1,
+            Some(rtype::LOST) => self.lost += u64_at(16).unwrap_or(0),
+            Some(rtype::LOST_SAMPLES) => self.lost_samples += u64_at(8).unwrap_or(0),
+            Some(rtype::THROTTLE) => self.throttled += 1,
+            _ => {}
+        }
+    }
+
+    fn add(&mut self, d: &Drained) {
+        if d.corrupt.is_some() {
+            self.corrupt += 1;
+        }
+    }
+}
+
+/// Why the loop stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    TargetDone,
+    Interrupted,
+    Duration,
+}
+
+/// Token of the target's pidfds in the epoll set: `PIDFD_BASE + index`.
+const PIDFD_BASE: u64 = 1 << 32;
+
+impl Session {
+    /// Starts the target (lets the command `exec`, or enables the events), then drains
+    /// every ring on this thread into `sink` until the target is done, SIGINT/SIGTERM
+    /// arrives, or `duration` elapses (see the module docs for what happens to the
+    /// target then). Finally disables the events, drains what is left and returns the
+    /// counts.
+    ///
+    /// `sink` gets each record's bytes, header included, in per-ring order; an error
+    /// from it stops the session (a command is then terminated) and is returned.
+    pub fn run<F>(mut self, mut sink: F) -> Result<RunStats>
+    where
+        F: FnMut(&[u8]) -> std::io::Result<()> + Send,
+    {
+        sys::catch_interrupts().map_err(|e| Error::io("installing the SIGINT handler", e))?;
+        let mut epoll = Epoll::new().map_err(|e| Error::io("epoll_create1", e))?;
+        for (i, r) in self.rings.iter().enumerate() {
+            if let Some(o) = self.fds.get(r.owner) {
+                epoll
+                    .add(o.fd.as_raw_fd(), i as u64)
+                    .map_err(|e| Error::io("epoll_ctl on a ring", e))?;
+            }
+        }
+        // What tells us the target is gone.
+        let mut pidfds: Vec<Option<OwnedFd>> = Vec::new();
+        match &self.target {
+            Target::Command(_) => {
+                if let Some(pid) = self.child_pid() {
+                    pidfds.push(Some(
+                        sys::pidfd_open(pid).map_err(|e| Error::io("pidfd_open", e))?,
+                    ));
+                }
+            }
+            Target::Pids(pids) => {
+                for &p in pids {
+                    // ESRCH: already gone.
+                    pidfds.push(sys::pidfd_open(p).ok());
+                }
+            }
+            _ => {}
+        }
+        for (i, p) in pidfds.iter().enumerate() {
+            if let Some(p) = p {
+                epoll
+                    .add(p.as_raw_fd(), PIDFD_BASE + i as u64)
+                    .map_err(|e| Error::io("epoll_ctl on a pidfd", e))?;
+            }
+        }
+
+        let mut stats = RunStats::default();
+        let start = Instant::now();
+        self.start_target()?;
+        let deadline = self.opts.duration.map(|d| start + d);
+
+        let mut ready: Vec<(u64, bool)> = Vec::with_capacity(self.rings.len() + pidfds.len());
+        let mut hung = vec![false; self.rings.len()];
+        let mut result: Result<()> = Ok(());
+        let stop = loop {
+            let timeout = match deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()).min(TICK),
+                None => TICK,
+            };
+            let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+            if let Err(e) = epoll.wait(&mut ready, ms) {
+                result = Err(Error::io("epoll_wait", e));
+                break Stop::Interrupted;
+            }
+            for &(token, hup) in &ready {
+                if token >= PIDFD_BASE {
+                    let i = (token - PIDFD_BASE) as usize;
+                    if let Some(p) = pidfds.get_mut(i).and_then(Option::take) {
+                        let _ = epoll.remove(p.as_raw_fd());
+                    }
+                } else if hup {
+                    // The ring's task is gone: drain it below, then stop watching it
+                    // (a hung-up fd would wake every wait).
+                    let i = token as usize;
+                    if let (Some(h), Some(r)) = (hung.get_mut(i), self.rings.get(i)) {
+                        if !*h {
+                            *h = true;
+                            if let Some(o) = self.fds.get(r.owner) {
+                                let _ = epoll.remove(o.fd.as_raw_fd());
+                            }
+                        }
+                    }
+                }
+            }
+            if let Err(e) = self.drain_all(&mut sink, &mut stats) {
+                result = Err(e);
+                break Stop::Interrupted;
+            }
+            if sys::interrupted() {
+                break Stop::Interrupted;
+            }
+            if self.target_done(&pidfds) {
+                break Stop::TargetDone;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break Stop::Duration;
+            }
+        };
+
+        // Stop: end the command if needed, disable, drain the rest.
+        if self.workload.is_some() {
+            let pidfd = pidfds.first_mut().and_then(Option::take);
+            match self.finish_command(stop, pidfd.as_ref()) {
+                Ok(exit) => stats.exit = exit,
+                Err(e) => {
+                    if result.is_ok() {
+                        result = Err(e);
+                    }
+                }
+            }
+        }
+        for o in &self.fds {
+            // A task that exited leaves its events dead: ESRCH/EINVAL here is harmless.
+            let _ = sys::ioctl(&o.fd, Ioctl::Disable, false);
+        }
+        stats.wall = start.elapsed();
+        if result.is_ok() {
+            // The kernel finishes writing a record before it moves data_head, and the
+            // events are disabled: two passes catch anything published meanwhile.
+            for _ in 0..2 {
+                if let Err(e) = self.drain_all(&mut sink, &mut stats) {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        result.map(|()| stats)
+    }
+
+    /// Lets the command exec (its events start there), or enables every event.
+    fn start_target(&mut self) -> Result<()> {
+        let on_exec = self.attrs.iter().any(|a| a.enable_on_exec);
+        if let Some(w) = self.workload.as_mut() {
+            w.start().map_err(|e| match e {
+                ExecError::Exec(e) => Error::io(format!("cannot run '{}'", self.argv0), e),
+                ExecError::Setup(e) => Error::io(format!("cannot start '{}'", self.argv0), e),
+            })?;
+            if on_exec {
+                return Ok(());
+            }
+        }
+        for o in &self.fds {
+            let attr = self.attrs.get(o.event);
+            if o.leader || attr.is_some_and(|a| a.disabled) {
+                sys::ioctl(&o.fd, Ioctl::Enable, false)
+                    .map_err(|e| Error::io("enabling an event (PERF_EVENT_IOC_ENABLE)", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drains every ring that has data.
+    fn drain_all<F>(&mut self, sink: &mut F, stats: &mut RunStats) -> Result<()>
+    where
+        F: FnMut(&[u8]) -> std::io::Result<()>,
+    {
+        for r in &mut self.rings {
+            while r.ring.has_data() {
+                let d = r
+                    .ring
+                    .drain(|rec| {
+                        stats.count(rec);
+                        sink(rec)
+                    })
+                    .map_err(|e| Error::io("writing records", e))?;
+                stats.add(&d);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the target has finished (commands and -p: their pidfds; -t: /proc).
+    fn target_done(&self, pidfds: &[Option<OwnedFd>]) -> bool {
+        match &self.target {
+            Target::Command(_) | Target::Pids(_) => pidfds.iter().all(Option::is_none),
+            Target::Tids(tids) => tids
+                .iter()
+                .all(|t| !std::path::Path::new(&format!("/proc/{t}")).exists()),
+            Target::SystemWide { .. } => false,
+        }
+    }
+
+    /// Makes sure the command has ended (waiting, then SIGTERM, then SIGKILL as the
+    /// stop reason requires) and reaps it.
+    fn finish_command(&mut self, stop: Stop, pidfd: Option<&OwnedFd>) -> Result<Option<ExitInfo>> {
+        let Some(pid) = self.child_pid() else {
+            return Ok(None);
+        };
+        let exited = |fd: Option<&OwnedFd>, wait: Duration| match fd {
+            Some(fd) => {
+                sys::poll_readable(&[fd], i32::try_from(wait.as_millis()).unwrap_or(i32::MAX))
+                    .map(|r| !r.is_empty())
+                    .unwrap_or(false)
+            }
+            None => false,
+        };
+        match stop {
+            Stop::TargetDone => {}
+            Stop::Interrupted | Stop::Duration => {
+                let grace = if stop == Stop::Interrupted {
+                    INTERRUPT_GRACE
+                } else {
+                    Duration::ZERO
+                };
+                if pidfd.is_some() && !exited(pidfd, grace) {
+                    let _ = sys::kill(pid, libc::SIGTERM);
+                    if !exited(pidfd, TERM_GRACE) {
+                        let _ = sys::kill(pid, libc::SIGKILL);
+                    }
+                }
+            }
+        }
+        sys::wait(pid)
+            .map(Some)
+            .map_err(|e| Error::io(format!("waiting for '{}'", self.argv0), e))
+    }
+}
