@@ -9,6 +9,7 @@
 //! `hwprof_pmu::sys` (syscalls).
 
 pub mod config;
+pub mod buildid;
 pub mod error;
 pub mod perfdata;
 pub mod record;
