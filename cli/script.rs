@@ -1,7 +1,745 @@
 //! `hwprof script`: every record of a perf.data file, as text or JSON lines.
+//!
+//! Output goes through one locked, buffered stdout; numbers are formatted by hand (no
+//! `fmt`, no per-record serde) because this command is meant to be several times faster
+//! than `perf script` on large files.
 
-use crate::args::ScriptArgs;
+mod out;
 
-pub fn run(_a: ScriptArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("hwprof script is being written")
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use anyhow::Context;
+use hwprof_sampler::Error as SErr;
+use hwprof_sampler::perfdata::reader::PerfData;
+use hwprof_sampler::record::{Body, DataSrc, FileId, Record, Sample, kind, misc};
+
+use crate::args::{ScriptArgs, ScriptFormat};
+use out::{Obj, dec, dec_pad, hex, hex_pad};
+
+/// Flush the line buffer to stdout past this many bytes.
+const FLUSH_AT: usize = 1 << 16;
+
+pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
+    let data = match PerfData::open(&a.input) {
+        Ok(d) => d,
+        Err(SErr::Io { context, source }) => {
+            // "cannot open FILE: No such file or directory", without "(os error 2)".
+            let msg = source.to_string();
+            let msg = match msg.find(" (os error") {
+                Some(n) => msg[..n].to_string(),
+                None => msg,
+            };
+            anyhow::bail!("{context}: {msg}");
+        }
+        Err(e) => return Err(e).context(format!("reading {}", a.input.display())),
+    };
+    for w in data.warnings() {
+        eprintln!("hwprof: warning: {w}");
+    }
+    let stdout = io::stdout();
+    let mut w = stdout.lock();
+    let mut p = Printer {
+        buf: Vec::with_capacity(FLUSH_AT * 2),
+        names: data.attrs().iter().map(|e| e.name.clone()).collect(),
+        comms: HashMap::new(),
+        json: matches!(a.format, ScriptFormat::Jsonl),
+    };
+    if a.header {
+        p.header(&data)?;
+    }
+    let res = data.for_each_record(|off, rec| -> anyhow::Result<()> {
+        p.record(off, rec);
+        if p.buf.len() >= FLUSH_AT {
+            w.write_all(&p.buf)?;
+            p.buf.clear();
+        }
+        Ok(())
+    });
+    // Print what was decoded before an error, then report it.
+    w.write_all(&p.buf)?;
+    w.flush()?;
+    res.with_context(|| format!("reading {}", a.input.display()))?;
+    Ok(0)
+}
+
+struct Printer {
+    buf: Vec<u8>,
+    names: Vec<String>,
+    /// Command names by tid (from COMM, inherited on FORK), for text output.
+    comms: HashMap<u32, Vec<u8>>,
+    json: bool,
+}
+
+fn record_name(t: u32) -> &'static str {
+    kind::name(t).unwrap_or("unknown")
+}
+
+impl Printer {
+    fn header(&mut self, data: &PerfData) -> anyhow::Result<()> {
+        let f = data.features();
+        if self.json {
+            let attrs: Vec<serde_json::Value> = data
+                .attrs()
+                .iter()
+                .map(|e| serde_json::json!({"name": e.name, "ids": e.ids, "attr": e.attr}))
+                .collect();
+            let v = serde_json::json!({
+                "type": "header",
+                "pipe": data.is_pipe(),
+                "data_offset": data.data_offset(),
+                "data_size": data.data_size(),
+                "feature_ids": data.feature_ids(),
+                "attrs": attrs,
+                "features": f,
+            });
+            serde_json::to_writer(&mut self.buf, &v)?;
+            self.buf.push(b'\n');
+        } else {
+            let b = &mut self.buf;
+            writeln!(
+                b,
+                "# {} mode, data at {:#x} ({} bytes)",
+                if data.is_pipe() { "pipe" } else { "file" },
+                data.data_offset(),
+                data.data_size()
+            )?;
+            for (k, v) in [
+                ("hostname", &f.hostname),
+                ("os release", &f.osrelease),
+                ("perf version", &f.version),
+                ("arch", &f.arch),
+                ("cpudesc", &f.cpudesc),
+                ("cpuid", &f.cpuid),
+            ] {
+                if let Some(v) = v {
+                    writeln!(b, "# {k} : {v}")?;
+                }
+            }
+            if let Some((avail, online)) = f.nr_cpus {
+                writeln!(b, "# nrcpus online : {online}\n# nrcpus avail : {avail}")?;
+            }
+            if let Some(c) = &f.cmdline {
+                writeln!(b, "# cmdline : {}", c.join(" "))?;
+            }
+            for e in data.attrs() {
+                let a = &e.attr;
+                writeln!(
+                    b,
+                    "# event : name = {}, type = {}, config = {:#x}, sample_type = {:#x}, \
+                     read_format = {:#x}, sample_period = {}, freq = {}, sample_id_all = {}, \
+                     ids = {:?}",
+                    e.name,
+                    a.type_,
+                    a.config,
+                    a.sample_type,
+                    a.read_format,
+                    a.sample_period,
+                    a.freq,
+                    a.sample_id_all,
+                    e.ids
+                )?;
+            }
+            for id in &f.build_ids {
+                b.extend_from_slice(b"# build id ");
+                out::hex_bytes(b, &id.build_id);
+                writeln!(b, " {}", id.filename)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn event_name(&self, rec: &Record) -> &str {
+        rec.attr
+            .and_then(|i| self.names.get(i))
+            .map_or("", String::as_str)
+    }
+
+    fn record(&mut self, off: u64, rec: &Record) {
+        // Keep the comm table for text output (cheap, also in JSON mode).
+        match &rec.body {
+            Body::Comm { tid, comm, .. } => {
+                self.comms.insert(*tid, comm.to_vec());
+            }
+            Body::Fork(t) => {
+                if let Some(c) = self.comms.get(&t.ptid).cloned() {
+                    self.comms.insert(t.tid, c);
+                }
+            }
+            _ => {}
+        }
+        if self.json {
+            self.json_record(off, rec);
+        } else {
+            self.text_record(off, rec);
+        }
+    }
+
+    // ----------------------------------------------------------------- JSON lines
+
+    fn json_record(&mut self, _off: u64, rec: &Record) {
+        let name = self.event_name(rec).to_string();
+        let mut j = Obj::new(&mut self.buf);
+        j.s("type", record_name(rec.header.type_).as_bytes());
+        j.u("misc", u64::from(rec.header.misc));
+        match &rec.body {
+            Body::Sample(s) => {
+                j.s("event", name.as_bytes());
+                json_sample(&mut j, s);
+            }
+            Body::Mmap(m) => {
+                j.u("pid", m.pid.into()).u("tid", m.tid.into());
+                j.u("addr", m.addr).u("len", m.len).u("pgoff", m.pgoff);
+                j.s("filename", m.filename);
+            }
+            Body::Mmap2(m) => {
+                j.u("pid", m.pid.into()).u("tid", m.tid.into());
+                j.u("addr", m.addr).u("len", m.len).u("pgoff", m.pgoff);
+                match m.file_id {
+                    FileId::Inode {
+                        maj,
+                        min,
+                        ino,
+                        ino_generation,
+                    } => {
+                        j.u("maj", maj.into()).u("min", min.into());
+                        j.u("ino", ino).u("ino_generation", ino_generation);
+                    }
+                    FileId::BuildId(id) => {
+                        j.x("build_id", id);
+                    }
+                }
+                j.u("prot", m.prot.into()).u("flags", m.flags.into());
+                j.s("filename", m.filename);
+            }
+            Body::Lost { id, lost } => {
+                j.u("id", *id).u("lost", *lost);
+            }
+            Body::Comm {
+                pid,
+                tid,
+                comm,
+                exec,
+            } => {
+                j.u("pid", (*pid).into()).u("tid", (*tid).into());
+                j.s("comm", comm).b("exec", *exec);
+            }
+            Body::Exit(t) | Body::Fork(t) => {
+                j.u("pid", t.pid.into()).u("ppid", t.ppid.into());
+                j.u("tid", t.tid.into()).u("ptid", t.ptid.into());
+                j.u("time", t.time);
+            }
+            Body::Throttle(t) | Body::Unthrottle(t) => {
+                j.u("time", t.time)
+                    .u("id", t.id)
+                    .u("stream_id", t.stream_id);
+            }
+            Body::Read { pid, tid, values } => {
+                j.u("pid", (*pid).into()).u("tid", (*tid).into());
+                json_read(&mut j, values);
+            }
+            Body::Aux {
+                aux_offset,
+                aux_size,
+                flags,
+            } => {
+                j.u("aux_offset", *aux_offset).u("aux_size", *aux_size);
+                j.u("flags", *flags);
+            }
+            Body::ItraceStart { pid, tid } => {
+                j.u("pid", (*pid).into()).u("tid", (*tid).into());
+            }
+            Body::LostSamples { lost } => {
+                j.u("lost", *lost);
+            }
+            Body::Switch { out, preempt } => {
+                j.b("out", *out).b("preempt", *preempt);
+            }
+            Body::SwitchCpuWide {
+                out,
+                preempt,
+                next_prev_pid,
+                next_prev_tid,
+            } => {
+                j.b("out", *out).b("preempt", *preempt);
+                j.u("next_prev_pid", (*next_prev_pid).into());
+                j.u("next_prev_tid", (*next_prev_tid).into());
+            }
+            Body::Namespaces {
+                pid,
+                tid,
+                link_info,
+            } => {
+                j.u("pid", (*pid).into()).u("tid", (*tid).into());
+                j.arr("link_info", link_info.iter());
+            }
+            Body::Ksymbol {
+                addr,
+                len,
+                ksym_type,
+                flags,
+                name,
+            } => {
+                j.u("addr", *addr).u("len", (*len).into());
+                j.u("ksym_type", (*ksym_type).into())
+                    .u("flags", (*flags).into());
+                j.s("name", name);
+            }
+            Body::BpfEvent {
+                type_,
+                flags,
+                id,
+                tag,
+            } => {
+                j.u("bpf_type", (*type_).into()).u("flags", (*flags).into());
+                j.u("id", (*id).into()).x("tag", tag);
+            }
+            Body::Cgroup { id, path } => {
+                j.u("id", *id).s("path", path);
+            }
+            Body::TextPoke { addr, old, new } => {
+                j.u("addr", *addr).x("old", old).x("new", new);
+            }
+            Body::AuxOutputHwId { hw_id } => {
+                j.u("hw_id", *hw_id);
+            }
+            Body::HeaderAttr { attr, ids } => {
+                let o = j.key("attr");
+                let _ = serde_json::to_writer(&mut *o, attr);
+                j.arr("ids", ids.iter());
+            }
+            Body::TracingData { size } => {
+                j.u("size", (*size).into());
+            }
+            Body::IdIndex(v) => {
+                let o = j.key("entries");
+                o.push(b'[');
+                for (i, e) in v.iter().enumerate() {
+                    if i > 0 {
+                        o.push(b',');
+                    }
+                    let mut e_ = Obj::new(o);
+                    e_.u("id", e.id)
+                        .u("idx", e.idx)
+                        .u("cpu", e.cpu)
+                        .u("tid", e.tid);
+                    e_.end();
+                }
+                o.push(b']');
+            }
+            Body::Auxtrace {
+                size,
+                offset,
+                reference,
+                idx,
+                tid,
+                cpu,
+            } => {
+                j.u("size", *size)
+                    .u("offset", *offset)
+                    .u("reference", *reference);
+                j.u("idx", (*idx).into()).u("tid", (*tid).into());
+                j.u("cpu", (*cpu).into());
+            }
+            Body::TimeConv(t) => {
+                j.u("time_shift", t.time_shift).u("time_mult", t.time_mult);
+                j.u("time_zero", t.time_zero);
+                j.opt("time_cycles", t.time_cycles);
+                j.opt("time_mask", t.time_mask);
+                if let Some(v) = t.cap_user_time_zero {
+                    j.b("cap_user_time_zero", v);
+                }
+                if let Some(v) = t.cap_user_time_short {
+                    j.b("cap_user_time_short", v);
+                }
+            }
+            Body::HeaderFeature { feature, data } => {
+                j.u("feat_id", *feature).u("size", data.len() as u64);
+            }
+            Body::Compressed { data } => {
+                j.u("data_size", data.len() as u64);
+            }
+            Body::FinishedRound | Body::FinishedInit => {}
+            Body::Other { payload } => {
+                j.u("record_type", rec.header.type_.into());
+                j.x("payload", payload);
+            }
+            _ => {
+                j.u("record_type", rec.header.type_.into());
+            }
+        }
+        if let Some(sid) = &rec.sample_id {
+            let o = j.key("sample_id");
+            let mut s = Obj::new(o);
+            s.opt("pid", sid.pid.map(u64::from));
+            s.opt("tid", sid.tid.map(u64::from));
+            s.opt("time", sid.time).opt("id", sid.id);
+            s.opt("stream_id", sid.stream_id);
+            s.opt("cpu", sid.cpu.map(u64::from));
+            s.opt("identifier", sid.identifier);
+            s.end();
+        }
+        j.end();
+        self.buf.push(b'\n');
+    }
+
+    // ----------------------------------------------------------------------- text
+
+    fn comm_of(&self, tid: Option<u32>) -> Vec<u8> {
+        match tid.and_then(|t| self.comms.get(&t)) {
+            Some(c) => c.clone(),
+            None => format!(":{}", tid.unwrap_or(0)).into_bytes(),
+        }
+    }
+
+    fn text_record(&mut self, _off: u64, rec: &Record) {
+        if let Body::Sample(s) = &rec.body {
+            let comm = self.comm_of(s.tid);
+            let name = self.event_name(rec).to_string();
+            text_sample(&mut self.buf, &comm, &name, s);
+            return;
+        }
+        let b = &mut self.buf;
+        if let Some(t) = rec.time() {
+            time(b, t);
+            b.extend_from_slice(b": ");
+        }
+        b.extend_from_slice(b"PERF_RECORD_");
+        for c in record_name(rec.header.type_).bytes() {
+            b.push(c.to_ascii_uppercase());
+        }
+        let _ = match &rec.body {
+            Body::Mmap(m) => write!(
+                b,
+                " {}/{}: [{:#x}({:#x}) @ {:#x}]: {} {}",
+                m.pid as i32,
+                m.tid,
+                m.addr,
+                m.len,
+                m.pgoff,
+                if rec.header.misc & misc::CPUMODE_MASK == misc::USER {
+                    'x'
+                } else {
+                    'k'
+                },
+                String::from_utf8_lossy(m.filename)
+            ),
+            Body::Mmap2(m) => {
+                let _ = write!(
+                    b,
+                    " {}/{}: [{:#x}({:#x}) @ {:#x} ",
+                    m.pid as i32, m.tid, m.addr, m.len, m.pgoff
+                );
+                match m.file_id {
+                    FileId::Inode {
+                        maj,
+                        min,
+                        ino,
+                        ino_generation,
+                    } => {
+                        let _ = write!(b, "{maj:02x}:{min:02x} {ino} {ino_generation}");
+                    }
+                    FileId::BuildId(id) => {
+                        b.extend_from_slice(b"build id ");
+                        out::hex_bytes(b, id);
+                    }
+                }
+                write!(
+                    b,
+                    "]: {} {}",
+                    prot_str(m.prot),
+                    String::from_utf8_lossy(m.filename)
+                )
+            }
+            Body::Comm {
+                pid,
+                tid,
+                comm,
+                exec,
+            } => write!(
+                b,
+                "{} {}: {}/{}",
+                if *exec { " EXEC" } else { "" },
+                String::from_utf8_lossy(comm),
+                pid,
+                tid
+            ),
+            Body::Exit(t) | Body::Fork(t) => {
+                write!(b, "({}:{}):({}:{})", t.pid, t.tid, t.ppid, t.ptid)
+            }
+            Body::Lost { id, lost } => write!(b, " id {id} lost {lost}"),
+            Body::LostSamples { lost } => write!(b, " lost {lost}"),
+            Body::Throttle(t) | Body::Unthrottle(t) => {
+                write!(b, " {}: id:{} stream_id:{}", t.time, t.id, t.stream_id)
+            }
+            Body::Switch { out, preempt } => write!(
+                b,
+                " {}{}",
+                if *out { "OUT" } else { "IN" },
+                if *preempt { " preempt" } else { "" }
+            ),
+            Body::SwitchCpuWide {
+                out,
+                preempt,
+                next_prev_pid,
+                next_prev_tid,
+            } => write!(
+                b,
+                " {}{} {} pid/tid: {}/{}",
+                if *out { "OUT" } else { "IN" },
+                if *preempt { " preempt" } else { "" },
+                if *out { "next" } else { "prev" },
+                next_prev_pid,
+                next_prev_tid
+            ),
+            Body::TimeConv(t) => write!(
+                b,
+                " shift {} mult {} zero {}",
+                t.time_shift, t.time_mult, t.time_zero
+            ),
+            Body::HeaderAttr { attr, ids } => write!(
+                b,
+                " type {} config {:#x} sample_type {:#x} ids {:?}",
+                attr.type_,
+                attr.config,
+                attr.sample_type,
+                ids.to_vec()
+            ),
+            Body::HeaderFeature { feature, data } => {
+                write!(b, " feat_id {feature} size {}", data.len())
+            }
+            Body::Compressed { data } => write!(b, " data size {}", data.len()),
+            Body::Ksymbol {
+                addr, len, name, ..
+            } => write!(
+                b,
+                " addr {addr:#x} len {len} name {}",
+                String::from_utf8_lossy(name)
+            ),
+            Body::Cgroup { id, path } => {
+                write!(b, " cgroup: {id} {}", String::from_utf8_lossy(path))
+            }
+            Body::Other { payload } => {
+                write!(b, " type {} size {}", rec.header.type_, payload.len())
+            }
+            _ => Ok(()),
+        };
+        b.push(b'\n');
+    }
+}
+
+fn prot_str(p: u32) -> String {
+    let mut s = String::with_capacity(4);
+    s.push(if p & 1 != 0 { 'r' } else { '-' });
+    s.push(if p & 2 != 0 { 'w' } else { '-' });
+    s.push(if p & 4 != 0 { 'x' } else { '-' });
+    s
+}
+
+/// `secs.micros`, as perf script prints times.
+fn time(b: &mut Vec<u8>, t: u64) {
+    dec(b, t / 1_000_000_000);
+    b.push(b'.');
+    let us = t % 1_000_000_000 / 1000;
+    let mut tmp = Vec::with_capacity(6);
+    dec(&mut tmp, us);
+    b.resize(b.len() + 6 - tmp.len(), b'0');
+    b.extend_from_slice(&tmp);
+}
+
+/// `comm pid/tid [cpu] time: period event: ip`, then callchain and branch lines.
+fn text_sample(b: &mut Vec<u8>, comm: &[u8], event: &str, s: &Sample) {
+    let pad = 16usize.saturating_sub(comm.len());
+    b.resize(b.len() + pad, b' ');
+    b.extend_from_slice(comm);
+    b.push(b' ');
+    if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
+        dec_pad(b, pid.into(), 6);
+        b.push(b'/');
+        dec(b, tid.into());
+    }
+    if let Some(cpu) = s.cpu {
+        b.extend_from_slice(b" [");
+        if cpu < 100 {
+            b.push(b'0');
+        }
+        if cpu < 10 {
+            b.push(b'0');
+        }
+        dec(b, cpu.into());
+        b.push(b']');
+    }
+    if let Some(t) = s.time {
+        b.push(b' ');
+        time(b, t);
+        b.push(b':');
+    }
+    if let Some(p) = s.period {
+        dec_pad(b, p, 11);
+    }
+    b.push(b' ');
+    b.extend_from_slice(event.as_bytes());
+    b.push(b':');
+    if let Some(ip) = s.ip {
+        hex_pad(b, ip, 17);
+    }
+    if let Some(a) = s.addr {
+        b.extend_from_slice(b" addr ");
+        hex(b, a);
+    }
+    if let Some(d) = s.data_src {
+        b.extend_from_slice(b" data_src ");
+        hex(b, d);
+        b.push(b' ');
+        b.extend_from_slice(DataSrc::from_u64(d).summary().as_bytes());
+    }
+    if let Some(w) = s.weight {
+        b.extend_from_slice(b" weight ");
+        dec(b, w);
+    }
+    if let Some(w) = s.weight_struct {
+        b.extend_from_slice(b" weight ");
+        dec(b, w.var1_dw.into());
+    }
+    b.push(b'\n');
+    if let Some(cc) = &s.callchain {
+        for a in cc.iter() {
+            b.push(b'\t');
+            hex_pad(b, a, 16);
+            b.push(b'\n');
+        }
+    }
+    if let Some(bs) = &s.branch_stack {
+        for e in bs.iter() {
+            b.extend_from_slice(b"\tbranch ");
+            hex(b, e.from);
+            b.extend_from_slice(b" -> ");
+            hex(b, e.to);
+            b.extend_from_slice(match (e.mispred(), e.predicted()) {
+                (true, _) => b" M",
+                (false, true) => b" P",
+                _ => b" -",
+            });
+            b.extend_from_slice(b" cycles ");
+            dec(b, e.cycles().into());
+            b.push(b'\n');
+        }
+    }
+    if let Some(raw) = s.raw {
+        b.extend_from_slice(b"\traw ");
+        out::hex_bytes(b, raw);
+        b.push(b'\n');
+    }
+}
+
+fn json_read(j: &mut Obj, r: &hwprof_sampler::record::ReadValues) {
+    let o = j.key("read");
+    let mut ro = Obj::new(o);
+    ro.opt("time_enabled", r.time_enabled);
+    ro.opt("time_running", r.time_running);
+    let o = ro.key("values");
+    o.push(b'[');
+    for (i, v) in r.values.iter().enumerate() {
+        if i > 0 {
+            o.push(b',');
+        }
+        let mut vo = Obj::new(o);
+        vo.u("value", v.value).opt("id", v.id).opt("lost", v.lost);
+        vo.end();
+    }
+    o.push(b']');
+    ro.end();
+}
+
+fn json_regs(j: &mut Obj, k: &str, r: &hwprof_sampler::record::Regs) {
+    let o = j.key(k);
+    let mut ro = Obj::new(o);
+    ro.u("abi", r.abi)
+        .u("mask", r.mask)
+        .arr("regs", r.regs.iter());
+    ro.end();
+}
+
+fn json_sample(j: &mut Obj, s: &Sample) {
+    j.opt("identifier", s.identifier).opt("ip", s.ip);
+    j.opt("pid", s.pid.map(u64::from))
+        .opt("tid", s.tid.map(u64::from));
+    j.opt("time", s.time).opt("addr", s.addr).opt("id", s.id);
+    j.opt("stream_id", s.stream_id)
+        .opt("cpu", s.cpu.map(u64::from));
+    j.opt("period", s.period);
+    if let Some(r) = &s.read {
+        json_read(j, r);
+    }
+    if let Some(cc) = &s.callchain {
+        j.arr("callchain", cc.iter());
+    }
+    if let Some(raw) = s.raw {
+        j.x("raw", raw);
+    }
+    if let Some(bs) = &s.branch_stack {
+        j.opt("branch_hw_idx", bs.hw_idx);
+        let o = j.key("branch_stack");
+        o.push(b'[');
+        for (i, e) in bs.iter().enumerate() {
+            if i > 0 {
+                o.push(b',');
+            }
+            let mut eo = Obj::new(o);
+            eo.u("from", e.from).u("to", e.to);
+            eo.b("mispred", e.mispred()).b("predicted", e.predicted());
+            eo.b("in_tx", e.in_tx()).b("abort", e.abort());
+            eo.u("cycles", e.cycles().into())
+                .u("type", e.type_().into());
+            eo.u("spec", e.spec().into());
+            eo.u("new_type", e.new_type().into())
+                .u("priv", e.priv_().into());
+            eo.opt("counters", e.counter);
+            eo.end();
+        }
+        o.push(b']');
+    }
+    if let Some(r) = &s.regs_user {
+        json_regs(j, "regs_user", r);
+    }
+    if let Some(st) = &s.stack_user {
+        let o = j.key("stack_user");
+        let mut so = Obj::new(o);
+        so.u("size", st.data.len() as u64)
+            .u("dyn_size", st.dyn_size);
+        so.end();
+    }
+    j.opt("weight", s.weight);
+    if let Some(w) = s.weight_struct {
+        let o = j.key("weight_struct");
+        let mut wo = Obj::new(o);
+        wo.u("var1_dw", w.var1_dw.into())
+            .u("var2_w", w.var2_w.into())
+            .u("var3_w", w.var3_w.into());
+        wo.end();
+    }
+    if let Some(d) = s.data_src {
+        j.u("data_src", d);
+        let m = DataSrc::from_u64(d);
+        let o = j.key("mem");
+        let mut mo = Obj::new(o);
+        mo.s("op", m.op().as_bytes())
+            .s("lvl", m.level().as_bytes())
+            .s("snoop", m.snoop().as_bytes())
+            .s("tlb", m.tlb().as_bytes())
+            .s("lock", m.lock().as_bytes())
+            .s("blk", m.blk().as_bytes());
+        mo.b("remote", m.mem_remote).u("hops", m.mem_hops.into());
+        mo.end();
+    }
+    j.opt("transaction", s.transaction);
+    if let Some(r) = &s.regs_intr {
+        json_regs(j, "regs_intr", r);
+    }
+    j.opt("phys_addr", s.phys_addr).opt("cgroup", s.cgroup);
+    j.opt("data_page_size", s.data_page_size);
+    j.opt("code_page_size", s.code_page_size);
+    if let Some(a) = s.aux {
+        j.x("aux", a);
+    }
 }

@@ -1,1 +1,618 @@
 //! Reading perf.data files (file mode and pipe mode).
+//!
+//! [`PerfData`] holds the whole file in memory (no `mmap`: that needs `unsafe`), its
+//! attrs with their sample ids and names, and its header [`Features`]. Records are
+//! visited in file order with [`PerfData::for_each_record`]; `PERF_RECORD_COMPRESSED` /
+//! `COMPRESSED2` payloads are decompressed (one zstd stream across records, as perf
+//! writes them) and the records inside are visited right after the compressed record.
+//!
+//! File mode: the `PERFILE2` header, the attrs section (each attr with its ids section),
+//! the data section, then one `perf_file_section` per feature bit after the data. A
+//! header with data size 0 (perf killed before it rewrote the header) is read up to EOF,
+//! like perf does. Pipe mode: a 16-byte header, then `HEADER_ATTR`, `HEADER_FEATURE`,
+//! `HEADER_TRACING_DATA`... records inline; they are scanned once at open so that
+//! [`PerfData::attrs`] and [`PerfData::features`] are complete before the records are
+//! visited. Big-endian files are rejected with [`Error::Unsupported`].
+//!
+//! ```no_run
+//! use hwprof_sampler::perfdata::reader::PerfData;
+//! use hwprof_sampler::record::Body;
+//!
+//! let data = PerfData::open("perf.data".as_ref())?;
+//! let mut samples = 0;
+//! data.for_each_record(|_offset, rec| {
+//!     if let Body::Sample(_) = rec.body {
+//!         samples += 1;
+//!     }
+//!     Ok::<(), hwprof_sampler::Error>(())
+//! })?;
+//! # Ok::<(), hwprof_sampler::Error>(())
+//! ```
+
+use std::io::Read;
+use std::path::Path;
+
+use hwprof_pmu::attr::{Attr, types};
+
+use super::MAGIC;
+use super::features::{Features, id as feat};
+use crate::error::{Error, Result};
+use crate::record::{Body, Decoder, Record, U64s, kind, peek_header};
+
+/// Size of a file-mode header (`struct perf_file_header`).
+const FILE_HEADER_SIZE: u64 = 104;
+/// Header size of perf versions without the feature bitmap.
+const FILE_HEADER_SIZE_NO_FEATURES: u64 = 72;
+/// Size of a pipe-mode header.
+const PIPE_HEADER_SIZE: u64 = 16;
+/// `PERFFILE`: perf.data version 1, from before perf 3.0.
+const MAGIC_V1: u64 = 0x454c_4946_4652_4550;
+/// Decompressed data kept pending may not grow past this (a corrupt stream).
+const MAX_PENDING: usize = 1 << 30;
+
+/// One event of the file: its attr, sample ids and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventAttr {
+    /// The attr.
+    pub attr: Attr,
+    /// The sample ids of its fds.
+    pub ids: Vec<u64>,
+    /// Its name: from `HEADER_EVENT_DESC` when present, else derived like perf does
+    /// (`cycles`, `cpu-clock`, `raw 0x1c2`, `tp:317`).
+    pub name: String,
+}
+
+/// A perf.data file read into memory.
+#[derive(Debug)]
+pub struct PerfData {
+    bytes: Vec<u8>,
+    pipe: bool,
+    header_size: u64,
+    attr_size: u64,
+    data_offset: u64,
+    data_size: u64,
+    attrs: Vec<EventAttr>,
+    features: Features,
+    feature_bits: Vec<u32>,
+    warnings: Vec<String>,
+    decoder: Decoder,
+}
+
+fn u64_at(b: &[u8], off: u64, what: &'static str) -> Result<u64> {
+    let s = usize::try_from(off)
+        .ok()
+        .and_then(|o| b.get(o..o.checked_add(8)?))
+        .ok_or_else(|| {
+            Error::malformed(
+                what,
+                off,
+                format!("file ends at {:#x} before this field", b.len()),
+            )
+        })?;
+    Ok(U64s::new(s).get(0).unwrap_or(0))
+}
+
+/// `b[off..off+len]`, or an error naming `off`.
+fn section<'a>(b: &'a [u8], off: u64, len: u64, what: &'static str) -> Result<&'a [u8]> {
+    usize::try_from(off)
+        .ok()
+        .zip(usize::try_from(len).ok())
+        .and_then(|(o, l)| b.get(o..o.checked_add(l)?))
+        .ok_or_else(|| {
+            Error::malformed(
+                what,
+                off,
+                format!(
+                    "section of {len} bytes at {off:#x} past the end of the file ({:#x})",
+                    b.len()
+                ),
+            )
+        })
+}
+
+impl PerfData {
+    /// Reads the file at `path` (`-` = pipe-mode data on stdin).
+    pub fn open(path: &Path) -> Result<PerfData> {
+        if path.as_os_str() == "-" {
+            return PerfData::from_reader(std::io::stdin().lock());
+        }
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+        PerfData::from_bytes(bytes, &path.display().to_string())
+    }
+
+    /// Reads a whole file or stream from `r`.
+    pub fn from_reader(mut r: impl Read) -> Result<PerfData> {
+        let mut bytes = Vec::new();
+        r.read_to_end(&mut bytes)
+            .map_err(|e| Error::io("reading perf.data", e))?;
+        PerfData::from_bytes(bytes, "<stdin>")
+    }
+
+    /// Parses perf.data held in `bytes`; `name` names it in errors.
+    pub fn from_bytes(bytes: Vec<u8>, name: &str) -> Result<PerfData> {
+        let not = |msg: &str| Error::NotPerfData {
+            path: name.to_string(),
+            msg: msg.to_string(),
+        };
+        let magic = match bytes.get(..8) {
+            Some(_) => u64_at(&bytes, 0, "perf.data header")?,
+            None => return Err(not("shorter than a perf.data header")),
+        };
+        if magic == MAGIC.swap_bytes() {
+            return Err(Error::Unsupported(format!(
+                "{name}: big-endian perf.data (magic 2ELIFREP) is not supported"
+            )));
+        }
+        if magic == MAGIC_V1 {
+            return Err(Error::Unsupported(format!(
+                "{name}: perf.data version 1 (PERFFILE, perf before 3.0) is not supported"
+            )));
+        }
+        if magic != MAGIC {
+            return Err(not("no PERFILE2 magic"));
+        }
+        let header_size = u64_at(&bytes, 8, "perf.data header")?;
+        let mut pd = PerfData {
+            bytes,
+            pipe: header_size == PIPE_HEADER_SIZE,
+            header_size,
+            attr_size: 0,
+            data_offset: 0,
+            data_size: 0,
+            attrs: Vec::new(),
+            features: Features::default(),
+            feature_bits: Vec::new(),
+            warnings: Vec::new(),
+            decoder: Decoder::default(),
+        };
+        if pd.pipe {
+            pd.data_offset = PIPE_HEADER_SIZE;
+            pd.data_size = pd.bytes.len() as u64 - PIPE_HEADER_SIZE;
+            pd.scan_pipe()?;
+        } else {
+            pd.read_file_header()?;
+        }
+        pd.name_events();
+        let attrs: Vec<(Attr, Vec<u64>)> = pd
+            .attrs
+            .iter()
+            .map(|e| (e.attr.clone(), e.ids.clone()))
+            .collect();
+        pd.decoder = Decoder::new(&attrs);
+        Ok(pd)
+    }
+
+    fn read_file_header(&mut self) -> Result<()> {
+        let b = &self.bytes;
+        let hs = self.header_size;
+        if hs != FILE_HEADER_SIZE && hs != FILE_HEADER_SIZE_NO_FEATURES {
+            return Err(Error::malformed(
+                "perf.data header",
+                8,
+                format!("header size {hs}, expected {FILE_HEADER_SIZE} (or 16 for pipe mode)"),
+            ));
+        }
+        let h = |o: u64| u64_at(b, o, "perf.data header");
+        let attr_size = h(16)?;
+        let (attrs_off, attrs_len) = (h(24)?, h(32)?);
+        let (data_off, mut data_len) = (h(40)?, h(48)?);
+        let mut bits = Vec::new();
+        if hs == FILE_HEADER_SIZE {
+            for w in 0..4u64 {
+                let word = h(72 + 8 * w)?;
+                for bit in 0..64u32 {
+                    if word >> bit & 1 != 0 {
+                        bits.push(w as u32 * 64 + bit);
+                    }
+                }
+            }
+        }
+        if attr_size < 16 + hwprof_pmu::attr::ATTR_SIZE_VER0 as u64 {
+            return Err(Error::malformed(
+                "perf.data header",
+                16,
+                format!("attr_size {attr_size} is too small"),
+            ));
+        }
+        let attrs_bytes = section(b, attrs_off, attrs_len, "attrs section")?;
+        let mut attrs = Vec::new();
+        let step = usize::try_from(attr_size).unwrap_or(usize::MAX);
+        for (i, entry) in attrs_bytes.chunks_exact(step).enumerate() {
+            let at = attrs_off + (i * step) as u64;
+            let (attr_b, ids_sec) = entry.split_at(step - 16);
+            let (attr, _) = Attr::from_bytes(attr_b)
+                .map_err(|e| Error::malformed("attr", at, e.to_string()))?;
+            let ids_w = U64s::new(ids_sec);
+            let (ids_off, ids_len) = (ids_w.get(0).unwrap_or(0), ids_w.get(1).unwrap_or(0));
+            let ids = section(b, ids_off, ids_len, "attr ids section")?;
+            attrs.push(EventAttr {
+                attr,
+                ids: U64s::new(ids).to_vec(),
+                name: String::new(),
+            });
+        }
+        let file_len = b.len() as u64;
+        if data_off > file_len {
+            return Err(Error::malformed(
+                "perf.data header",
+                40,
+                format!("data section at {data_off:#x} past the end of the file ({file_len:#x})"),
+            ));
+        }
+        let killed = data_len == 0;
+        if killed {
+            // perf was killed before it rewrote the header: records run to EOF.
+            data_len = file_len - data_off;
+        }
+        section(b, data_off, data_len, "data section")?;
+        // Feature sections: a table right after the data.
+        let mut warnings = Vec::new();
+        let mut features = Features::default();
+        if !killed {
+            let table = data_off + data_len;
+            for (n, &bit) in bits.iter().enumerate() {
+                let at = table + 16 * n as u64;
+                let (off, len) = match (
+                    u64_at(b, at, "feature table"),
+                    u64_at(b, at + 8, "feature table"),
+                ) {
+                    (Ok(o), Ok(l)) => (o, l),
+                    (Err(e), _) | (_, Err(e)) => {
+                        warnings.push(format!("feature {bit}: {e}"));
+                        break;
+                    }
+                };
+                match section(b, off, len, "feature section")
+                    .and_then(|s| features.parse_section(bit, s, off))
+                {
+                    Ok(()) => {}
+                    Err(e) => warnings.push(format!("feature {bit}: {e}")),
+                }
+            }
+        }
+        self.attr_size = attr_size;
+        self.attrs = attrs;
+        self.data_offset = data_off;
+        self.data_size = data_len;
+        self.features = features;
+        self.feature_bits = bits;
+        self.warnings = warnings;
+        Ok(())
+    }
+
+    /// Pipe mode: collects the attrs and features from the stream's user records.
+    fn scan_pipe(&mut self) -> Result<()> {
+        let b = &self.bytes;
+        let mut off = PIPE_HEADER_SIZE;
+        let end = b.len() as u64;
+        let dec = Decoder::default();
+        let mut attrs = Vec::new();
+        let mut features = Features::default();
+        let mut warnings = Vec::new();
+        while off < end {
+            let rec = record_at(b, off, end)?;
+            let (type_, _, size) = peek_header(rec).unwrap_or((0, 0, 0));
+            let mut skip = 0;
+            match type_ {
+                kind::HEADER_ATTR
+                | kind::HEADER_FEATURE
+                | kind::HEADER_TRACING_DATA
+                | kind::AUXTRACE => match dec.decode(rec, off)?.body {
+                    Body::HeaderAttr { attr, ids } => attrs.push(EventAttr {
+                        attr: *attr,
+                        ids: ids.to_vec(),
+                        name: String::new(),
+                    }),
+                    Body::HeaderFeature { feature, data } => {
+                        let f = u32::try_from(feature).unwrap_or(u32::MAX);
+                        if let Err(e) = features.parse_section(f, data, off + 16) {
+                            warnings.push(format!("feature {feature}: {e}"));
+                        }
+                        self.feature_bits.push(f);
+                    }
+                    Body::TracingData { size } => skip = u64::from(size).next_multiple_of(8),
+                    Body::Auxtrace { size, .. } => skip = size,
+                    _ => {}
+                },
+                _ => {}
+            }
+            off = off
+                .checked_add(u64::from(size))
+                .and_then(|o| o.checked_add(skip))
+                .filter(|&o| o <= end)
+                .ok_or_else(|| {
+                    Error::malformed(
+                        "record",
+                        off,
+                        format!("data of {skip} bytes after the record runs past the end"),
+                    )
+                })?;
+        }
+        self.attrs = attrs;
+        self.features = features;
+        self.warnings = warnings;
+        Ok(())
+    }
+
+    fn name_events(&mut self) {
+        let descs = self.features.event_desc.as_deref().unwrap_or(&[]);
+        let same_len = descs.len() == self.attrs.len();
+        for (i, e) in self.attrs.iter_mut().enumerate() {
+            let by_id = descs
+                .iter()
+                .find(|d| !d.ids.is_empty() && d.ids == e.ids)
+                .or_else(|| same_len.then(|| descs.get(i)).flatten());
+            e.name = match by_id {
+                Some(d) if !d.name.is_empty() => d.name.clone(),
+                _ => default_name(&e.attr),
+            };
+        }
+    }
+
+    /// True for a pipe-mode stream.
+    pub fn is_pipe(&self) -> bool {
+        self.pipe
+    }
+
+    /// The header's size field (104 or 72 in file mode, 16 in pipe mode).
+    pub fn header_size(&self) -> u64 {
+        self.header_size
+    }
+
+    /// `attr_size` of the file header (0 in pipe mode).
+    pub fn attr_size(&self) -> u64 {
+        self.attr_size
+    }
+
+    /// Offset of the first record.
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
+    /// Bytes of records (to EOF when the header said 0).
+    pub fn data_size(&self) -> u64 {
+        self.data_size
+    }
+
+    /// The events, in file order.
+    pub fn attrs(&self) -> &[EventAttr] {
+        &self.attrs
+    }
+
+    /// The header features.
+    pub fn features(&self) -> &Features {
+        &self.features
+    }
+
+    /// Feature ids present (bits of the header's bitmap, or pipe-mode feature records).
+    pub fn feature_ids(&self) -> &[u32] {
+        &self.feature_bits
+    }
+
+    /// Problems that did not stop reading (a feature section hwprof could not parse).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The decoder for this file's records.
+    pub fn decoder(&self) -> &Decoder {
+        &self.decoder
+    }
+
+    /// Calls `f(offset, record)` for every record in file order. Records inside
+    /// `COMPRESSED` records follow the compressed record itself and carry its offset.
+    /// Stops at the first error (of decoding, or returned by `f`).
+    pub fn for_each_record<E, F>(&self, mut f: F) -> std::result::Result<(), E>
+    where
+        E: From<Error>,
+        F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
+    {
+        let b = &self.bytes;
+        let end = self.data_offset + self.data_size;
+        let mut off = self.data_offset;
+        let mut z: Option<Inflater> = None;
+        while off < end {
+            let rec_bytes = record_at(b, off, end)?;
+            let rec = self.decoder.decode(rec_bytes, off)?;
+            let mut skip = 0;
+            match rec.body {
+                Body::TracingData { size } => skip = u64::from(size).next_multiple_of(8),
+                Body::Auxtrace { size, .. } => skip = size,
+                _ => {}
+            }
+            f(off, &rec)?;
+            if let Body::Compressed { data } = rec.body {
+                let inf = match &mut z {
+                    Some(z) => z,
+                    None => z.insert(Inflater::new(off)?),
+                };
+                inf.feed(data, off)?;
+                inf.drain(&self.decoder, off, &mut f)?;
+            }
+            off = off
+                .checked_add(u64::from(rec.header.size))
+                .and_then(|o| o.checked_add(skip))
+                .filter(|&o| o <= end)
+                .ok_or_else(|| {
+                    Error::malformed(
+                        "record",
+                        off,
+                        format!("data of {skip} bytes after the record runs past the end"),
+                    )
+                })?;
+        }
+        if let Some(z) = &z
+            && !z.pending.is_empty()
+        {
+            return Err(Error::malformed(
+                "compressed records",
+                end,
+                format!(
+                    "{} decompressed bytes left that are not a whole record",
+                    z.pending.len()
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// The record at `off` (checked against `end` and its own size field).
+fn record_at(b: &[u8], off: u64, end: u64) -> Result<&[u8]> {
+    let start = usize::try_from(off).unwrap_or(usize::MAX);
+    let stop = usize::try_from(end).unwrap_or(usize::MAX).min(b.len());
+    let avail = b.get(start..stop).unwrap_or(&[]);
+    let (_, _, size) = peek_header(avail).ok_or_else(|| {
+        Error::malformed(
+            "record",
+            off,
+            format!("{} bytes left, a record header needs 8", avail.len()),
+        )
+    })?;
+    if size < 8 {
+        return Err(Error::malformed(
+            "record",
+            off,
+            format!("record size {size} is smaller than its header"),
+        ));
+    }
+    avail.get(..usize::from(size)).ok_or_else(|| {
+        Error::malformed(
+            "record",
+            off,
+            format!(
+                "record of {size} bytes but only {} left (truncated file?)",
+                avail.len()
+            ),
+        )
+    })
+}
+
+/// One zstd stream across `COMPRESSED` records, and the decompressed bytes not yet
+/// visited (a record may straddle two compressed records).
+struct Inflater {
+    z: zstd::stream::raw::Decoder<'static>,
+    pending: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Inflater {
+    fn new(off: u64) -> Result<Self> {
+        Ok(Inflater {
+            z: zstd::stream::raw::Decoder::new()
+                .map_err(|e| Error::malformed("compressed record", off, e.to_string()))?,
+            pending: Vec::new(),
+            buf: vec![0; 256 * 1024],
+        })
+    }
+
+    fn feed(&mut self, mut data: &[u8], off: u64) -> Result<()> {
+        use zstd::stream::raw::Operation;
+        loop {
+            let st = self
+                .z
+                .run_on_buffers(data, &mut self.buf)
+                .map_err(|e| Error::malformed("compressed record", off, format!("zstd: {e}")))?;
+            self.pending
+                .extend_from_slice(self.buf.get(..st.bytes_written).unwrap_or(&[]));
+            if self.pending.len() > MAX_PENDING {
+                return Err(Error::malformed(
+                    "compressed record",
+                    off,
+                    "decompressed data keeps growing without a whole record",
+                ));
+            }
+            data = data.get(st.bytes_read..).unwrap_or(&[]);
+            if data.is_empty() && st.bytes_written < self.buf.len() {
+                return Ok(());
+            }
+            if st.bytes_read == 0 && st.bytes_written == 0 {
+                return Err(Error::malformed(
+                    "compressed record",
+                    off,
+                    "zstd made no progress",
+                ));
+            }
+        }
+    }
+
+    /// Visits every whole record in `pending`, keeping a partial one.
+    fn drain<E, F>(&mut self, dec: &Decoder, off: u64, f: &mut F) -> std::result::Result<(), E>
+    where
+        E: From<Error>,
+        F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
+    {
+        let mut pos = 0usize;
+        while let Some((_, _, size)) = self.pending.get(pos..).and_then(peek_header) {
+            let size = usize::from(size);
+            if size < 8 {
+                return Err(Error::malformed(
+                    "compressed record",
+                    off,
+                    format!("record of size {size} at byte {pos} of the decompressed data"),
+                )
+                .into());
+            }
+            let Some(rec_bytes) = self.pending.get(pos..pos + size) else {
+                break;
+            };
+            let rec = dec.decode(rec_bytes, off)?;
+            f(off, &rec)?;
+            pos += size;
+        }
+        self.pending.drain(..pos);
+        Ok(())
+    }
+}
+
+/// perf's name for an event without `HEADER_EVENT_DESC`.
+pub fn default_name(a: &Attr) -> String {
+    const HW: [&str; 10] = [
+        "cycles",
+        "instructions",
+        "cache-references",
+        "cache-misses",
+        "branch-instructions",
+        "branch-misses",
+        "bus-cycles",
+        "stalled-cycles-frontend",
+        "stalled-cycles-backend",
+        "ref-cycles",
+    ];
+    const SW: [&str; 12] = [
+        "cpu-clock",
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "cpu-migrations",
+        "minor-faults",
+        "major-faults",
+        "alignment-faults",
+        "emulation-faults",
+        "dummy",
+        "bpf-output",
+        "cgroup-switches",
+    ];
+    let pick = |t: &[&'static str], c: u64| usize::try_from(c).ok().and_then(|c| t.get(c).copied());
+    match a.type_ {
+        // Hybrid PMUs put the PMU type in config bits 32-63.
+        types::HARDWARE => match pick(&HW, a.config & 0xffff_ffff) {
+            Some(n) => n.to_string(),
+            None => format!("hardware 0x{:x}", a.config),
+        },
+        types::SOFTWARE => match pick(&SW, a.config) {
+            Some(n) => n.to_string(),
+            None => format!("software 0x{:x}", a.config),
+        },
+        types::TRACEPOINT => format!("tp:{}", a.config),
+        types::HW_CACHE => format!("hw-cache 0x{:x}", a.config),
+        types::RAW => format!("raw 0x{:x}", a.config),
+        types::BREAKPOINT => format!("mem:0x{:x}", a.config1),
+        t => format!("pmu{t}/config=0x{:x}/", a.config),
+    }
+}
+
+/// The feature id constants, re-exported for callers that print them.
+pub use feat::BITS as FEATURE_BITS;

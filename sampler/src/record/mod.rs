@@ -299,10 +299,11 @@ impl Decoder {
             return Ok(0);
         }
         match id {
+            // Records perf synthesizes (MMAP, COMM at start) carry id 0: first attr.
+            Some(0) | None => Ok(0),
             Some(id) => self.ids.get(&id).copied().ok_or_else(|| {
                 Error::malformed(what, at, format!("sample id {id} matches no event"))
             }),
-            None => Ok(0),
         }
     }
 
