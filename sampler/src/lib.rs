@@ -15,5 +15,6 @@ pub mod perfdata;
 pub mod record;
 pub mod ring;
 pub mod session;
+pub mod synth;
 
 pub use error::{Error, Result};
