@@ -259,7 +259,7 @@ impl Session {
                         libc::ESRCH,
                         &name,
                         Slot {
-                            pid: tasks[0],
+                            pid: tasks.first().copied().unwrap_or(-1),
                             cpu: cpu as i32,
                         },
                     ),

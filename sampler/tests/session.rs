@@ -413,6 +413,16 @@ fn open_errors_keep_the_errno() {
     assert_eq!(e.raw_os_error(), Some(libc::ESRCH), "{e}");
     let e = Session::open(&ev, Target::Pids(vec![i32::MAX - 1]), opts()).expect_err("ESRCH");
     assert_eq!(e.raw_os_error(), Some(libc::ESRCH), "{e}");
+    // A command that cannot be executed: the exec errno, at run time.
+    let cmd = cpu_clock(Some(1000), None, true);
+    let s = Session::open(
+        &cmd,
+        Target::Command(vec!["/nonexistent/hwprof-test".into()]),
+        opts(),
+    )
+    .expect("the fork succeeds");
+    let e = s.run(|_| Ok(())).expect_err("ENOENT");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
     // A ring size the kernel refuses.
     let o = SessionOptions {
         data_pages: 3,
@@ -480,6 +490,38 @@ fn measure_overhead_of_spin_2000() {
         u,
         u.as_secs_f64() / a.as_secs_f64(),
         samples
+    );
+    // spin runs for a fixed CPU time, which hides the cost of sampling interrupts
+    // (they are charged to it); `calls N` does a fixed amount of work instead.
+    let Some(calls) = workload("calls") else {
+        return;
+    };
+    let n = "2000000000";
+    let (mut alone, mut under) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let t = Instant::now();
+        assert!(
+            Command::new(&calls)
+                .arg(n)
+                .status()
+                .expect("calls")
+                .success()
+        );
+        alone.push(t.elapsed());
+        let ev = cpu_clock(Some(999), None, true);
+        let target = Target::Command(vec![calls.display().to_string(), n.into()]);
+        let t = Instant::now();
+        let s = Session::open(&ev, target, opts()).expect("open");
+        let stats = s.run(|_| Ok(())).expect("run");
+        under.push(t.elapsed());
+        assert_eq!(stats.exit.map(|e| e.code), Some(0));
+    }
+    let (a, u) = (med(&mut alone), med(&mut under));
+    report!(
+        "measure: calls {n} alone {:?}, under session -F 999 -g {:?} (ratio {:.4})",
+        a,
+        u,
+        u.as_secs_f64() / a.as_secs_f64()
     );
 }
 

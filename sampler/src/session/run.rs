@@ -228,10 +228,14 @@ impl Session {
     fn start_target(&mut self) -> Result<()> {
         let on_exec = self.attrs.iter().any(|a| a.enable_on_exec);
         if let Some(w) = self.workload.as_mut() {
-            w.start().map_err(|e| match e {
-                ExecError::Exec(e) => Error::io(format!("cannot run '{}'", self.argv0), e),
-                ExecError::Setup(e) => Error::io(format!("cannot start '{}'", self.argv0), e),
-            })?;
+            if let Err(e) = w.start() {
+                // The child exits (127) when it cannot exec: reap it.
+                let _ = sys::wait(w.pid());
+                return Err(match e {
+                    ExecError::Exec(e) => Error::io(format!("cannot run '{}'", self.argv0), e),
+                    ExecError::Setup(e) => Error::io(format!("cannot start '{}'", self.argv0), e),
+                });
+            }
             if on_exec {
                 return Ok(());
             }
