@@ -599,3 +599,120 @@ fn write_throughput() {
     );
     std::fs::remove_file(&out).unwrap();
 }
+
+/// The smallest attr ABI (VER0, 64 bytes) is what an attr without callchain depth or
+/// registers needs; perf reads it.
+#[test]
+fn ver0_attr_reads_in_perf() {
+    if !have_perf() {
+        return;
+    }
+    let dir = scratch("ver0");
+    let Some(bin) = compile(&dir) else { return };
+    let mut attr = cpu_clock_attr(false);
+    attr.sample_max_stack = 0;
+    let file = dir.join("v0.data");
+    let mut w = Writer::create(
+        &file,
+        vec![EventEntry {
+            attr,
+            name: "cpu-clock".into(),
+            ids: vec![],
+        }],
+    )
+    .unwrap();
+    w.write_record(&comm_record(10, None)).unwrap();
+    w.write_record(&mmap2_record(&bin, 11, None)).unwrap();
+    for i in 0..7 {
+        w.write_record(&sample_record(bin.hot_b + 4, bin.main + 8, 20 + i, None))
+            .unwrap();
+    }
+    w.finish(&Features::default()).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(
+        u64::from_le_bytes(bytes[16..24].try_into().unwrap()),
+        64 + 16
+    );
+    let file_s = file.to_str().unwrap();
+    let hdr = perf(&["report", "--header-only", "-i", file_s]);
+    assert!(
+        hdr.contains("name = cpu-clock") && hdr.contains("size = 64"),
+        "{hdr}"
+    );
+    let script = perf(&["script", "-i", file_s, "-F", "comm,ip,sym", "-G"]);
+    assert_eq!(script.matches("hot_b").count(), 7, "{script}");
+}
+
+/// hwprof's own reader gets back exactly what the writer was given.
+#[test]
+fn reader_reads_writer_files() {
+    use hwprof_sampler::perfdata::features::EventDesc;
+    use hwprof_sampler::perfdata::reader::PerfData;
+    let dir = scratch("readback");
+    let file = dir.join("rb.data");
+    let mut member = cpu_clock_attr(true);
+    member.config = 1;
+    let events = vec![
+        EventEntry {
+            attr: cpu_clock_attr(true),
+            name: "cpu-clock".into(),
+            ids: vec![7, 8],
+        },
+        EventEntry {
+            attr: member,
+            name: "task-clock".into(),
+            ids: vec![9],
+        },
+    ];
+    let mut w = Writer::create(&file, events.clone()).unwrap();
+    w.write_record(&comm_record(1, Some(7))).unwrap();
+    for i in 0..100 {
+        w.write_record(&sample_record(
+            0x401000 + i,
+            0x401100,
+            10 + i,
+            Some(7 + i % 3),
+        ))
+        .unwrap();
+    }
+    let descs: Vec<EventDesc> = events
+        .iter()
+        .map(|e| EventDesc {
+            attr: e.attr.clone(),
+            name: e.name.clone(),
+            ids: e.ids.clone(),
+        })
+        .collect();
+    let mut f = Features::for_this_machine(&["hwprof".into()], &descs, None);
+    f.group_desc = Some(vec![GroupDesc {
+        name: ANON_GROUP.into(),
+        leader_idx: 0,
+        nr_members: 2,
+    }]);
+    f.build_ids = build_id_entries([(-1, true, "[kernel.kallsyms]".to_string())]);
+    let data_size = w.data_size();
+    w.finish(&f).unwrap();
+
+    let pd = PerfData::open(&file).unwrap();
+    assert!(!pd.is_pipe());
+    assert_eq!(pd.data_size(), data_size);
+    assert_eq!(pd.features(), &f);
+    let got: Vec<(String, Vec<u64>, u64)> = pd
+        .attrs()
+        .iter()
+        .map(|a| (a.name.clone(), a.ids.clone(), a.attr.sample_type))
+        .collect();
+    let want: Vec<(String, Vec<u64>, u64)> = events
+        .iter()
+        .map(|e| (e.name.clone(), e.ids.clone(), e.attr.sample_type))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(pd.attrs()[1].attr, events[1].attr);
+    let mut n = 0;
+    pd.for_each_record::<Error, _>(|_, _| {
+        n += 1;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(n, 101);
+}
