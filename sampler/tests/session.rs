@@ -609,3 +609,38 @@ fn synthesized_records_match_perfs() {
         assert_eq!((u64_at(&k, 16), u64_at(&k, 24)), theirs);
     }
 }
+
+/// Lost records and samples at rising frequencies on the 2-thread workload with the
+/// default ring (perf's 512 KiB). Run explicitly:
+/// `cargo test --release -p hwprof-sampler --test session -- --ignored --nocapture loss`.
+#[test]
+#[ignore = "timing measurement; run explicitly"]
+fn measure_loss_by_frequency() {
+    let Some(threads) = workload("threads") else {
+        return;
+    };
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100_000);
+    for f in [1_000u64, 5_000, 10_000, 25_000, 50_000, 100_000] {
+        if f > max {
+            report!("measure loss: -F {f} is over perf_event_max_sample_rate = {max}");
+            continue;
+        }
+        let ev = cpu_clock(Some(f), None, true);
+        let target = Target::Command(vec![
+            threads.display().to_string(),
+            "2".into(),
+            "100000".into(),
+        ]);
+        let (_, st) = run(&ev, target, opts());
+        report!(
+            "measure loss: -F {f} -g, 2 threads: {} samples, lost {}, lost_samples {}, throttled {}",
+            st.samples,
+            st.lost,
+            st.lost_samples,
+            st.throttled
+        );
+    }
+}
