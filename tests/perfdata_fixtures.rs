@@ -527,3 +527,245 @@ fn pipe_fixture_is_pipe_mode_and_others_are_not() {
     assert!(!f.is_pipe());
     assert!(f.features().hostname.is_some());
 }
+
+// --------------------------------------------------------------------------------
+// Files recorded here by perf: hwprof script vs perf script
+// --------------------------------------------------------------------------------
+
+/// Runs `perf record ARGS -- CMD` writing `out` (through the shell for `-o -`).
+fn perf_record(out: &Path, args: &[&str], cmd: &[String]) -> bool {
+    let mut line = String::from("perf record -q");
+    for a in args {
+        line.push(' ');
+        line.push_str(a);
+    }
+    if args.contains(&"-o") {
+        line.push_str(&format!(" -- {} > {}", cmd.join(" "), out.display()));
+    } else {
+        line.push_str(&format!(" -o {} -- {}", out.display(), cmd.join(" ")));
+    }
+    let r = common::run_cmd(
+        std::process::Command::new("sh").args(["-c", &line]),
+        common::TIMEOUT,
+    );
+    if !r.status.success() {
+        report!("perf record failed: {}", r.dump());
+        return false;
+    }
+    true
+}
+
+/// (tid, ip) of every sample as `perf script` prints them.
+fn perf_samples(file: &Path) -> Vec<(u64, u64)> {
+    let f = file.to_str().unwrap();
+    let r = common::perf(&["script", "-i", f, "-F", "tid,ip", "-G"]);
+    r.assert_ok();
+    r.stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            let tid = w.next().unwrap().parse().unwrap();
+            let ip = u64::from_str_radix(w.next().unwrap(), 16).unwrap();
+            (tid, ip)
+        })
+        .collect()
+}
+
+/// COMM (pid, tid, comm) and MMAP2 (pid, tid, addr, filename) records as `perf report
+/// -D` prints them.
+fn perf_task_records(file: &Path) -> (Vec<String>, Vec<String>) {
+    let r = common::perf(&["report", "-D", "-i", file.to_str().unwrap()]);
+    let (mut comms, mut mmaps) = (Vec::new(), Vec::new());
+    for l in r.stdout.lines() {
+        if let Some((_, rest)) = l.split_once("PERF_RECORD_COMM") {
+            // ": perf-exec:22510/22510" or " exec: hwprof:22510/22510"
+            let rest = rest.trim_start_matches(" exec").trim_start_matches(": ");
+            let (comm, ids) = rest.rsplit_once(':').unwrap();
+            let (pid, tid) = ids.split_once('/').unwrap();
+            comms.push(format!("{pid}/{tid} {comm}"));
+        } else if let Some((_, rest)) = l.split_once("PERF_RECORD_MMAP2 ") {
+            let (ids, rest) = rest.split_once(": [").unwrap();
+            let addr = rest.split('(').next().unwrap();
+            let file = rest.rsplit_once(' ').unwrap().1;
+            mmaps.push(format!(
+                "{ids} {} {file}",
+                u64::from_str_radix(&addr[2..], 16).unwrap()
+            ));
+        }
+    }
+    comms.sort();
+    mmaps.sort();
+    (comms, mmaps)
+}
+
+/// `hwprof script --format jsonl` of `file`, parsed.
+fn hwprof_jsonl(file: &Path) -> Vec<Value> {
+    let r = common::hwprof(&["script", "--format", "jsonl", "-i", file.to_str().unwrap()]);
+    r.assert_ok();
+    r.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn compare_with_perf(what: &str, file: &Path) -> Vec<Value> {
+    let recs = hwprof_jsonl(file);
+    let ours: Vec<(u64, u64)> = recs
+        .iter()
+        .filter(|r| r["type"] == "sample")
+        .map(|r| (r["tid"].as_u64().unwrap(), r["ip"].as_u64().unwrap()))
+        .collect();
+    let theirs = perf_samples(file);
+    assert!(!theirs.is_empty(), "{what}: perf script printed no sample");
+    assert_eq!(ours.len(), theirs.len(), "{what}: number of samples");
+    let set = |v: &[(u64, u64)]| {
+        let mut tids: Vec<u64> = v.iter().map(|x| x.0).collect();
+        let mut ips: Vec<u64> = v.iter().map(|x| x.1).collect();
+        tids.sort();
+        tids.dedup();
+        ips.sort();
+        ips.dedup();
+        (tids, ips)
+    };
+    assert_eq!(set(&ours), set(&theirs), "{what}: tids and ips");
+    let (comms, mmaps) = perf_task_records(file);
+    let mut our_comms: Vec<String> = recs
+        .iter()
+        .filter(|r| r["type"] == "comm")
+        .map(|r| format!("{}/{} {}", r["pid"], r["tid"], r["comm"].as_str().unwrap()))
+        .collect();
+    let mut our_mmaps: Vec<String> = recs
+        .iter()
+        .filter(|r| r["type"] == "mmap2")
+        .map(|r| {
+            format!(
+                "{}/{} {} {}",
+                r["pid"].as_u64().unwrap() as u32 as i32,
+                r["tid"],
+                r["addr"],
+                r["filename"].as_str().unwrap()
+            )
+        })
+        .collect();
+    our_comms.sort();
+    our_mmaps.sort();
+    assert_eq!(our_comms, comms, "{what}: COMM records");
+    assert_eq!(our_mmaps, mmaps, "{what}: MMAP2 records");
+    report!(
+        "{what}: {} samples, {} comm, {} mmap2 records equal to perf's",
+        ours.len(),
+        comms.len(),
+        mmaps.len()
+    );
+    recs
+}
+
+#[test]
+fn perf_recorded_cpu_clock_callgraph() {
+    if !common::require_perf("perf-recorded cpu-clock -g file") {
+        return;
+    }
+    let out = common::scratch_path("pf_cpuclock.data");
+    if !perf_record(
+        &out,
+        &["-e", "cpu-clock", "-c", "100000", "-g"],
+        &[common::wl("spin"), "200".into()],
+    ) {
+        report!("SKIPPED: perf record -e cpu-clock failed here");
+        return;
+    }
+    let recs = compare_with_perf("cpu-clock -g", &out);
+    let chains = recs
+        .iter()
+        .filter(|r| r["type"] == "sample")
+        .filter(|r| r["callchain"].as_array().is_some_and(|c| c.len() >= 2))
+        .count();
+    assert!(chains > 0, "no sample with a callchain");
+    let _ = std::fs::remove_file(out);
+}
+
+#[test]
+fn perf_recorded_tracepoint() {
+    if !common::require_perf("perf-recorded tracepoint file")
+        || !common::require_tracefs("sched:sched_switch")
+    {
+        return;
+    }
+    let out = common::scratch_path("pf_tp.data");
+    if !perf_record(
+        &out,
+        &["-e", "sched:sched_switch"],
+        &[common::wl("sleeper"), "20".into(), "2".into()],
+    ) {
+        report!("SKIPPED: perf record -e sched:sched_switch failed here");
+        return;
+    }
+    let recs = compare_with_perf("sched:sched_switch", &out);
+    for r in recs.iter().filter(|r| r["type"] == "sample") {
+        assert!(r["raw"].as_str().is_some_and(|s| s.len() > 16), "{r}");
+    }
+    let _ = std::fs::remove_file(out);
+}
+
+#[test]
+fn perf_recorded_pipe_mode() {
+    if !common::require_perf("perf-recorded pipe-mode file") {
+        return;
+    }
+    let out = common::scratch_path("pf_pipe.data");
+    if !perf_record(
+        &out,
+        &["-e", "cpu-clock", "-c", "100000", "-g", "-o", "-"],
+        &[common::wl("spin"), "100".into()],
+    ) {
+        report!("SKIPPED: perf record -o - failed here");
+        return;
+    }
+    let p = PerfData::open(&out).unwrap();
+    assert!(p.is_pipe());
+    compare_with_perf("pipe mode", &out);
+    // Same stream on stdin.
+    let r = common::run_cmd(
+        std::process::Command::new("sh").args([
+            "-c",
+            &format!(
+                "{} script -i - --format jsonl < {}",
+                common::hwprof_bin(),
+                out.display()
+            ),
+        ]),
+        common::TIMEOUT,
+    );
+    r.assert_ok();
+    let n = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("{\"type\":\"sample\""))
+        .count();
+    assert_eq!(n, perf_samples(&out).len(), "samples read from stdin");
+    let _ = std::fs::remove_file(out);
+}
+
+#[test]
+fn perf_recorded_compressed() {
+    if !common::require_perf("perf-recorded zstd file") {
+        return;
+    }
+    let out = common::scratch_path("pf_z.data");
+    if !perf_record(
+        &out,
+        &["-z", "-e", "cpu-clock", "-c", "100000", "-g"],
+        &[common::wl("spin"), "200".into()],
+    ) {
+        report!("SKIPPED: this perf cannot record with -z (no zstd support?)");
+        return;
+    }
+    let recs = compare_with_perf("zstd-compressed", &out);
+    assert!(
+        recs.iter()
+            .any(|r| r["type"] == "compressed" || r["type"] == "compressed2"),
+        "perf -z wrote no compressed record"
+    );
+    let _ = std::fs::remove_file(out);
+}
