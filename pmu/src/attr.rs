@@ -248,8 +248,11 @@ pub const ATTR_SIZE: usize = 136;
 /// The smallest `perf_event_attr` any perf wrote (`PERF_ATTR_SIZE_VER0`).
 pub const ATTR_SIZE_VER0: usize = 64;
 
+/// One flag of `perf_event_attr`: its bit, a getter and a setter.
+type FlagBit = (u32, fn(&Attr) -> bool, fn(&mut Attr, bool));
+
 /// The flag bits of `perf_event_attr` in kernel bit order (bit 15..16 is `precise_ip`).
-const FLAG_BITS: [(u32, fn(&Attr) -> bool, fn(&mut Attr, bool)); 36] = {
+const FLAG_BITS: [FlagBit; 36] = {
     macro_rules! f {
         ($bit:expr, $name:ident) => {
             (
