@@ -76,6 +76,8 @@ pub struct PerfData {
     feature_bits: Vec<u32>,
     warnings: Vec<String>,
     decoder: Decoder,
+    /// File length when the header's data section runs past it (a truncated file).
+    truncated: Option<u64>,
 }
 
 fn u64_at(b: &[u8], off: u64, what: &'static str) -> Result<u64> {
@@ -92,8 +94,8 @@ fn u64_at(b: &[u8], off: u64, what: &'static str) -> Result<u64> {
     Ok(U64s::new(s).get(0).unwrap_or(0))
 }
 
-/// `b[off..off+len]`, or an error naming `off`.
-fn section<'a>(b: &'a [u8], off: u64, len: u64, what: &'static str) -> Result<&'a [u8]> {
+/// `b[off..off+len]`, or an error naming `at`: where the section's descriptor sits.
+fn section<'a>(b: &'a [u8], off: u64, len: u64, at: u64, what: &'static str) -> Result<&'a [u8]> {
     usize::try_from(off)
         .ok()
         .zip(usize::try_from(len).ok())
@@ -101,9 +103,9 @@ fn section<'a>(b: &'a [u8], off: u64, len: u64, what: &'static str) -> Result<&'
         .ok_or_else(|| {
             Error::malformed(
                 what,
-                off,
+                at,
                 format!(
-                    "section of {len} bytes at {off:#x} past the end of the file ({:#x})",
+                    "section of {len} bytes at {off:#x} runs past the end of the file ({:#x})",
                     b.len()
                 ),
             )
@@ -165,6 +167,7 @@ impl PerfData {
             feature_bits: Vec::new(),
             warnings: Vec::new(),
             decoder: Decoder::default(),
+            truncated: None,
         };
         if pd.pipe {
             pd.data_offset = PIPE_HEADER_SIZE;
@@ -215,7 +218,7 @@ impl PerfData {
                 format!("attr_size {attr_size} is too small"),
             ));
         }
-        let attrs_bytes = section(b, attrs_off, attrs_len, "attrs section")?;
+        let attrs_bytes = section(b, attrs_off, attrs_len, 24, "attrs section")?;
         let mut attrs = Vec::new();
         let step = usize::try_from(attr_size).unwrap_or(usize::MAX);
         for (i, entry) in attrs_bytes.chunks_exact(step).enumerate() {
@@ -225,7 +228,13 @@ impl PerfData {
                 .map_err(|e| Error::malformed("attr", at, e.to_string()))?;
             let ids_w = U64s::new(ids_sec);
             let (ids_off, ids_len) = (ids_w.get(0).unwrap_or(0), ids_w.get(1).unwrap_or(0));
-            let ids = section(b, ids_off, ids_len, "attr ids section")?;
+            let ids = section(
+                b,
+                ids_off,
+                ids_len,
+                at + step as u64 - 16,
+                "attr ids section",
+            )?;
             attrs.push(EventAttr {
                 attr,
                 ids: U64s::new(ids).to_vec(),
@@ -245,11 +254,18 @@ impl PerfData {
             // perf was killed before it rewrote the header: records run to EOF.
             data_len = file_len - data_off;
         }
-        section(b, data_off, data_len, "data section")?;
-        // Feature sections: a table right after the data.
         let mut warnings = Vec::new();
+        let mut truncated_at = None;
+        let truncated = data_off.checked_add(data_len).is_none_or(|e| e > file_len);
+        if truncated {
+            // Read the records that are there; for_each_record then reports the
+            // truncation at the end of the file.
+            truncated_at = Some(file_len);
+            data_len = file_len - data_off;
+        }
+        // Feature sections: a table right after the data.
         let mut features = Features::default();
-        if !killed {
+        if !killed && !truncated {
             let table = data_off + data_len;
             for (n, &bit) in bits.iter().enumerate() {
                 let at = table + 16 * n as u64;
@@ -263,7 +279,7 @@ impl PerfData {
                         break;
                     }
                 };
-                match section(b, off, len, "feature section")
+                match section(b, off, len, at, "feature section")
                     .and_then(|s| features.parse_section(bit, s, off))
                 {
                     Ok(()) => {}
@@ -278,6 +294,7 @@ impl PerfData {
         self.features = features;
         self.feature_bits = bits;
         self.warnings = warnings;
+        self.truncated = truncated_at;
         Ok(())
     }
 
@@ -441,6 +458,14 @@ impl PerfData {
                         format!("data of {skip} bytes after the record runs past the end"),
                     )
                 })?;
+        }
+        if let Some(len) = self.truncated {
+            return Err(Error::malformed(
+                "data section",
+                len,
+                "the file ends before the data section the header announces (truncated file?)",
+            )
+            .into());
         }
         if let Some(z) = &z
             && !z.pending.is_empty()
