@@ -1,7 +1,412 @@
 //! `hwprof record`: sample a command, PIDs, threads or CPUs into perf.data.
+//!
+//! Flow: parse events (default `cycles:P`, falling back to `cpu-clock` where there is no
+//! hardware PMU) → set their attrs as perf does ([`hwprof_sampler::config`]) → open the
+//! session (the command is forked but held before exec) → create the output file (so an
+//! unwritable `-o` fails before the target runs) → synthesize what already exists →
+//! let the target run while one drain thread streams ring records into the file →
+//! build ids and header features → rename the finished file into place.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use hwprof_pmu::EventList;
+use hwprof_pmu::event::Class;
+use hwprof_sampler::config::{self, CallGraph, RecordOptions, Sampling};
+use hwprof_sampler::perfdata::features::{EventDesc, Features, GroupDesc, id as feature_id};
+use hwprof_sampler::perfdata::tracing;
+use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
+use hwprof_sampler::record::{Body, Decoder, kind};
+use hwprof_sampler::session::{Session, SessionOptions, Target};
+use hwprof_sampler::{buildid, synth};
 
 use crate::args::RecordArgs;
+use crate::encode::{encoder, parse_all, print_json};
+use crate::{ExitWith, usage};
 
-pub fn run(_a: RecordArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("hwprof record is being written")
+/// perf's default ring size: 512 KiB of data per ring.
+const DEFAULT_RING_BYTES: usize = 512 << 10;
+
+pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
+    let target = target_of(&a)?;
+    let enc = encoder(None, &a.event_file)?;
+    let default_event = a.events.is_empty();
+    // Options are checked before anything is said or opened.
+    let mut opts = record_options(&a, &target, default_event)?;
+    let data_pages = ring_pages(a.mmap_pages.as_deref())?;
+    let mut list = if default_event {
+        if enc.host_has_cpu_pmu() {
+            enc.parse("cycles:P")?
+        } else {
+            notice(
+                &a,
+                "no hardware PMU here (cycles is not supported in this VM or container); sampling cpu-clock instead",
+            );
+            enc.parse("cpu-clock")?
+        }
+    } else {
+        parse_all(&enc, &a.events)?
+    };
+    if !default_event && !enc.host_has_cpu_pmu() && !a.dry_run {
+        if let Some(e) = list.events.iter().find(|e| e.class == Class::Core) {
+            return Err(ExitWith(
+                1,
+                format!(
+                    "{}: not supported here: this kernel exposes no hardware PMU (usual in VMs and containers); sample a software event instead, e.g. -e cpu-clock",
+                    e.name
+                ),
+            )
+            .into());
+        }
+    }
+    config::configure(&mut list, &opts);
+    if a.dry_run {
+        print_json(&list)?;
+        return Ok(0);
+    }
+    let sopts = SessionOptions {
+        data_pages,
+        inherit: !a.no_inherit,
+        duration: a.duration.map(Duration::from_secs_f64),
+    };
+    let session = match Session::open(&list, target.clone(), sopts.clone()) {
+        Ok(s) => s,
+        Err(e)
+            if default_event
+                && matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV)
+                ) =>
+        {
+            notice(
+                &a,
+                "cycles is not supported here (no hardware PMU); sampling cpu-clock instead",
+            );
+            list = enc.parse("cpu-clock")?;
+            opts.default_event = true;
+            config::configure(&mut list, &opts);
+            Session::open(&list, target.clone(), sopts).map_err(|e| open_error(e, &list))?
+        }
+        Err(e) => return Err(open_error(e, &list)),
+    };
+
+    let attrs = session.attrs();
+    let ids = session.ids();
+    let entries: Vec<EventEntry> = list
+        .events
+        .iter()
+        .zip(attrs.iter().zip(ids.iter()))
+        .map(|(e, (attr, ids))| EventEntry {
+            attr: attr.clone(),
+            name: e.name.clone(),
+            ids: ids.clone(),
+        })
+        .collect();
+    let mut writer = Writer::create(&a.output, entries.clone())
+        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    let decoder = Decoder::new(
+        &entries
+            .iter()
+            .map(|e| (e.attr.clone(), e.ids.clone()))
+            .collect::<Vec<_>>(),
+    );
+
+    // What exists before the first sample: the kernel's text, and for running targets
+    // their threads and mappings.
+    let mut dsos: BTreeSet<(i32, bool, String)> = BTreeSet::new();
+    let first = &attrs[0];
+    let mut pre: Vec<Vec<u8>> = Vec::new();
+    pre.extend(synth::kernel_mmap(first));
+    match &target {
+        Target::Pids(p) | Target::Tids(p) => {
+            for &pid in p {
+                pre.extend(synth::process(first, pid));
+            }
+        }
+        Target::SystemWide { .. } => pre.extend(synth::all_processes(first)),
+        Target::Command(_) => {}
+    }
+    for r in &pre {
+        note_dso(&decoder, r, &mut dsos);
+        writer.write_record(r)?;
+    }
+
+    let mut sink_err: Option<anyhow::Error> = None;
+    let stats = session.run(|bytes: &[u8]| {
+        note_dso(&decoder, bytes, &mut dsos);
+        if let Err(e) = writer.write_record(bytes) {
+            let msg = e.to_string();
+            sink_err.get_or_insert(e.into());
+            return Err(std::io::Error::other(msg));
+        }
+        Ok(())
+    });
+    let stats = match (stats, sink_err) {
+        (_, Some(e)) => return Err(e.context(format!("writing {}", a.output.display()))),
+        (Ok(s), None) => s,
+        (Err(e), None) => return Err(e).context("recording"),
+    };
+
+    let events: Vec<EventDesc> = entries
+        .iter()
+        .map(|e| EventDesc {
+            attr: e.attr.clone(),
+            name: e.name.clone(),
+            ids: e.ids.clone(),
+        })
+        .collect();
+    let mut features = Features::for_this_machine(&cmdline(), &events, group_desc(&list));
+    features.build_ids = buildid::build_id_entries(dsos);
+    if let Some(t) = tracing_data(&list)? {
+        features.other.push((feature_id::TRACING_DATA, t));
+    }
+    let bytes = writer.data_size();
+    writer
+        .finish(&features)
+        .with_context(|| format!("finishing {}", a.output.display()))?;
+
+    if stats.lost > 0 || stats.lost_samples > 0 {
+        eprintln!(
+            "hwprof: warning: {} records and {} samples lost (the ring buffer was full): raise --mmap-pages or lower -F",
+            stats.lost, stats.lost_samples
+        );
+    }
+    if !a.quiet {
+        eprintln!(
+            "[ hwprof record: {} samples, {} lost, {:.3} MB written to {} ]",
+            stats.samples,
+            stats.lost + stats.lost_samples,
+            bytes as f64 / 1e6,
+            a.output.display()
+        );
+    }
+    Ok(match stats.exit {
+        Some(x) => u8::try_from(x.code).unwrap_or(1),
+        None => 0,
+    })
+}
+
+fn notice(a: &RecordArgs, msg: &str) {
+    if !a.quiet && !a.dry_run {
+        eprintln!("hwprof: note: {msg}");
+    }
+}
+
+fn target_of(a: &RecordArgs) -> anyhow::Result<Target> {
+    let kinds = [
+        !a.command.is_empty(),
+        a.pid.is_some(),
+        a.tid.is_some(),
+        a.all_cpus || a.cpus.is_some(),
+    ];
+    if kinds.iter().filter(|&&k| k).count() > 1 {
+        return usage("give one target: a command after --, or -p, -t, or -a/-C");
+    }
+    if let Some(p) = &a.pid {
+        return Ok(Target::Pids(pid_list(p, "-p")?));
+    }
+    if let Some(t) = &a.tid {
+        return Ok(Target::Tids(pid_list(t, "-t")?));
+    }
+    if a.all_cpus || a.cpus.is_some() {
+        let cpus = match &a.cpus {
+            Some(c) => Some(
+                hwprof_pmu::sysfs::parse_cpu_list(c)
+                    .map_err(|e| crate::Usage(format!("bad CPU list '{c}': {e}")))?,
+            ),
+            None => None,
+        };
+        return Ok(Target::SystemWide { cpus });
+    }
+    if a.command.is_empty() {
+        return usage(
+            "nothing to record: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof record -g -- ./app`)",
+        );
+    }
+    Ok(Target::Command(a.command.clone()))
+}
+
+fn pid_list(s: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
+    let mut out = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        let pid: i32 = p
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| crate::Usage(format!("bad {flag} value '{p}': not a process id")))?;
+        if !hwprof_pmu::sys::process_exists(pid) {
+            return Err(ExitWith(1, format!("no such process {pid} ({flag} {s})")).into());
+        }
+        out.push(pid);
+    }
+    Ok(out)
+}
+
+fn record_options(
+    a: &RecordArgs,
+    target: &Target,
+    default_event: bool,
+) -> anyhow::Result<RecordOptions> {
+    let sampling = match (&a.freq, a.count) {
+        (Some(f), _) => {
+            let max = config::max_sample_rate();
+            let hz = if f == "max" {
+                max.unwrap_or(config::DEFAULT_FREQ)
+            } else {
+                f.parse::<u64>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| crate::Usage(format!("bad -F value '{f}': give Hz or max")))?
+            };
+            if let Some(m) = max.filter(|&m| hz > m) {
+                return usage(format!(
+                    "-F {hz} is above the kernel's limit of {m} Hz: use -F {m} or less, or raise /proc/sys/kernel/perf_event_max_sample_rate"
+                ));
+            }
+            Sampling::Freq(hz)
+        }
+        (None, Some(0)) => return usage("-c must be at least 1"),
+        (None, Some(c)) => Sampling::Period(c),
+        (None, None) => Sampling::Default,
+    };
+    let call_graph = match (&a.call_graph, a.callgraph_fp) {
+        (Some(s), _) => {
+            Some(CallGraph::parse(s).map_err(|e| crate::Usage(format!("--call-graph: {e}")))?)
+        }
+        (None, true) => Some(CallGraph::Fp),
+        (None, false) => None,
+    };
+    let branch_filter = match (&a.branch_filter, a.branch_any) {
+        (Some(j), _) => {
+            Some(config::parse_branch_filter(j).map_err(|e| crate::Usage(format!("-j: {e}")))?)
+        }
+        (None, true) => Some(hwprof_pmu::attr::branch::ANY),
+        (None, false) => None,
+    };
+    Ok(RecordOptions {
+        sampling,
+        call_graph,
+        branch_filter,
+        data: a.data,
+        weight: a.weight,
+        system_wide: matches!(target, Target::SystemWide { .. }),
+        command: matches!(target, Target::Command(_)),
+        inherit: !a.no_inherit,
+        default_event,
+        ..RecordOptions::default()
+    })
+}
+
+/// Data pages per ring from `-m`: a power-of-two page count, or a size rounded up to one.
+fn ring_pages(m: Option<&str>) -> anyhow::Result<usize> {
+    let page = hwprof_pmu::sys::page_size();
+    let Some(m) = m else {
+        return Ok((DEFAULT_RING_BYTES / page).max(1));
+    };
+    if let Ok(n) = m.parse::<usize>() {
+        if n == 0 || !n.is_power_of_two() {
+            return usage(format!(
+                "--mmap-pages {m}: the page count must be a power of two (1, 2, 4, ... 128)"
+            ));
+        }
+        return Ok(n);
+    }
+    let bytes = config::parse_size(m)
+        .ok_or_else(|| crate::Usage(format!("bad --mmap-pages '{m}' (e.g. 128, 512K, 4M)")))?;
+    Ok(((bytes as usize).div_ceil(page)).max(1).next_power_of_two())
+}
+
+fn open_error(e: hwprof_sampler::Error, list: &EventList) -> anyhow::Error {
+    let Some(errno) = e.raw_os_error() else {
+        return anyhow!(e);
+    };
+    let names: Vec<&str> = list.events.iter().map(|e| e.name.as_str()).collect();
+    let hint = match errno {
+        libc::EINVAL if list.events.iter().any(|e| e.attr.freq) => format!(
+            "invalid sampling setup: a frequency above the kernel's limit ({} Hz in /proc/sys/kernel/perf_event_max_sample_rate), or an option this PMU lacks",
+            config::max_sample_rate().map_or("?".into(), |m| m.to_string())
+        ),
+        _ => hwprof_pmu::counter::open_hint(
+            errno,
+            names.first().copied().unwrap_or("event"),
+            hwprof_pmu::Slot { pid: 0, cpu: -1 },
+        ),
+    };
+    anyhow!("cannot sample {}: {hint} ({e})", names.join(","))
+}
+
+/// Remembers the DSO a MMAP/MMAP2 record maps, for the BUILD_ID feature.
+fn note_dso(dec: &Decoder, bytes: &[u8], dsos: &mut BTreeSet<(i32, bool, String)>) {
+    let Some((ty, misc, _)) = hwprof_sampler::record::peek_header(bytes) else {
+        return;
+    };
+    if ty != kind::MMAP && ty != kind::MMAP2 {
+        return;
+    }
+    let kernel = misc & 7 == 1; // PERF_RECORD_MISC_KERNEL
+    let (pid, name) = match dec.decode(bytes, 0).map(|r| r.body) {
+        Ok(Body::Mmap(m)) => (
+            m.pid as i32,
+            String::from_utf8_lossy(m.filename).into_owned(),
+        ),
+        Ok(Body::Mmap2(m)) => (
+            m.pid as i32,
+            String::from_utf8_lossy(m.filename).into_owned(),
+        ),
+        _ => return,
+    };
+    if kernel || name.starts_with('/') {
+        let name = if kernel {
+            "[kernel.kallsyms]".to_string()
+        } else {
+            name
+        };
+        dsos.insert((if kernel { -1 } else { pid }, kernel, name));
+    }
+}
+
+fn group_desc(list: &EventList) -> Option<Vec<GroupDesc>> {
+    let groups: Vec<GroupDesc> = list
+        .groups()
+        .into_iter()
+        .filter(|g| g.len() > 1)
+        .map(|g| GroupDesc {
+            name: String::new(),
+            leader_idx: g.start as u32,
+            nr_members: g.len() as u32,
+        })
+        .collect();
+    (!groups.is_empty()).then_some(groups)
+}
+
+fn cmdline() -> Vec<String> {
+    let mut v: Vec<String> = std::env::args().collect();
+    if let Some(first) = v.first_mut() {
+        if let Ok(exe) = std::env::current_exe() {
+            *first = exe.display().to_string();
+        }
+    }
+    v
+}
+
+/// The tracefs formats of the recorded tracepoints (perf needs them to read the file).
+fn tracing_data(list: &EventList) -> anyhow::Result<Option<Vec<u8>>> {
+    let tps: Vec<(&str, &str)> = list
+        .events
+        .iter()
+        .filter(|e| e.class == Class::Tracepoint)
+        .filter_map(|e| {
+            let base = e
+                .name
+                .split_once(':')
+                .map(|(s, rest)| (s, rest.split(':').next().unwrap_or(rest)));
+            base
+        })
+        .collect();
+    if tps.is_empty() {
+        return Ok(None);
+    }
+    let root = hwprof_pmu::sysfs::tracefs()?;
+    Ok(Some(tracing::tracing_data(&root, &tps)?))
 }

@@ -2,6 +2,7 @@
 
 pub mod features;
 pub mod reader;
+pub mod tracing;
 pub mod writer;
 
 /// `PERFILE2` as a little-endian u64: the magic of every perf.data since perf 3.x.

@@ -1,0 +1,585 @@
+//! `hwprof record` end to end: real workloads sampled on this machine, the files read by
+//! `perf script` / `perf report` (side by side with perf's own recording of the same
+//! workload) and by `hwprof script`; targets (command, -p, -a, threads, a dying target),
+//! SIGINT, an unwritable output, the cpu-clock fallback and `--dry-run` attrs.
+
+#[macro_use]
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use std::thread;
+use std::time::Duration;
+
+use common::*;
+
+/// `hwprof script --format jsonl` of `file`, parsed.
+fn records(file: &Path) -> Vec<serde_json::Value> {
+    let r = hwprof(&["script", "-i", file.to_str().unwrap(), "--format", "jsonl"]);
+    r.assert_ok();
+    r.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}
+
+fn of_type<'a>(recs: &'a [serde_json::Value], ty: &str) -> Vec<&'a serde_json::Value> {
+    recs.iter().filter(|r| r["type"] == ty).collect()
+}
+
+/// The "N samples" of hwprof record's summary line.
+fn summary_samples(stderr: &str) -> u64 {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("[ hwprof record:"))
+        .unwrap_or_else(|| panic!("no summary line in:\n{stderr}"));
+    line.split_whitespace()
+        .nth(3)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("bad summary line {line}"))
+}
+
+/// Per-sample (comm, pid, tid) lines of `perf script`.
+fn perf_script_samples(file: &Path) -> Vec<(String, i64, i64)> {
+    let r = perf(&["script", "-i", file.to_str().unwrap(), "-F", "comm,pid,tid"]);
+    r.assert_ok();
+    r.stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut it = l.split_whitespace().rev();
+            let pt = it.next().unwrap_or_else(|| panic!("bad line {l:?}"));
+            let comm: Vec<&str> = it.collect();
+            let comm = comm.into_iter().rev().collect::<Vec<_>>().join(" ");
+            let (p, t) = pt
+                .split_once('/')
+                .unwrap_or_else(|| panic!("bad pid/tid in {l:?}"));
+            (comm, p.parse().unwrap(), t.parse().unwrap())
+        })
+        .collect()
+}
+
+/// `perf report --no-children --stdio` rows: symbol -> overhead %.
+fn perf_report_symbols(file: &Path) -> BTreeMap<String, f64> {
+    let r = perf(&[
+        "report",
+        "--no-children",
+        "--stdio",
+        "--sort",
+        "sym",
+        "-i",
+        file.to_str().unwrap(),
+    ]);
+    r.assert_ok();
+    let mut out = BTreeMap::new();
+    for l in r.stdout.lines() {
+        let l = l.trim();
+        if l.starts_with('#') || !l.contains('%') {
+            continue;
+        }
+        let mut it = l.split_whitespace();
+        let Some(pct) = it
+            .next()
+            .and_then(|p| p.trim_end_matches('%').parse::<f64>().ok())
+        else {
+            continue;
+        };
+        // "12.34%  [.] inner"
+        let sym: Vec<&str> = it.skip(1).collect();
+        *out.entry(sym.join(" ")).or_insert(0.0) += pct;
+    }
+    out
+}
+
+fn top_symbol(m: &BTreeMap<String, f64>) -> (String, f64) {
+    m.iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(k, v)| (k.clone(), *v))
+        .unwrap_or_default()
+}
+
+#[test]
+fn cpu_clock_with_callchains_reads_in_perf_like_perfs_own_file() {
+    if !require_perf("perf script/report on hwprof's file") {
+        return;
+    }
+    let spin2 = wl("spin2");
+    let hw = scratch_path("rec_fp_hw.data");
+    let pf = scratch_path("rec_fp_pf.data");
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "999",
+        "-g",
+        "-o",
+        hw.to_str().unwrap(),
+        "--",
+        &spin2,
+        "300000000",
+        "1",
+    ]);
+    r.assert_ok();
+    let samples = summary_samples(&r.stderr);
+    perf(&[
+        "record",
+        "-q",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "999",
+        "-g",
+        "-o",
+        pf.to_str().unwrap(),
+        "--",
+        &spin2,
+        "300000000",
+        "1",
+    ])
+    .assert_ok();
+
+    // perf script sees exactly the samples hwprof says it wrote, all of the workload.
+    let ps = perf_script_samples(&hw);
+    assert_eq!(
+        ps.len() as u64,
+        samples,
+        "perf script sample count vs hwprof's summary"
+    );
+    assert!(samples > 50, "too few samples: {samples}");
+    let comms: BTreeSet<&str> = ps.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(comms, BTreeSet::from(["spin2"]), "comms in hwprof's file");
+    let recs = records(&hw);
+    let ours = of_type(&recs, "sample");
+    assert_eq!(ours.len() as u64, samples, "hwprof script sample count");
+    let pids: BTreeSet<i64> = ours.iter().map(|s| s["pid"].as_i64().unwrap()).collect();
+    let ppids: BTreeSet<i64> = ps.iter().map(|s| s.1).collect();
+    assert_eq!(pids, ppids, "pids: hwprof script vs perf script");
+    assert!(
+        ours.iter()
+            .all(|s| s["callchain"].as_array().is_some_and(|c| c.len() >= 3))
+    );
+
+    // perf report: the same top symbol as on perf's own recording, at a similar share.
+    let mine = perf_report_symbols(&hw);
+    let theirs = perf_report_symbols(&pf);
+    let (ts, tp) = top_symbol(&theirs);
+    let (ms, mp) = top_symbol(&mine);
+    report!(
+        "record -g top symbol: hwprof file {ms} {mp:.2}%, perf file {ts} {tp:.2}% ({samples} samples)"
+    );
+    assert_eq!(
+        ms, ts,
+        "top symbol\nhwprof file: {mine:?}\nperf file: {theirs:?}"
+    );
+    assert!(ms.contains("inner"), "top symbol {ms}");
+    assert!((mp - tp).abs() < 5.0, "top symbol share {mp} vs {tp}");
+
+    // The file names the event, and the header features perf shows are there.
+    let h = perf(&["report", "--header-only", "-i", hw.to_str().unwrap()]);
+    h.assert_ok();
+    for key in [
+        "# hostname",
+        "# os release",
+        "# arch",
+        "# nrcpus",
+        "# cpudesc",
+        "# cmdline",
+        "cpu-clock",
+    ] {
+        assert!(
+            h.stdout.contains(key),
+            "no {key:?} in perf's header view:\n{}",
+            h.stdout
+        );
+    }
+    let b = perf(&["buildid-list", "-i", hw.to_str().unwrap()]);
+    b.assert_ok();
+    assert!(
+        b.stdout.contains("spin2"),
+        "no build id for spin2:\n{}",
+        b.stdout
+    );
+}
+
+#[test]
+fn default_event_falls_back_to_cpu_clock_once() {
+    if hardware_pmu() {
+        report!("SKIPPED: this machine has a hardware PMU; the cpu-clock fallback is not used");
+        return;
+    }
+    let out = scratch_path("rec_default.data");
+    let r = hwprof(&[
+        "record",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        &wl("spin"),
+        "100",
+    ]);
+    r.assert_ok();
+    let notes: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("cpu-clock"))
+        .collect();
+    assert_eq!(notes.len(), 1, "one fallback notice:\n{}", r.stderr);
+    let recs = records(&out);
+    let s = of_type(&recs, "sample");
+    assert!(!s.is_empty());
+    assert!(s.iter().all(|x| x["event"] == "cpu-clock"), "{:?}", s[0]);
+}
+
+#[test]
+fn explicit_hardware_event_fails_with_a_clear_message() {
+    if hardware_pmu() {
+        report!("SKIPPED: this machine has a hardware PMU (cycles works here)");
+        return;
+    }
+    let out = scratch_path("rec_cycles.data");
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cycles",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_ne!(r.code(), 0);
+    assert_eq!(r.stderr.lines().count(), 1, "one line:\n{}", r.stderr);
+    assert!(
+        r.stderr.contains("cycles") && r.stderr.contains("no hardware PMU"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn dry_run_prints_attrs_as_perf_sets_them() {
+    let attr = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec!["record", "--dry-run"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--", "true"]);
+        let r = hwprof(&a);
+        r.assert_ok();
+        let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).expect("JSON");
+        v[0]["attr"].clone()
+    };
+    const IP: u64 = 1;
+    const TID: u64 = 2;
+    const TIME: u64 = 4;
+    const ADDR: u64 = 8;
+    const CALLCHAIN: u64 = 32;
+    const PERIOD: u64 = 256;
+    const BRANCH_STACK: u64 = 1 << 11;
+    const REGS_USER: u64 = 1 << 12;
+    const STACK_USER: u64 = 1 << 13;
+    const DATA_SRC: u64 = 1 << 15;
+    const WEIGHT_STRUCT: u64 = 1 << 24;
+    let a = attr(&["-e", "cpu-clock", "-F", "999", "-g"]);
+    assert_eq!(a["sample_type"], IP | TID | TIME | CALLCHAIN | PERIOD);
+    assert_eq!(a["sample_period"], 999);
+    assert_eq!(a["freq"], true);
+    for f in [
+        "disabled",
+        "inherit",
+        "enable_on_exec",
+        "mmap",
+        "mmap2",
+        "comm",
+        "comm_exec",
+        "task",
+        "sample_id_all",
+    ] {
+        assert_eq!(a[f], true, "{f}");
+    }
+    let d = attr(&["-e", "cpu-clock", "-c", "1000", "-d"]);
+    assert_eq!(d["sample_type"], IP | TID | TIME | ADDR | DATA_SRC);
+    assert_eq!(d["freq"], false);
+    assert_eq!(d["mmap_data"], true);
+    let w = attr(&["-e", "cpu-clock", "--weight"]);
+    assert_ne!(w["sample_type"].as_u64().unwrap() & WEIGHT_STRUCT, 0);
+    let b = attr(&["-e", "cpu-clock", "-b"]);
+    assert_ne!(b["sample_type"].as_u64().unwrap() & BRANCH_STACK, 0);
+    assert_eq!(b["branch_sample_type"], 1 << 3); // ANY
+    let j = attr(&["-e", "cpu-clock", "-j", "any_call,u"]);
+    assert_eq!(j["branch_sample_type"], (1 << 4) | 1);
+    let l = attr(&["-e", "cpu-clock", "--call-graph", "lbr"]);
+    assert_eq!(
+        l["branch_sample_type"],
+        1 | (1 << 11) | (1 << 14) | (1 << 15) | (1 << 17)
+    );
+    let dw = attr(&["-e", "cpu-clock", "--call-graph", "dwarf,4096"]);
+    assert_ne!(
+        dw["sample_type"].as_u64().unwrap() & (REGS_USER | STACK_USER),
+        0
+    );
+    assert_eq!(dw["sample_stack_user"], 4096);
+    assert_eq!(dw["sample_regs_user"], 0xff0fff);
+    let p = attr(&["-e", "cpu-clock:pp"]);
+    assert_eq!(p["precise_ip"], 2);
+}
+
+#[test]
+fn unwritable_output_fails_before_the_target_starts() {
+    let marker = scratch_path("rec_marker");
+    let _ = std::fs::remove_file(&marker);
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-o",
+        "/nonexistent-dir/x.data",
+        "--",
+        "sh",
+        "-c",
+        &format!("touch {}", marker.display()),
+    ]);
+    assert_ne!(r.code(), 0);
+    assert_eq!(r.stderr.lines().count(), 1, "one line:\n{}", r.stderr);
+    assert!(r.stderr.contains("/nonexistent-dir/x.data"), "{}", r.stderr);
+    thread::sleep(Duration::from_millis(100));
+    assert!(
+        !marker.exists(),
+        "the command ran although the output is unwritable"
+    );
+}
+
+#[test]
+fn sigint_during_recording_leaves_a_complete_file() {
+    let out = scratch_path("rec_sigint.data");
+    let mut bg = Background::spawn(Command::new(hwprof_bin()).args([
+        "record",
+        "-e",
+        "cpu-clock",
+        "-g",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        &wl("spin"),
+        "20000",
+    ]));
+    thread::sleep(Duration::from_millis(700));
+    assert!(signal(bg.pid(), libc::SIGINT));
+    let (_st, _o, err) = bg
+        .wait_timeout(Duration::from_secs(10))
+        .expect("hwprof exits after SIGINT");
+    let samples = summary_samples(&err);
+    assert!(samples > 100, "samples before SIGINT: {samples}\n{err}");
+    let recs = records(&out);
+    assert_eq!(of_type(&recs, "sample").len() as u64, samples);
+    if require_perf("perf script on the interrupted file") {
+        assert_eq!(perf_script_samples(&out).len() as u64, samples);
+    }
+}
+
+#[test]
+fn attach_to_pid_for_a_duration_leaves_it_running() {
+    let mut target = Background::spawn(&mut Command::new(wl("spin2")).args(["100000000000", "1"]));
+    thread::sleep(Duration::from_millis(100));
+    let out = scratch_path("rec_pid.data");
+    let pid = target.pid().to_string();
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "999",
+        "-g",
+        "-p",
+        &pid,
+        "--duration",
+        "0.5",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    r.assert_ok();
+    assert!(target.alive(), "the -p target must keep running");
+    let recs = records(&out);
+    let s = of_type(&recs, "sample");
+    assert!(s.len() > 150, "samples in 0.5 s at 999 Hz: {}", s.len());
+    assert!(
+        s.iter()
+            .all(|x| x["pid"].as_i64() == Some(target.pid() as i64))
+    );
+    // The attached process's mappings were synthesized, so its binary is known.
+    let maps = of_type(&recs, "mmap2");
+    assert!(
+        maps.iter()
+            .any(|m| m["filename"].as_str().is_some_and(|f| f.ends_with("spin2"))),
+        "no mmap2 of spin2"
+    );
+    let comms = of_type(&recs, "comm");
+    assert!(
+        comms
+            .iter()
+            .any(|c| c["pid"].as_i64() == Some(target.pid() as i64) && c["comm"] == "spin2")
+    );
+}
+
+#[test]
+fn system_wide_sees_several_processes() {
+    let out = scratch_path("rec_all.data");
+    let _busy = Background::spawn(&mut Command::new(wl("spin2")).args(["100000000000", "1"]));
+    let r = hwprof(&[
+        "record",
+        "-a",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "499",
+        "--duration",
+        "0.4",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    r.assert_ok();
+    let recs = records(&out);
+    let s = of_type(&recs, "sample");
+    let cpus: BTreeSet<i64> = s.iter().filter_map(|x| x["cpu"].as_i64()).collect();
+    let pids: BTreeSet<i64> = s.iter().filter_map(|x| x["pid"].as_i64()).collect();
+    report!(
+        "record -a 0.4 s: {} samples, cpus {cpus:?}, {} pids",
+        s.len(),
+        pids.len()
+    );
+    assert_eq!(cpus.len(), online_cpus().len(), "samples from every CPU");
+    assert!(pids.len() >= 2, "pids {pids:?}");
+}
+
+#[test]
+fn threads_and_forks_are_attributed() {
+    let out = scratch_path("rec_threads.data");
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "999",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        &wl("spin2"),
+        "400000000",
+        "2",
+    ]);
+    r.assert_ok();
+    let recs = records(&out);
+    let s = of_type(&recs, "sample");
+    let pid = s[0]["pid"].as_i64().unwrap();
+    let tids: BTreeSet<i64> = s.iter().map(|x| x["tid"].as_i64().unwrap()).collect();
+    let forks: BTreeSet<i64> = of_type(&recs, "fork")
+        .iter()
+        .filter(|f| f["pid"].as_i64() == Some(pid))
+        .map(|f| f["tid"].as_i64().unwrap())
+        .collect();
+    assert!(tids.len() >= 2, "samples on both worker threads: {tids:?}");
+    for t in tids.iter().filter(|&&t| t != pid) {
+        assert!(
+            forks.contains(t),
+            "no FORK record for thread {t} (forks {forks:?})"
+        );
+    }
+    let comm = of_type(&recs, "comm");
+    assert!(
+        comm.iter()
+            .any(|c| c["pid"].as_i64() == Some(pid) && c["exec"] == true && c["comm"] == "spin2")
+    );
+}
+
+#[test]
+fn a_target_that_dies_mid_recording_leaves_a_valid_file() {
+    let mut target = Background::spawn(&mut Command::new(wl("wait_forever")).arg("300"));
+    target.wait_for_line("ready");
+    let out = scratch_path("rec_dies.data");
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-p",
+        &target.pid().to_string(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    r.assert_ok();
+    assert!(
+        r.elapsed < Duration::from_secs(5),
+        "record ends when the target exits"
+    );
+    records(&out);
+    if require_perf("perf script on a file whose target died") {
+        perf(&["script", "-i", out.to_str().unwrap()]).assert_ok();
+    }
+}
+
+#[test]
+fn tracepoint_samples_match_perf() {
+    if !require_tracefs("record -e sched:sched_switch") || !require_perf("tracepoint comparison") {
+        return;
+    }
+    let out = scratch_path("rec_tp.data");
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "sched:sched_switch",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        &wl("sleeper"),
+        "20",
+        "2",
+    ]);
+    r.assert_ok();
+    let ps = perf_script_samples(&out);
+    let n = summary_samples(&r.stderr);
+    assert_eq!(ps.len() as u64, n);
+    assert!(
+        (20..=30).contains(&n),
+        "sched_switch samples of 20 sleeps: {n}"
+    );
+    let recs = records(&out);
+    let s = of_type(&recs, "sample");
+    assert!(
+        s.iter()
+            .all(|x| x["raw"].as_str().is_some_and(|r| !r.is_empty())),
+        "raw tracepoint data"
+    );
+}
+
+#[test]
+fn bad_input_gets_one_line_errors() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["record", "-e", "cpu-clock"], "nothing to record"),
+        (
+            &["record", "-F", "100000000", "-e", "cpu-clock", "--", "true"],
+            "perf_event_max_sample_rate",
+        ),
+        (
+            &["record", "--call-graph", "frame", "--", "true"],
+            "call graph",
+        ),
+        (&["record", "-j", "anny", "--", "true"], "branch filter"),
+        (&["record", "-m", "3", "--", "true"], "power of two"),
+        (&["record", "-p", "999999999"], "999999999"),
+        (&["record", "-e", "cpu-clok", "--", "true"], "did you mean"),
+    ];
+    for (args, want) in cases {
+        let r = hwprof(args);
+        assert_ne!(r.code(), 0, "{args:?}");
+        assert_eq!(
+            r.stderr.lines().count(),
+            1,
+            "{args:?}: one line:\n{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(want),
+            "{args:?}: want {want:?} in {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+}
