@@ -397,11 +397,9 @@ fn tracing_data(list: &EventList) -> anyhow::Result<Option<Vec<u8>>> {
         .iter()
         .filter(|e| e.class == Class::Tracepoint)
         .filter_map(|e| {
-            let base = e
-                .name
-                .split_once(':')
-                .map(|(s, rest)| (s, rest.split(':').next().unwrap_or(rest)));
-            base
+            // "sys:name", or "sys:name:mods".
+            let (sys, rest) = e.name.split_once(':')?;
+            Some((sys, rest.split(':').next().unwrap_or(rest)))
         })
         .collect();
     if tps.is_empty() {

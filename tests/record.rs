@@ -378,7 +378,7 @@ fn sigint_during_recording_leaves_a_complete_file() {
 
 #[test]
 fn attach_to_pid_for_a_duration_leaves_it_running() {
-    let mut target = Background::spawn(&mut Command::new(wl("spin2")).args(["100000000000", "1"]));
+    let mut target = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
     thread::sleep(Duration::from_millis(100));
     let out = scratch_path("rec_pid.data");
     let pid = target.pid().to_string();
@@ -423,7 +423,7 @@ fn attach_to_pid_for_a_duration_leaves_it_running() {
 #[test]
 fn system_wide_sees_several_processes() {
     let out = scratch_path("rec_all.data");
-    let _busy = Background::spawn(&mut Command::new(wl("spin2")).args(["100000000000", "1"]));
+    let _busy = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
     let r = hwprof(&[
         "record",
         "-a",
@@ -492,7 +492,7 @@ fn threads_and_forks_are_attributed() {
 
 #[test]
 fn a_target_that_dies_mid_recording_leaves_a_valid_file() {
-    let mut target = Background::spawn(&mut Command::new(wl("wait_forever")).arg("300"));
+    let mut target = Background::spawn(Command::new(wl("wait_forever")).arg("300"));
     target.wait_for_line("ready");
     let out = scratch_path("rec_dies.data");
     let r = hwprof(&[

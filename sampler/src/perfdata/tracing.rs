@@ -2,12 +2,14 @@
 //! tracepoints, which `perf script` / `perf report` need to decode their raw data.
 //!
 //! The layout is perf's `trace-event-info` version 0.6, little-endian:
-//! magic `\x17\x08\x44tracing`, `"0.6\0"`, endianness byte (0 = little), `sizeof(long)`,
-//! u32 page size; `"header_page\0"` + u64 size + `events/header_page`; `"header_event\0"`
-//! + u64 size + `events/header_event`; u32 count + (u64 size + format) for each used
-//! `ftrace` event; u32 count of systems, then per system its name (NUL-terminated), u32
-//! count and (u64 size + format) per used event; u32 0 (kallsyms, left empty as perf 6.x
-//! does); u32 size + `printk_formats`; u64 size + `saved_cmdlines`.
+//! 1. magic `\x17\x08\x44tracing`, `"0.6\0"`, endianness byte (0 = little),
+//!    `sizeof(long)`, u32 page size;
+//! 2. `"header_page\0"`, u64 size, `events/header_page`; the same for `header_event`;
+//! 3. u32 count, then u64 size + format for each used `ftrace` event;
+//! 4. u32 count of systems, then per system its NUL-terminated name, u32 count and
+//!    u64 size + format per used event;
+//! 5. u32 0 (kallsyms, left empty as perf 6.x does), u32 size + `printk_formats`,
+//!    u64 size + `saved_cmdlines`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
