@@ -115,7 +115,12 @@ pub struct RecordArgs {
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Sample at this average frequency (Hz); `max` = the kernel's limit.
-    #[arg(short = 'F', long = "freq", value_name = "FREQ", conflicts_with = "count")]
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "FREQ",
+        conflicts_with = "count"
+    )]
     pub freq: Option<String>,
     /// Sample every N events (a fixed period).
     #[arg(short = 'c', long = "count", value_name = "N")]
@@ -158,7 +163,12 @@ pub struct RecordArgs {
     #[arg(long = "duration", value_name = "SECS")]
     pub duration: Option<f64>,
     /// Output file (written atomically). Default perf.data.
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "perf.data")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
     pub output: PathBuf,
     /// Do not follow child processes and threads.
     #[arg(short = 'i', long = "no-inherit")]
@@ -189,7 +199,12 @@ pub enum ScriptFormat {
 #[derive(Debug, Args)]
 pub struct ScriptArgs {
     /// The perf.data file to read (`-` for a pipe-mode stream on stdin).
-    #[arg(short = 'i', long = "input", value_name = "FILE", default_value = "perf.data")]
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
     pub input: PathBuf,
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = ScriptFormat::Text)]

@@ -8,8 +8,8 @@
 //! The only `unsafe` code is in [`ring`] (the mmap'd ring and its control page) and in
 //! `hwprof_pmu::sys` (syscalls).
 
-pub mod config;
 pub mod buildid;
+pub mod config;
 pub mod error;
 pub mod perfdata;
 pub mod record;
