@@ -137,7 +137,7 @@ fn every_sample_field_in_kernel_order() {
         .bytes(&[9; 8])
         .rec(kind::SAMPLE, misc::USER);
     let d = Decoder::new(&[(a, vec![99])]);
-    let s = sample(&d, &rec);
+    let s = sample(&d, rec);
     assert_eq!(s.identifier, Some(99));
     assert_eq!(s.ip, Some(0x1000));
     assert_eq!((s.pid, s.tid), (Some(10), Some(11)));
@@ -233,7 +233,7 @@ fn plain_weight_read_single_and_stack_user_empty() {
         .u64(321)
         .rec(kind::SAMPLE, 0);
     let d = Decoder::new(&[(a, vec![])]);
-    let s = sample(&d, &rec);
+    let s = sample(&d, rec);
     let r = s.read.unwrap();
     assert_eq!((r.time_enabled, r.time_running), (Some(10), Some(9)));
     assert_eq!(
@@ -267,7 +267,7 @@ fn attr_found_by_id_for_samples_and_sample_id_trailers() {
         .u32(0)
         .u64(1)
         .rec(kind::SAMPLE, 0);
-    let r = d.decode(&s, 0).unwrap();
+    let r = d.decode(s, 0).unwrap();
     assert_eq!(r.attr, Some(1));
     // A COMM with a trailer: pid tid time id cpu.
     let c = B::default()
@@ -281,7 +281,7 @@ fn attr_found_by_id_for_samples_and_sample_id_trailers() {
         .u32(4)
         .u32(0)
         .rec(kind::COMM, misc::COMM_EXEC);
-    let r = d.decode(&c, 0).unwrap();
+    let r = d.decode(c, 0).unwrap();
     assert_eq!(r.attr, Some(0));
     let sid = r.sample_id.unwrap();
     assert_eq!((sid.time, sid.id, sid.cpu), (Some(77), Some(2), Some(4)));
@@ -305,7 +305,7 @@ fn kernel_records() {
     let d = Decoder::new(&[(attr(st::IP), vec![])]);
     let r = d
         .decode(
-            &B::default()
+            B::default()
                 .u32(1)
                 .u32(1)
                 .u64(0x400000)
@@ -327,12 +327,12 @@ fn kernel_records() {
     assert_eq!(m.file_id, FileId::BuildId(&[3, 3, 3]));
     assert_eq!((m.prot, m.flags, m.filename), (5, 2, &b"/bin/x"[..]));
     let r = d
-        .decode(&B::default().u64(1).u64(2).rec(kind::LOST, 0), 0)
+        .decode(B::default().u64(1).u64(2).rec(kind::LOST, 0), 0)
         .unwrap();
     assert_eq!(r.body, Body::Lost { id: 1, lost: 2 });
     let r = d
         .decode(
-            &B::default()
+            B::default()
                 .u32(1)
                 .u32(2)
                 .u32(3)
@@ -354,7 +354,7 @@ fn kernel_records() {
     );
     let r = d
         .decode(
-            &B::default()
+            B::default()
                 .u64(0xffff)
                 .u16(1)
                 .u16(2)
@@ -372,7 +372,7 @@ fn kernel_records() {
         }
     );
     let r = d
-        .decode(&B::default().rec(kind::SWITCH, misc::SWITCH_OUT), 0)
+        .decode(B::default().rec(kind::SWITCH, misc::SWITCH_OUT), 0)
         .unwrap();
     assert_eq!(
         r.body,
@@ -383,7 +383,7 @@ fn kernel_records() {
     );
     let r = d
         .decode(
-            &B::default()
+            B::default()
                 .u32(1)
                 .u32(2)
                 .u64(1)
@@ -406,7 +406,7 @@ fn user_records() {
     a.sample_period = 4000;
     let r = d
         .decode(
-            &B::default()
+            B::default()
                 .bytes(&a.to_bytes())
                 .u64(7)
                 .u64(8)
@@ -421,7 +421,7 @@ fn user_records() {
     assert_eq!(ids.to_vec(), vec![7, 8]);
     let r = d
         .decode(
-            &B::default().u64(31).u64(5).u64(6).rec(kind::TIME_CONV, 0),
+            B::default().u64(31).u64(5).u64(6).rec(kind::TIME_CONV, 0),
             0,
         )
         .unwrap();
@@ -436,7 +436,7 @@ fn user_records() {
     );
     let r = d
         .decode(
-            &B::default()
+            B::default()
                 .u64(1)
                 .u64(10)
                 .u64(0)
@@ -457,16 +457,16 @@ fn user_records() {
     );
     // An id index claiming more entries than it holds.
     assert!(
-        d.decode(&B::default().u64(2).u64(1).rec(kind::ID_INDEX, 0), 0)
+        d.decode(B::default().u64(2).u64(1).rec(kind::ID_INDEX, 0), 0)
             .is_err()
     );
     let r = d
-        .decode(&B::default().rec(kind::FINISHED_ROUND, 0), 0)
+        .decode(B::default().rec(kind::FINISHED_ROUND, 0), 0)
         .unwrap();
     assert_eq!(r.body, Body::FinishedRound);
     let r = d
         .decode(
-            &B::default()
+            B::default()
                 .u64(3)
                 .bytes(b"abc\0")
                 .rec(kind::HEADER_FEATURE, 0),
@@ -482,7 +482,7 @@ fn user_records() {
     );
     let r = d
         .decode(
-            &B::default()
+            B::default()
                 .u64(3)
                 .bytes(&[1, 2, 3, 0, 0, 0, 0, 0])
                 .rec(kind::COMPRESSED2, 0),
@@ -495,7 +495,7 @@ fn user_records() {
     assert_eq!(kind::name(30), None);
     // A kernel record before any attr.
     assert!(
-        d.decode(&B::default().u64(1).rec(kind::SAMPLE, 0), 4)
+        d.decode(B::default().u64(1).rec(kind::SAMPLE, 0), 4)
             .is_err()
     );
     // Bad sizes.
