@@ -42,7 +42,8 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
     let mut p = Printer {
         buf: Vec::with_capacity(FLUSH_AT * 2),
         names: data.attrs().iter().map(|e| e.name.clone()).collect(),
-        comms: HashMap::new(),
+        // perf names pid 0 "swapper" until a COMM says otherwise.
+        comms: HashMap::from([(0, b"swapper".to_vec())]),
         json: matches!(a.format, ScriptFormat::Jsonl),
     };
     if a.header {
