@@ -208,10 +208,11 @@ mean_col_ms() {
     awk -v c="$2" '{ s += $c; n++ } END { if (n) printf "%.3f", s / n / 1000; else print "nan" }' "$WORK/$1.times"
 }
 
-# perf_lost FILE: lost samples in a perf.data (LOST + LOST_SAMPLES records).
+# perf_lost FILE: lost samples in a perf.data, from `perf report -D`: the sum of
+# "PERF_RECORD_LOST: id:N: lost:M" and "PERF_RECORD_LOST_SAMPLES: ...: lost samples :M".
 perf_lost() {
     "$PERF" report -D -i "$1" 2>/dev/null |
-        awk '/PERF_RECORD_LOST/ { for (i = 1; i <= NF; i++) if ($i ~ /^lost/) { v = $(i + 1); gsub(/[^0-9]/, "", v); n += v } } END { print n + 0 }'
+        awk '/PERF_RECORD_LOST/ { if (match($0, /lost( samples)? *: *[0-9]+/)) { v = substr($0, RSTART, RLENGTH); gsub(/[^0-9]/, "", v); n += v } } END { print n + 0 }'
 }
 
 bench_record() {

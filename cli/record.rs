@@ -14,7 +14,7 @@ use anyhow::{Context, anyhow};
 use hwprof_pmu::EventList;
 use hwprof_pmu::event::Class;
 use hwprof_sampler::config::{self, CallGraph, RecordOptions, Sampling};
-use hwprof_sampler::perfdata::features::{EventDesc, Features, GroupDesc, id as feature_id};
+use hwprof_sampler::perfdata::features::{Features, GroupDesc, id as feature_id};
 use hwprof_sampler::perfdata::tracing;
 use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
 use hwprof_sampler::record::{Body, Decoder, kind};
@@ -148,15 +148,8 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
         (Err(e), None) => return Err(e).context("recording"),
     };
 
-    let events: Vec<EventDesc> = entries
-        .iter()
-        .map(|e| EventDesc {
-            attr: e.attr.clone(),
-            name: e.name.clone(),
-            ids: e.ids.clone(),
-        })
-        .collect();
-    let mut features = Features::for_this_machine(&cmdline(), &events, group_desc(&list));
+    let mut features = Features::for_this_machine(&cmdline(), &[], group_desc(&list));
+    // EVENT_DESC is left to the writer, which fills it from the events it was created with.
     features.build_ids = buildid::build_id_entries(dsos);
     if let Some(t) = tracing_data(&list)? {
         features.other.push((feature_id::TRACING_DATA, t));

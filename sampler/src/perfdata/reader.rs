@@ -334,17 +334,7 @@ impl PerfData {
                 },
                 _ => {}
             }
-            off = off
-                .checked_add(u64::from(size))
-                .and_then(|o| o.checked_add(skip))
-                .filter(|&o| o <= end)
-                .ok_or_else(|| {
-                    Error::malformed(
-                        "record",
-                        off,
-                        format!("data of {skip} bytes after the record runs past the end"),
-                    )
-                })?;
+            off = next_offset(off, size, skip, end)?;
         }
         self.attrs = attrs;
         self.features = features;
@@ -447,17 +437,7 @@ impl PerfData {
                 inf.feed(data, off)?;
                 inf.drain(&self.decoder, off, &mut f)?;
             }
-            off = off
-                .checked_add(u64::from(rec.header.size))
-                .and_then(|o| o.checked_add(skip))
-                .filter(|&o| o <= end)
-                .ok_or_else(|| {
-                    Error::malformed(
-                        "record",
-                        off,
-                        format!("data of {skip} bytes after the record runs past the end"),
-                    )
-                })?;
+            off = next_offset(off, rec.header.size, skip, end)?;
         }
         if let Some(len) = self.truncated {
             return Err(Error::malformed(
@@ -641,3 +621,18 @@ pub fn default_name(a: &Attr) -> String {
 
 /// The feature id constants, re-exported for callers that print them.
 pub use feat::BITS as FEATURE_BITS;
+
+/// The offset after the record at `off` of `size` bytes and the `skip` bytes of data that
+/// follow it (HEADER_TRACING_DATA, AUXTRACE), which must end by `end`.
+fn next_offset(off: u64, size: u16, skip: u64, end: u64) -> Result<u64> {
+    off.checked_add(u64::from(size))
+        .and_then(|o| o.checked_add(skip))
+        .filter(|&o| o <= end)
+        .ok_or_else(|| {
+            Error::malformed(
+                "record",
+                off,
+                format!("data of {skip} bytes after the record runs past the end"),
+            )
+        })
+}

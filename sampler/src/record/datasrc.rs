@@ -73,6 +73,21 @@ fn lvlnum_name(n: u8) -> Option<&'static str> {
 }
 
 /// Appends the names of the set bits of `m` (bit i = `names[i]`) joined by " or ".
+/// Ends a level or TLB description as perf does: "N/A" when nothing was named, then the
+/// HIT / MISS bits as " hit" / " miss".
+fn hit_miss(mut out: String, hit: bool, miss: bool) -> String {
+    if out.is_empty() {
+        out.push_str("N/A");
+    }
+    if hit {
+        out.push_str(" hit");
+    }
+    if miss {
+        out.push_str(" miss");
+    }
+    out
+}
+
 fn bits(out: &mut String, mut m: u64, names: &[&str], printed: &mut usize) {
     for name in names {
         if m == 0 {
@@ -158,16 +173,7 @@ impl DataSrc {
             }
         }
         let _ = printed;
-        if out.is_empty() {
-            out.push_str("N/A");
-        }
-        if hit {
-            out.push_str(" hit");
-        }
-        if miss {
-            out.push_str(" miss");
-        }
-        out
+        hit_miss(out, hit, miss)
     }
 
     /// The snoop result ("None", "Hit", "HitM", "Miss", "Fwd", "Peer", "N/A").
@@ -197,16 +203,7 @@ impl DataSrc {
         let (hit, miss) = (m & 2 != 0, m & 4 != 0);
         let mut printed = 0;
         bits(&mut out, m & !6, &TLB, &mut printed);
-        if out.is_empty() {
-            out.push_str("N/A");
-        }
-        if hit {
-            out.push_str(" hit");
-        }
-        if miss {
-            out.push_str(" miss");
-        }
-        out
+        hit_miss(out, hit, miss)
     }
 
     /// Locked access: "Yes", "No" or "N/A".
