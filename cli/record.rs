@@ -175,6 +175,9 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(match stats.exit {
+        // --duration ended the command with SIGTERM: that is the recording's plan, not
+        // the command failing.
+        Some(x) if a.duration.is_some() && x.signal == Some(libc::SIGTERM) => 0,
         Some(x) => u8::try_from(x.code).unwrap_or(1),
         None => 0,
     })

@@ -491,6 +491,33 @@ fn threads_and_forks_are_attributed() {
 }
 
 #[test]
+fn duration_ends_a_command_and_exits_zero() {
+    let out = scratch_path("rec_duration.data");
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "1000",
+        "--duration",
+        "0.3",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        &wl("spin"),
+        "20000",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+    let n = summary_samples(&r.stderr);
+    assert!(
+        (150..=450).contains(&n),
+        "0.3 s at 4000 Hz (hrtimer-limited): {n} samples"
+    );
+    assert_eq!(of_type(&records(&out), "sample").len() as u64, n);
+}
+
+#[test]
 fn a_target_that_dies_mid_recording_leaves_a_valid_file() {
     let mut target = Background::spawn(Command::new(wl("wait_forever")).arg("300"));
     target.wait_for_line("ready");
