@@ -14,7 +14,7 @@ use anyhow::{Context, anyhow};
 use hwprof_pmu::EventList;
 use hwprof_pmu::event::Class;
 use hwprof_sampler::config::{self, CallGraph, RecordOptions, Sampling};
-use hwprof_sampler::perfdata::features::{Features, GroupDesc, id as feature_id};
+use hwprof_sampler::perfdata::features::{ANON_GROUP, Features, GroupDesc, id as feature_id};
 use hwprof_sampler::perfdata::tracing;
 use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
 use hwprof_sampler::record::{Body, Decoder, kind};
@@ -70,15 +70,22 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
         inherit: !a.no_inherit,
         duration: a.duration.map(Duration::from_secs_f64),
     };
-    let session = match Session::open(&list, target.clone(), sopts.clone()) {
-        Ok(s) => s,
-        Err(e)
-            if default_event
-                && matches!(
-                    e.raw_os_error(),
-                    Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV)
-                ) =>
+    // perf's fallbacks, each at most once: the default cycles becomes cpu-clock where
+    // there is no hardware PMU, and events the user wrote without modifiers sample user
+    // space only where perf_event_paranoid forbids the kernel.
+    let mut tried_cpu_clock = false;
+    let mut tried_user_only = false;
+    let session = loop {
+        let e = match Session::open(&list, target.clone(), sopts.clone()) {
+            Ok(s) => break s,
+            Err(e) => e,
+        };
+        let errno = e.raw_os_error();
+        if default_event
+            && !tried_cpu_clock
+            && matches!(errno, Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV))
         {
+            tried_cpu_clock = true;
             notice(
                 &a,
                 "cycles is not supported here (no hardware PMU); sampling cpu-clock instead",
@@ -86,9 +93,37 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
             list = enc.parse("cpu-clock")?;
             opts.default_event = true;
             config::configure(&mut list, &opts);
-            Session::open(&list, target.clone(), sopts).map_err(|e| open_error(e, &list))?
+            continue;
         }
-        Err(e) => return Err(open_error(e, &list)),
+        if !tried_user_only
+            && matches!(errno, Some(libc::EACCES | libc::EPERM))
+            && !matches!(target, Target::SystemWide { .. })
+            && list
+                .events
+                .iter()
+                .all(|e| !e.explicit_mods && !e.attr.exclude_kernel)
+        {
+            tried_user_only = true;
+            for e in &mut list.events {
+                e.attr.exclude_kernel = true;
+                e.attr.exclude_hv = true;
+                e.name.push_str(":u");
+            }
+            let paranoid = hwprof_pmu::sysfs::paranoid().map_or("?".into(), |p| p.to_string());
+            notice(
+                &a,
+                &format!(
+                    "kernel.perf_event_paranoid = {paranoid} forbids kernel samples: sampling user space only ({})",
+                    list.events
+                        .iter()
+                        .map(|e| e.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+            );
+            continue;
+        }
+        return Err(open_error(e, &list));
     };
 
     let attrs = session.attrs();
@@ -314,22 +349,15 @@ fn ring_pages(m: Option<&str>) -> anyhow::Result<usize> {
 }
 
 fn open_error(e: hwprof_sampler::Error, list: &EventList) -> anyhow::Error {
-    let Some(errno) = e.raw_os_error() else {
-        return anyhow!(e);
-    };
-    let names: Vec<&str> = list.events.iter().map(|e| e.name.as_str()).collect();
-    let hint = match errno {
-        libc::EINVAL if list.events.iter().any(|e| e.attr.freq) => format!(
-            "invalid sampling setup: a frequency above the kernel's limit ({} Hz in /proc/sys/kernel/perf_event_max_sample_rate), or an option this PMU lacks",
+    // The PMU layer's message already names the event and says what to do; only a
+    // frequency above the kernel's limit needs more.
+    if e.raw_os_error() == Some(libc::EINVAL) && list.events.iter().any(|e| e.attr.freq) {
+        return anyhow!(
+            "{e}: is -F above the kernel's limit of {} Hz (/proc/sys/kernel/perf_event_max_sample_rate)?",
             config::max_sample_rate().map_or("?".into(), |m| m.to_string())
-        ),
-        _ => hwprof_pmu::counter::open_hint(
-            errno,
-            names.first().copied().unwrap_or("event"),
-            hwprof_pmu::Slot { pid: 0, cpu: -1 },
-        ),
-    };
-    anyhow!("cannot sample {}: {hint} ({e})", names.join(","))
+        );
+    }
+    anyhow!(e)
 }
 
 /// Remembers the DSO a MMAP/MMAP2 record maps, for the BUILD_ID feature.
@@ -368,7 +396,8 @@ fn group_desc(list: &EventList) -> Option<Vec<GroupDesc>> {
         .into_iter()
         .filter(|g| g.len() > 1)
         .map(|g| GroupDesc {
-            name: String::new(),
+            // perf names groups written without a name this way.
+            name: ANON_GROUP.to_string(),
             leader_idx: g.start as u32,
             nr_members: g.len() as u32,
         })

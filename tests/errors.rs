@@ -559,3 +559,36 @@ fn per_task_as_nobody_counts_user_space_and_says_so() {
         );
     }
 }
+
+#[test]
+fn record_as_nobody_falls_back_to_user_space_like_perf() {
+    if paranoid() < 2 {
+        eprintln!("SKIPPED: perf_event_paranoid < 2, kernel samples are allowed here");
+        return;
+    }
+    let Some(nobody) = NobodyBin::new("rec") else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("hwprof-nobody-{}.data", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let o = out.to_str().expect("utf-8 path");
+    // No modifiers: perf's fallback to user space, said once.
+    let r = nobody.run(&["record", "-e", "cpu-clock", "-o", o, "--", "true"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let notes: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("user space only"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", r.stderr);
+    assert!(states_paranoid(notes[0], paranoid()), "{}", notes[0]);
+    assert!(notes[0].contains("cpu-clock:u"), "{}", notes[0]);
+    assert!(out.exists());
+    let _ = std::fs::remove_file(&out);
+    // Explicit kernel sampling: no fallback, one line that says why.
+    let r = nobody.run(&["record", "-e", "cpu-clock:k", "-o", o, "--", "true"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(states_paranoid(&r.stderr, paranoid()), "{}", r.stderr);
+    assert!(!out.exists(), "no output file after a failed open");
+}
