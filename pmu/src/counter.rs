@@ -187,6 +187,12 @@ fn is_unsupported(errno: i32, class: Class) -> bool {
 
 /// Explains an errno from perf_event_open for `event` in one line with what to do.
 pub fn open_hint(errno: i32, event: &str, slot: Slot) -> String {
+    // The suggestion `NAME:u` replaces modifiers the user wrote (`cpu-clock:k`), never a
+    // tracepoint's name (`sched:sched_switch`).
+    let event = match event.rsplit_once(':') {
+        Some((base, m)) if !m.is_empty() && m.chars().all(|c| "ukhGHpPDIS".contains(c)) => base,
+        _ => event,
+    };
     let paranoid =
         crate::sysfs::paranoid().map_or_else(|| "unknown".to_string(), |p| p.to_string());
     match errno {
