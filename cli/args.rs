@@ -24,6 +24,10 @@ pub enum Command {
     Record(RecordArgs),
     /// Print every record of a perf.data file, as text or JSON lines (like `perf script -D`).
     Script(ScriptArgs),
+    /// The top table of a perf.data file: overhead per comm, module and symbol (like `perf report`).
+    Report(ReportArgs),
+    /// Draw an interactive SVG flame graph from a perf.data file, or record a command and draw it.
+    Flamegraph(FlamegraphArgs),
 }
 
 #[derive(Debug, Args)]
@@ -212,6 +216,171 @@ pub struct ScriptArgs {
     /// Print the file header, attrs and features before the records.
     #[arg(long = "header")]
     pub header: bool,
+}
+
+/// Sort keys of `hwprof report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SortKey {
+    /// The command name.
+    Comm,
+    /// Process id.
+    Pid,
+    /// Thread id.
+    Tid,
+    /// The module (shared object, `[kernel.kallsyms]`).
+    Dso,
+    /// The function.
+    Sym,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The perf.data file to read (`-` for a pipe-mode stream on stdin).
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub input: PathBuf,
+    /// Group rows by these keys, comma-separated.
+    #[arg(
+        short = 's',
+        long = "sort",
+        value_name = "KEYS",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "comm,dso,sym"
+    )]
+    pub sort: Vec<SortKey>,
+    /// Overhead of each row's own samples only (perf's --no-children).
+    #[arg(long = "no-children", conflicts_with = "children")]
+    pub no_children: bool,
+    /// Also show the overhead of each row's callees (perf's --children; the default with
+    /// callchains, as in perf).
+    #[arg(long = "children")]
+    pub children: bool,
+    /// Only this event (by name) of a multi-event file.
+    #[arg(long = "event", value_name = "NAME")]
+    pub event: Option<String>,
+    /// Only these process ids (comma-separated).
+    #[arg(long = "pid", value_name = "PID,..", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Only these thread ids (comma-separated).
+    #[arg(long = "tid", value_name = "TID,..", value_delimiter = ',')]
+    pub tid: Vec<u32>,
+    /// Only these command names (comma-separated).
+    #[arg(long = "comm", value_name = "COMM,..", value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Hide rows below this overhead in percent.
+    #[arg(long = "percent-limit", value_name = "P", default_value_t = 0.0)]
+    pub percent_limit: f64,
+    /// Plain text table (the default).
+    #[arg(long = "stdio", conflicts_with = "json")]
+    pub stdio: bool,
+    /// JSON output.
+    #[arg(long = "json")]
+    pub json: bool,
+    /// Compare two files: overhead of each row in BASE and NEW and the change.
+    #[arg(long = "diff", num_args = 2, value_names = ["BASE", "NEW"])]
+    pub diff: Option<Vec<PathBuf>>,
+    /// Do not expand inlined functions (rows are the functions that contain the ip).
+    #[arg(long = "no-inline")]
+    pub no_inline: bool,
+}
+
+/// What a flame graph's frame widths measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FlameWeight {
+    /// One per sample.
+    Samples,
+    /// The events each sample stands for (its period): cycles, cache misses...
+    Period,
+    /// The sampled weight (e.g. PEBS load latency in cycles).
+    Weight,
+}
+
+#[derive(Debug, Args)]
+pub struct FlamegraphArgs {
+    /// The perf.data file to draw (ignored when a command is given).
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub input: PathBuf,
+    /// The SVG to write (atomically); with --all or several events, EVENT is inserted
+    /// before the extension.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "flamegraph.svg"
+    )]
+    pub output: PathBuf,
+    /// Write folded stacks (`a;b;c 42`) instead of an SVG.
+    #[arg(long = "folded")]
+    pub folded: bool,
+    /// What frame widths measure.
+    #[arg(long = "weight", value_enum, default_value_t = FlameWeight::Period)]
+    pub weight: FlameWeight,
+    /// Only this event (by name) of a multi-event file.
+    #[arg(long = "event", value_name = "NAME", conflicts_with = "all")]
+    pub event: Option<String>,
+    /// One graph per event of the file.
+    #[arg(long = "all")]
+    pub all: bool,
+    /// Show inlined functions as frames (the default).
+    #[arg(long = "inline", overrides_with = "no_inline")]
+    pub inline: bool,
+    /// Do not show inlined functions.
+    #[arg(long = "no-inline")]
+    pub no_inline: bool,
+    /// Show kernel frames (the default).
+    #[arg(long = "kernel", overrides_with = "no_kernel")]
+    pub kernel: bool,
+    /// Hide kernel frames.
+    #[arg(long = "no-kernel")]
+    pub no_kernel: bool,
+    /// Differential flame graph of NEW against BASE (red grew, blue shrank).
+    #[arg(long = "diff", num_args = 2, value_names = ["BASE", "NEW"])]
+    pub diff: Option<Vec<PathBuf>>,
+    /// The graph's title (default: names the event, its unit and the total).
+    #[arg(long = "title", value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Record: events to sample (as `hwprof record -e`).
+    #[arg(short = 'e', long = "event-record", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Record: sampling frequency (default 999 Hz).
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "FREQ",
+        conflicts_with = "count"
+    )]
+    pub freq: Option<String>,
+    /// Record: sample every N events.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// Record: callchain mode, fp (default), lbr or dwarf[,SIZE].
+    #[arg(long = "call-graph", value_name = "fp|lbr|dwarf[,SIZE]")]
+    pub call_graph: Option<String>,
+    /// Record: attach to these PIDs.
+    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
+    pub pid: Option<String>,
+    /// Record: system-wide.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Record: stop after SECS seconds.
+    #[arg(long = "duration", value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Record: keep the recording in this file (default: a temporary file, removed).
+    #[arg(long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
+    /// The command to record, after `--`.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[cfg(test)]

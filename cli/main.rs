@@ -6,9 +6,11 @@
 
 mod args;
 mod encode;
+mod flamegraph;
 mod list;
 mod record;
 mod render;
+mod report;
 mod script;
 mod stat;
 
@@ -80,6 +82,8 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Encode(a) => encode::run(a).map(|()| 0),
         args::Command::Record(a) => record::run(a),
         args::Command::Script(a) => script::run(a),
+        args::Command::Report(a) => report::run(a),
+        args::Command::Flamegraph(a) => flamegraph::run(a),
     }
 }
 

@@ -1,0 +1,143 @@
+//! The symbolized profile: what reports and flame graphs are drawn from.
+//!
+//! Frames are interned ([`FrameId`] indexes [`Profile::frames`]), so a profile of
+//! millions of samples with deep stacks stays small and folding compares integers.
+
+use hwprof_pmu::attr::Attr;
+use serde::Serialize;
+
+/// Index of a frame in [`Profile::frames`].
+pub type FrameId = u32;
+
+/// Where a frame's code lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameKind {
+    /// User-space code in a mapped file (or anonymous memory).
+    User,
+    /// The kernel or a kernel module.
+    Kernel,
+    /// JIT code described by `/tmp/perf-PID.map`.
+    Jit,
+}
+
+/// One frame of a stack. Inlined functions are frames of their own, marked `inlined`,
+/// placed before (leaf side of) the function they were inlined into.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Frame {
+    /// The demangled function name; `None` when it could not be resolved.
+    pub function: Option<String>,
+    /// The module: a file path, `[kernel.kallsyms]`, a kernel module name, `[vdso]`,
+    /// `[anon]`, or the perf map of a JIT; `None` when no mapping covers the address.
+    pub module: Option<String>,
+    /// The address relative to the module (file offset based, as `perf report` shows
+    /// unresolved addresses: `libfoo.so+0x1234`).
+    pub module_offset: u64,
+    /// Source file, when DWARF says.
+    pub file: Option<String>,
+    /// Source line, when DWARF says.
+    pub line: Option<u32>,
+    /// An inlined function (its caller is the next frame of the stack).
+    pub inlined: bool,
+    /// Where the code lives.
+    pub kind: FrameKind,
+}
+
+impl Frame {
+    /// The function name, or `[unknown]`.
+    pub fn name(&self) -> &str {
+        self.function.as_deref().unwrap_or("[unknown]")
+    }
+
+    /// The module's file name (no directory), or `[unknown]`.
+    pub fn module_name(&self) -> &str {
+        match &self.module {
+            Some(m) => m.rsplit('/').next().unwrap_or(m),
+            None => "[unknown]",
+        }
+    }
+}
+
+/// One event of the recording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EventInfo {
+    /// The event's name (`cpu-clock`, `cycles:ppp`, `sched:sched_switch`).
+    pub name: String,
+    /// Its attr as recorded.
+    pub attr: Attr,
+}
+
+/// One sample, symbolized.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Sample {
+    /// Index in [`Profile::events`].
+    pub event: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Index in [`Profile::comms`]: the thread's command name at the sample's time.
+    pub comm: u32,
+    /// Timestamp (ns), when sampled.
+    pub time: Option<u64>,
+    /// CPU, when sampled.
+    pub cpu: Option<u32>,
+    /// Events this sample stands for: the sampled PERIOD, else the attr's fixed period
+    /// (as perf report counts), else 1.
+    pub period: u64,
+    /// The sampled weight (WEIGHT, or WEIGHT_STRUCT's var1_dw: e.g. load latency).
+    pub weight: Option<u64>,
+    /// The stack, leaf first: the sampled ip then its callers, with inlined functions
+    /// expanded (as [`Options`] asked).
+    pub stack: Vec<FrameId>,
+}
+
+/// What to put in the stacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Expand inlined functions into frames of their own.
+    pub inline: bool,
+    /// Keep kernel frames.
+    pub kernel: bool,
+    /// Keep user frames.
+    pub user: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            inline: true,
+            kernel: true,
+            user: true,
+        }
+    }
+}
+
+/// A symbolized recording.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Profile {
+    /// The events, in the file's attr order.
+    pub events: Vec<EventInfo>,
+    /// Interned frames; [`Sample::stack`] holds indexes into it.
+    pub frames: Vec<Frame>,
+    /// Interned command names; [`Sample::comm`] indexes it.
+    pub comms: Vec<String>,
+    /// The samples, in file order.
+    pub samples: Vec<Sample>,
+    /// Records the kernel reported lost (LOST) plus samples lost (LOST_SAMPLES).
+    pub lost: u64,
+}
+
+impl Profile {
+    /// The frame of an id.
+    pub fn frame(&self, id: FrameId) -> &Frame {
+        &self.frames[id as usize]
+    }
+
+    /// The command name of a sample.
+    pub fn comm(&self, s: &Sample) -> &str {
+        self.comms
+            .get(s.comm as usize)
+            .map_or("[unknown]", String::as_str)
+    }
+}
