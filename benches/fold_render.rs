@@ -1,0 +1,3 @@
+//! Criterion bench of fold + render (being written).
+
+fn main() {}
