@@ -9,7 +9,28 @@
 //!
 //! Its output is a [`Profile`]: interned frames and samples whose stacks are frame ids,
 //! the one input of `hwprof report` and `hwprof flamegraph`. It renders nothing.
+//!
+//! ```no_run
+//! use hwprof_sampler::perfdata::reader::PerfData;
+//! use hwprof_symbolize::{Options, Profile};
+//!
+//! let pd = PerfData::open("perf.data".as_ref())?;
+//! let p = Profile::build(&pd, &Options::default())?;
+//! for s in &p.samples {
+//!     let leaf = s.stack.first().map(|&f| p.frame(f).name());
+//!     println!("{} {:?}", p.comm(s), leaf);
+//! }
+//! # Ok::<(), hwprof_symbolize::Error>(())
+//! ```
 
+mod build;
+pub mod error;
+pub mod kallsyms;
+mod maps;
+pub mod perfmap;
 pub mod profile;
+pub mod symbolizer;
 
+pub use error::{Error, Result};
 pub use profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
+pub use symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};

@@ -1,0 +1,460 @@
+//! The low-level symbolizer: (module, offset) pairs to frames, each resolved once.
+//!
+//! A [`Module`] says where an address lives (a mapped file, the kernel, anonymous memory
+//! of a process...) and an offset in it (the file offset for files, the address itself
+//! otherwise). [`Symbolizer::resolve`] turns a batch of such offsets of one module into
+//! frames: blazesym (ELF symbols, DWARF lines and inlined functions, debug files under
+//! `/usr/lib/debug`) for files, `/proc/kallsyms` for the kernel, `/tmp/perf-PID.map` for
+//! JIT code. Results are cached per (module, offset, return address), so asking twice
+//! costs a hash lookup.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use blazesym::symbolize::source::{Elf, Source};
+use blazesym::symbolize::{CodeInfo, Input, Symbolized};
+use hwprof_sampler::buildid;
+use hwprof_sampler::perfdata::features::Features;
+
+use crate::kallsyms::Kallsyms;
+use crate::perfmap::PerfMap;
+use crate::profile::{Frame, FrameKind};
+
+/// The kernel's module name, as perf spells it.
+pub const KERNEL_MODULE: &str = "[kernel.kallsyms]";
+
+/// Where code lives.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Module {
+    /// A mapped file; offsets are file offsets. `build_id` is what the recording says the
+    /// file was (from `HEADER_BUILD_ID` or an MMAP2 build id), if it says.
+    File {
+        /// The path as mapped.
+        path: String,
+        /// The recorded build id.
+        build_id: Option<Vec<u8>>,
+    },
+    /// The kernel image; offsets are addresses.
+    Kernel,
+    /// A kernel module (`[ext4]` or its `.ko` path); offsets are addresses.
+    KernelModule {
+        /// The module's name as mapped.
+        name: String,
+    },
+    /// Anonymous memory of a process (`//anon`, `/dev/zero`...): JIT code when
+    /// `/tmp/perf-PID.map` describes it; offsets are addresses.
+    Anon {
+        /// The mapping's name.
+        name: String,
+        /// The process.
+        pid: u32,
+    },
+    /// A mapping no file backs and nothing resolves (`[vdso]`, `[heap]`, `[stack]`);
+    /// offsets are relative to the mapping's start.
+    Other {
+        /// The mapping's name.
+        name: String,
+    },
+    /// A user address no mapping covers; offsets are addresses.
+    Unmapped,
+}
+
+/// Index of a module in a [`Symbolizer`].
+pub type ModuleId = u32;
+
+/// Whether a recording's kernel is this machine's kernel: its `[kernel.kallsyms]` build
+/// id equals the running kernel's, or, when the file has none, its OSRELEASE equals this
+/// kernel's release. Anything else (no information at all included) is "no": kernel
+/// addresses are then never named from this machine's `/proc/kallsyms`.
+pub fn kernel_matches(features: &Features) -> bool {
+    let recorded = features
+        .build_ids
+        .iter()
+        .find(|b| b.filename == buildid::KERNEL_DSO);
+    if let Some(b) = recorded {
+        return buildid::kernel_build_id().is_some_and(|k| same_build_id(&k, &b.build_id));
+    }
+    match (&features.osrelease, local_release()) {
+        (Some(rec), Some(here)) => rec.trim() == here.trim(),
+        _ => false,
+    }
+}
+
+fn local_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()
+}
+
+/// Build ids compare on their common prefix (perf.data keeps at most 20 bytes, padded
+/// with zeros), and an empty one matches nothing.
+fn same_build_id(a: &[u8], b: &[u8]) -> bool {
+    let trim = |x: &[u8]| -> usize { x.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1) };
+    let (a, b) = (&a[..trim(a)], &b[..trim(b)]);
+    !a.is_empty() && a == b
+}
+
+/// `/usr/lib/debug/.build-id/xx/yyyy.debug` for a build id.
+fn build_id_debug_path(id: &[u8]) -> Option<PathBuf> {
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = hex.trim_end_matches("00");
+    (hex.len() > 2).then(|| {
+        PathBuf::from(format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &hex[..2],
+            &hex[2..]
+        ))
+    })
+}
+
+/// Resolves module offsets to frames, caching every answer.
+pub struct Symbolizer {
+    inline: bool,
+    kernel_trusted: bool,
+    blaze: blazesym::symbolize::Symbolizer,
+    kallsyms: Option<Kallsyms>,
+    perf_maps: HashMap<u32, Option<PerfMap>>,
+    modules: Vec<Module>,
+    module_ids: HashMap<Module, ModuleId>,
+    /// Per file module: the ELF to read symbols from, `None` when none matches.
+    sources: HashMap<ModuleId, Option<PathBuf>>,
+    cache: HashMap<(ModuleId, u64, bool), Vec<Frame>>,
+    lookups: u64,
+}
+
+impl std::fmt::Debug for Symbolizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symbolizer")
+            .field("inline", &self.inline)
+            .field("kernel_trusted", &self.kernel_trusted)
+            .field("modules", &self.modules.len())
+            .field("cached", &self.cache.len())
+            .field("lookups", &self.lookups)
+            .finish()
+    }
+}
+
+impl Symbolizer {
+    /// A symbolizer. `inline`: expand inlined functions; `kernel_trusted`: the recording's
+    /// kernel is this one (see [`kernel_matches`]), so `/proc/kallsyms` may name kernel
+    /// addresses.
+    pub fn new(inline: bool, kernel_trusted: bool) -> Symbolizer {
+        let blaze = blazesym::symbolize::Symbolizer::builder()
+            .enable_code_info(true)
+            .enable_inlined_fns(inline)
+            .enable_demangling(true)
+            .enable_auto_reload(false)
+            .build();
+        Symbolizer {
+            inline,
+            kernel_trusted,
+            blaze,
+            kallsyms: None,
+            perf_maps: HashMap::new(),
+            modules: Vec::new(),
+            module_ids: HashMap::new(),
+            sources: HashMap::new(),
+            cache: HashMap::new(),
+            lookups: 0,
+        }
+    }
+
+    /// The id of a module (interned).
+    pub fn module_id(&mut self, m: Module) -> ModuleId {
+        if let Some(&id) = self.module_ids.get(&m) {
+            return id;
+        }
+        let id = self.modules.len() as ModuleId;
+        self.modules.push(m.clone());
+        self.module_ids.insert(m, id);
+        id
+    }
+
+    /// The module of an id.
+    pub fn module(&self, id: ModuleId) -> Option<&Module> {
+        self.modules.get(id as usize)
+    }
+
+    /// How many (module, offset) lookups were really done (cache misses) so far.
+    pub fn lookups(&self) -> u64 {
+        self.lookups
+    }
+
+    /// Frames of one offset of a module, innermost inlined function first, the
+    /// containing function last. `ret`: the offset is a return address (a caller's
+    /// frame), so the call instruction before it is looked up.
+    pub fn resolve_one(&mut self, module: ModuleId, offset: u64, ret: bool) -> Vec<Frame> {
+        self.resolve(module, &[(offset, ret)])
+            .into_iter()
+            .next()
+            .unwrap_or_default()
+    }
+
+    /// Frames of a batch of (offset, is return address) of one module, in input order.
+    /// Offsets not seen before are resolved together (one blazesym call per file).
+    pub fn resolve(&mut self, module: ModuleId, offsets: &[(u64, bool)]) -> Vec<Vec<Frame>> {
+        let mut todo: Vec<(u64, bool)> = offsets
+            .iter()
+            .copied()
+            .filter(|&(o, r)| !self.cache.contains_key(&(module, o, r)))
+            .collect();
+        todo.sort_unstable();
+        todo.dedup();
+        if !todo.is_empty() {
+            self.lookups += todo.len() as u64;
+            let frames = self.lookup(module, &todo);
+            for (&(o, r), f) in todo.iter().zip(frames) {
+                self.cache.insert((module, o, r), f);
+            }
+        }
+        offsets
+            .iter()
+            .map(|&(o, r)| self.cache.get(&(module, o, r)).cloned().unwrap_or_default())
+            .collect()
+    }
+
+    fn lookup(&mut self, id: ModuleId, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
+        let Some(m) = self.modules.get(id as usize).cloned() else {
+            return todo
+                .iter()
+                .map(|&(o, _)| vec![unknown(None, o, FrameKind::User)])
+                .collect();
+        };
+        match m {
+            Module::File { path, build_id } => {
+                self.lookup_file(id, &path, build_id.as_deref(), todo)
+            }
+            Module::Kernel => self.lookup_kernel(KERNEL_MODULE, todo),
+            Module::KernelModule { name } => self.lookup_kernel(&name, todo),
+            Module::Anon { name, pid } => self.lookup_jit(&name, pid, todo),
+            Module::Other { name } => todo
+                .iter()
+                .map(|&(o, _)| vec![unknown(Some(&name), o, FrameKind::User)])
+                .collect(),
+            Module::Unmapped => todo
+                .iter()
+                .map(|&(o, _)| vec![unknown(None, o, FrameKind::User)])
+                .collect(),
+        }
+    }
+
+    /// The ELF file to read a file module's symbols from: the mapped path when its build
+    /// id is the recorded one (or none was recorded), else the build-id debug file.
+    fn source(&mut self, id: ModuleId, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
+        if let Some(s) = self.sources.get(&id) {
+            return s.clone();
+        }
+        let local = Path::new(path);
+        let found = match build_id {
+            None => local.is_file().then(|| local.to_path_buf()),
+            Some(want) => {
+                if buildid::read_build_id(local).is_some_and(|have| same_build_id(&have, want)) {
+                    Some(local.to_path_buf())
+                } else {
+                    build_id_debug_path(want).filter(|p| {
+                        buildid::read_build_id(p).is_some_and(|have| same_build_id(&have, want))
+                    })
+                }
+            }
+        };
+        self.sources.insert(id, found.clone());
+        found
+    }
+
+    fn lookup_file(
+        &mut self,
+        id: ModuleId,
+        path: &str,
+        build_id: Option<&[u8]>,
+        todo: &[(u64, bool)],
+    ) -> Vec<Vec<Frame>> {
+        let unknowns = || -> Vec<Vec<Frame>> {
+            todo.iter()
+                .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
+                .collect()
+        };
+        let Some(src_path) = self.source(id, path, build_id) else {
+            return unknowns();
+        };
+        let query: Vec<u64> = todo
+            .iter()
+            .map(|&(o, r)| if r { o.saturating_sub(1) } else { o })
+            .collect();
+        let src = Source::Elf(Elf::new(&src_path));
+        // Debug info that cannot be read (a compression blazesym lacks) must not cost the
+        // ELF symbols: retry without it.
+        let syms = match self.blaze.symbolize(&src, Input::FileOffset(&query)) {
+            Ok(syms) => syms,
+            Err(_) => {
+                let mut elf = Elf::new(&src_path);
+                elf.debug_syms = false;
+                match self
+                    .blaze
+                    .symbolize(&Source::Elf(elf), Input::FileOffset(&query))
+                {
+                    Ok(syms) => syms,
+                    Err(_) => return unknowns(),
+                }
+            }
+        };
+        todo.iter()
+            .zip(&query)
+            .zip(syms)
+            .map(|((&(o, _), &q), s)| match s {
+                Symbolized::Sym(sym) => {
+                    let start = q.saturating_sub(sym.offset as u64);
+                    let mut frames = Vec::with_capacity(1 + sym.inlined.len());
+                    for f in sym.inlined.iter().rev() {
+                        let (file, line) = code_location(f.code_info.as_ref());
+                        frames.push(Frame {
+                            function: Some(f.name.to_string()),
+                            module: Some(path.to_string()),
+                            module_offset: start,
+                            file,
+                            line,
+                            inlined: true,
+                            kind: FrameKind::User,
+                        });
+                    }
+                    let (file, line) = code_location(sym.code_info.as_deref());
+                    frames.push(Frame {
+                        function: Some(sym.name.to_string()),
+                        module: Some(path.to_string()),
+                        module_offset: start,
+                        file,
+                        line,
+                        inlined: false,
+                        kind: FrameKind::User,
+                    });
+                    frames
+                }
+                _ => vec![unknown(Some(path), o, FrameKind::User)],
+            })
+            .collect()
+    }
+
+    fn lookup_kernel(&mut self, name: &str, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
+        if !self.kernel_trusted {
+            return todo
+                .iter()
+                .map(|&(o, _)| vec![unknown(Some(name), o, FrameKind::Kernel)])
+                .collect();
+        }
+        let ks = self.kallsyms.get_or_insert_with(Kallsyms::load);
+        todo.iter()
+            .map(|&(o, r)| {
+                let q = if r { o.saturating_sub(1) } else { o };
+                match ks.lookup(q) {
+                    Some(s) => {
+                        let module = match &s.module {
+                            Some(m) => format!("[{m}]"),
+                            None => KERNEL_MODULE.to_string(),
+                        };
+                        vec![Frame {
+                            function: Some(s.name.clone()),
+                            module: Some(module),
+                            module_offset: s.addr,
+                            file: None,
+                            line: None,
+                            inlined: false,
+                            kind: FrameKind::Kernel,
+                        }]
+                    }
+                    None => vec![unknown(Some(name), o, FrameKind::Kernel)],
+                }
+            })
+            .collect()
+    }
+
+    fn lookup_jit(&mut self, name: &str, pid: u32, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
+        let map_path = format!("/tmp/perf-{pid}.map");
+        let map = self
+            .perf_maps
+            .entry(pid)
+            .or_insert_with(|| PerfMap::load(Path::new(&map_path)));
+        todo.iter()
+            .map(|&(o, r)| {
+                let q = if r { o.saturating_sub(1) } else { o };
+                match map.as_ref().and_then(|m| m.lookup(q)) {
+                    Some(s) => vec![Frame {
+                        function: Some(s.name.clone()),
+                        module: Some(map_path.clone()),
+                        module_offset: s.start,
+                        file: None,
+                        line: None,
+                        inlined: false,
+                        kind: FrameKind::Jit,
+                    }],
+                    None => vec![unknown(Some(name), o, FrameKind::User)],
+                }
+            })
+            .collect()
+    }
+
+    /// Whether inlined functions are expanded.
+    pub fn inline(&self) -> bool {
+        self.inline
+    }
+}
+
+fn code_location(ci: Option<&CodeInfo<'_>>) -> (Option<String>, Option<u32>) {
+    match ci {
+        Some(ci) => (Some(ci.to_path().display().to_string()), ci.line),
+        None => (None, None),
+    }
+}
+
+fn unknown(module: Option<&str>, offset: u64, kind: FrameKind) -> Frame {
+    Frame {
+        function: None,
+        module: module.map(str::to_string),
+        module_offset: offset,
+        file: None,
+        line: None,
+        inlined: false,
+        kind,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_ids_compare_without_padding() {
+        assert!(same_build_id(&[1, 2, 3], &[1, 2, 3, 0, 0]));
+        assert!(!same_build_id(&[1, 2, 3], &[1, 2, 4]));
+        assert!(!same_build_id(&[], &[0, 0]));
+        assert_eq!(
+            build_id_debug_path(&[0xab, 0xcd, 0xef, 0, 0]).unwrap(),
+            PathBuf::from("/usr/lib/debug/.build-id/ab/cdef.debug")
+        );
+    }
+
+    #[test]
+    fn own_function_resolves_once() {
+        let exe = std::env::current_exe().unwrap();
+        let mut s = Symbolizer::new(true, false);
+        let id = s.module_id(Module::Kernel);
+        let f = s.resolve(
+            id,
+            &[
+                (0xffff_ffff_8100_0000, false),
+                (0xffff_ffff_8100_0000, false),
+            ],
+        );
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0][0].name(), "[unknown]");
+        assert_eq!(f[0][0].module_name(), KERNEL_MODULE);
+        assert_eq!(s.lookups(), 1);
+        let bogus = s.module_id(Module::File {
+            path: exe.display().to_string(),
+            build_id: Some(vec![9; 20]),
+        });
+        let f = s.resolve_one(bogus, 0x1000, false);
+        assert_eq!(
+            f[0].function, None,
+            "a mismatching build id never uses the local file"
+        );
+        assert_eq!(s.lookups(), 2);
+    }
+}
