@@ -122,6 +122,17 @@ impl Profile {
     }
 }
 
+/// perf's short name of a kernel module: `/lib/modules/.../ath9k_hw.ko` -> `[ath9k_hw]`
+/// (dashes become underscores, as the kernel names modules); `[name]` stays.
+fn kernel_module_name(name: &str) -> String {
+    if name.starts_with('[') {
+        return name.to_string();
+    }
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let stem = base.split(".ko").next().unwrap_or(base);
+    format!("[{}]", stem.replace('-', "_"))
+}
+
 /// What a mapping's name says the module is.
 fn classify(name: &str, pid: u32, build_id: Option<Vec<u8>>) -> Module {
     if pid == KERNEL_PID {
@@ -133,7 +144,7 @@ fn classify(name: &str, pid: u32, build_id: Option<Vec<u8>>) -> Module {
             }
         } else {
             Module::KernelModule {
-                name: name.to_string(),
+                name: kernel_module_name(name),
             }
         };
     }
