@@ -1,7 +1,458 @@
-//! `hwprof flamegraph` (being written).
+//! `hwprof flamegraph`: SVG flame graphs (or folded stacks) from a perf.data, from two
+//! (differential), or from a command recorded on the spot.
+//!
+//! Every input becomes folded stacks ([`fold`]), then one renderer draws them ([`svg`],
+//! inferno). Outputs are written atomically (a temporary file in the same directory,
+//! renamed into place), so a failure never leaves a half-written graph.
 
-use crate::args::FlamegraphArgs;
+mod fold;
+mod svg;
 
-pub fn run(_a: FlamegraphArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("hwprof flamegraph is being written")
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use hwprof_pmu::attr::types;
+use hwprof_sampler::perfdata::reader::PerfData;
+use hwprof_symbolize::{Options as SymOptions, Profile};
+
+use crate::args::{FlameWeight, FlamegraphArgs, RecordArgs};
+use crate::usage;
+use fold::{FoldOptions, Folded, Weight};
+use svg::{Measure, Render};
+
+/// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
+pub fn run(a: FlamegraphArgs) -> anyhow::Result<u8> {
+    let recording = !a.command.is_empty() || a.pid.is_some() || a.all_cpus;
+    if let Some(d) = &a.diff {
+        if recording {
+            return usage("--diff draws two existing recordings: give no command, -p or -a");
+        }
+        if a.all {
+            return usage("--diff draws one event: use --event NAME instead of --all");
+        }
+        let (Some(base), Some(new)) = (d.first(), d.get(1)) else {
+            return usage("--diff needs two files: BASE NEW");
+        };
+        diff(&a, base, new)?;
+        return Ok(0);
+    }
+    if recording {
+        return record_and_draw(&a);
+    }
+    draw_file(&a, &a.input)?;
+    Ok(0)
+}
+
+fn sym_options(a: &FlamegraphArgs) -> SymOptions {
+    SymOptions {
+        inline: !a.no_inline,
+        kernel: !a.no_kernel,
+        user: true,
+    }
+}
+
+fn fold_options(a: &FlamegraphArgs) -> FoldOptions {
+    FoldOptions {
+        inline: !a.no_inline,
+        kernel: !a.no_kernel,
+    }
+}
+
+fn weight_of(a: &FlamegraphArgs) -> (Weight, Measure) {
+    match a.weight {
+        FlameWeight::Samples => (Weight::Samples, Measure::Samples),
+        FlameWeight::Period => (Weight::Period, Measure::Period),
+        FlameWeight::Weight => (Weight::Weight, Measure::Weight),
+    }
+}
+
+fn load(path: &Path, opts: &SymOptions) -> anyhow::Result<Profile> {
+    if !path.exists() && path.as_os_str() != "-" {
+        anyhow::bail!(
+            "{}: no such file (record one with `hwprof record -g -- CMD`, or give -i FILE)",
+            path.display()
+        );
+    }
+    let pd = PerfData::open(path)?;
+    Profile::build(&pd, opts).with_context(|| format!("symbolizing {}", path.display()))
+}
+
+fn event_names(p: &Profile) -> String {
+    let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+    names.join(", ")
+}
+
+/// The index of the event called `name`: exact, else ignoring modifiers (`cycles` for
+/// `cycles:ppp`).
+fn find_event(p: &Profile, name: &str, path: &Path) -> anyhow::Result<u32> {
+    let exact = p.events.iter().position(|e| e.name == name);
+    let loose = || {
+        p.events.iter().position(|e| {
+            e.attr.type_ != types::TRACEPOINT && e.name.split(':').next() == Some(name)
+        })
+    };
+    match exact.or_else(loose) {
+        Some(i) => Ok(i as u32),
+        None => usage(format!(
+            "no event '{name}' in {} (its events: {})",
+            path.display(),
+            event_names(p)
+        )),
+    }
+}
+
+fn has_samples(p: &Profile, ev: u32) -> bool {
+    p.samples.iter().any(|s| s.event == ev)
+}
+
+/// The events to draw: `--event`, `--all`, or the first event that has samples (with a
+/// note naming the others).
+fn select_events(a: &FlamegraphArgs, p: &Profile, path: &Path) -> anyhow::Result<Vec<u32>> {
+    if p.events.is_empty() {
+        anyhow::bail!("{} has no events", path.display());
+    }
+    if let Some(name) = &a.event {
+        return Ok(vec![find_event(p, name, path)?]);
+    }
+    if a.all {
+        return Ok((0..p.events.len() as u32).collect());
+    }
+    let first = (0..p.events.len() as u32)
+        .find(|&e| has_samples(p, e))
+        .unwrap_or(0);
+    if p.events.len() > 1 {
+        let name = p.events.get(first as usize).map_or("", |e| e.name.as_str());
+        eprintln!(
+            "hwprof: note: {} has {} events ({}); drawing {name} (--event NAME for another, --all for one graph each)",
+            path.display(),
+            p.events.len(),
+            event_names(p)
+        );
+    }
+    Ok(vec![first])
+}
+
+/// `flamegraph.svg` + `cache-misses` → `flamegraph.cache-misses.svg`.
+fn per_event_path(out: &Path, event: &str) -> PathBuf {
+    let safe: String = event
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let name = match (stem, out.extension()) {
+        (Some(stem), Some(ext)) => format!("{stem}.{safe}.{}", ext.to_string_lossy()),
+        (Some(stem), None) => format!("{stem}.{safe}"),
+        (None, _) => safe,
+    };
+    out.with_file_name(name)
+}
+
+/// Where `--folded` goes: stdout unless `-o` names a file other than the SVG default.
+fn folded_to_stdout(a: &FlamegraphArgs) -> bool {
+    a.output.as_os_str() == "-" || (a.folded && a.output.as_os_str() == "flamegraph.svg")
+}
+
+/// Folds one event, checking that the asked weight exists.
+fn fold_event(a: &FlamegraphArgs, p: &Profile, ev: u32, path: &Path) -> anyhow::Result<Folded> {
+    let (weight, _) = weight_of(a);
+    let folded = fold::fold(p, ev, weight, fold_options(a));
+    let name = p.events.get(ev as usize).map_or("", |e| e.name.as_str());
+    if weight == Weight::Weight && folded.samples > 0 && folded.weighted == 0 {
+        return usage(format!(
+            "{name} in {} has no sample weights: record with `hwprof record --weight` (-W) to sample them, or draw --weight period",
+            path.display()
+        ));
+    }
+    Ok(folded)
+}
+
+fn title_of(a: &FlamegraphArgs, p: &Profile, ev: u32, f: &Folded) -> String {
+    if let Some(t) = &a.title {
+        return t.clone();
+    }
+    let e = p.events.get(ev as usize);
+    let name = e.map_or("", |e| e.name.as_str());
+    let unit = svg::unit_of(name, e.is_some_and(|e| e.attr.type_ == types::TRACEPOINT));
+    svg::title(name, &unit, weight_of(a).1, f.total, f.samples, f.period)
+}
+
+fn count_name_of(a: &FlamegraphArgs, p: &Profile, ev: u32) -> String {
+    let e = p.events.get(ev as usize);
+    let name = e.map_or("", |e| e.name.as_str());
+    let unit = svg::unit_of(name, e.is_some_and(|e| e.attr.type_ == types::TRACEPOINT));
+    svg::count_name(&unit, weight_of(a).1)
+}
+
+fn draw_file(a: &FlamegraphArgs, path: &Path) -> anyhow::Result<()> {
+    let profile = load(path, &sym_options(a))?;
+    let events = select_events(a, &profile, path)?;
+    let several = events.len() > 1;
+    let to_stdout = folded_to_stdout(a);
+    let mut drawn = 0;
+    for ev in events {
+        let name = profile
+            .events
+            .get(ev as usize)
+            .map_or(String::new(), |e| e.name.clone());
+        let folded = fold_event(a, &profile, ev, path)?;
+        if folded.is_empty() {
+            if several {
+                eprintln!(
+                    "hwprof: note: no samples of {name} in {}; no graph for it",
+                    path.display()
+                );
+                continue;
+            }
+            anyhow::bail!(
+                "no samples of {name} in {}{}",
+                path.display(),
+                if a.weight == FlameWeight::Weight {
+                    " with a weight"
+                } else {
+                    ""
+                }
+            );
+        }
+        let out = if several {
+            per_event_path(&a.output, &name)
+        } else {
+            a.output.clone()
+        };
+        let title = title_of(a, &profile, ev, &folded);
+        if a.folded {
+            let text = folded.to_text();
+            if to_stdout {
+                let mut o = std::io::stdout().lock();
+                if several {
+                    writeln!(o, "# event: {name}")?;
+                }
+                o.write_all(text.as_bytes())?;
+                o.flush()?;
+            } else {
+                write_atomic(&out, text.as_bytes())?;
+                eprintln!("hwprof: wrote {} ({title})", out.display());
+            }
+        } else {
+            let r = Render {
+                title: title.clone(),
+                subtitle: None,
+                count_name: count_name_of(a, &profile, ev),
+                sources: &folded.sources,
+            };
+            let bytes = svg::render(folded.lines(), &r).context("drawing the flame graph")?;
+            write_atomic(&out, &bytes)?;
+            eprintln!("hwprof: wrote {} ({title})", out.display());
+        }
+        drawn += 1;
+    }
+    if drawn == 0 {
+        anyhow::bail!("no samples in {}", path.display());
+    }
+    Ok(())
+}
+
+/// Differential graph of NEW against BASE: red = grew, blue = shrank, BASE normalised to
+/// NEW's total.
+fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
+    let opts = sym_options(a);
+    let pb = load(base, &opts)?;
+    let pn = load(new, &opts)?;
+    let ev_new = match &a.event {
+        Some(name) => find_event(&pn, name, new)?,
+        None => (0..pn.events.len() as u32)
+            .find(|&e| has_samples(&pn, e))
+            .unwrap_or(0),
+    };
+    let name = pn
+        .events
+        .get(ev_new as usize)
+        .map(|e| e.name.clone())
+        .with_context(|| format!("{} has no events", new.display()))?;
+    let ev_base = find_event(&pb, &name, base)?;
+    let fb = fold_event(a, &pb, ev_base, base)?;
+    let fn_ = fold_event(a, &pn, ev_new, new)?;
+    if fb.is_empty() || fn_.is_empty() {
+        anyhow::bail!(
+            "no samples of {name} in {}",
+            if fb.is_empty() {
+                base.display()
+            } else {
+                new.display()
+            }
+        );
+    }
+    let mut two = Vec::new();
+    let dopt = inferno::differential::Options {
+        normalize: true,
+        strip_hex: false,
+    };
+    inferno::differential::from_readers(
+        dopt,
+        fb.to_text().as_bytes(),
+        fn_.to_text().as_bytes(),
+        &mut two,
+    )
+    .context("differential fold")?;
+    let two = String::from_utf8(two).context("differential fold")?;
+    // inferno writes them in hash order: sort for a reproducible output.
+    let mut lines: Vec<&str> = two.lines().filter(|l| !l.is_empty()).collect();
+    lines.sort_unstable();
+    if a.folded {
+        let mut text = String::with_capacity(two.len() + 1);
+        for l in &lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        if folded_to_stdout(a) {
+            let mut o = std::io::stdout().lock();
+            o.write_all(text.as_bytes())?;
+            o.flush()?;
+        } else {
+            write_atomic(&a.output, text.as_bytes())?;
+            eprintln!("hwprof: wrote {}", a.output.display());
+        }
+        return Ok(());
+    }
+    let file_name = |p: &Path| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let title = a.title.clone().unwrap_or_else(|| {
+        let base_title = title_of(a, &pn, ev_new, &fn_);
+        format!("{base_title}: {} vs {}", file_name(new), file_name(base))
+    });
+    let subtitle = Some(format!(
+        "red = grew, blue = shrank; {} normalised to the total of {}",
+        file_name(base),
+        file_name(new)
+    ));
+    let sources: HashMap<String, String> = fn_.sources.clone();
+    let r = Render {
+        title: title.clone(),
+        subtitle,
+        count_name: count_name_of(a, &pn, ev_new),
+        sources: &sources,
+    };
+    let bytes = svg::render(lines.iter().copied(), &r).context("drawing the flame graph")?;
+    write_atomic(&a.output, &bytes)?;
+    eprintln!("hwprof: wrote {} ({title})", a.output.display());
+    Ok(())
+}
+
+/// Records (as `hwprof record -F 999 -g -q`), draws, removes the recording unless
+/// `--data-file` keeps it, and returns the command's exit code.
+fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
+    let (data, temporary) = match &a.data_file {
+        Some(f) => (f.clone(), false),
+        None => {
+            let dir = if folded_to_stdout(a) {
+                std::env::temp_dir()
+            } else {
+                match a.output.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => PathBuf::from("."),
+                }
+            };
+            (
+                dir.join(format!(".hwprof-flamegraph.{}.data", std::process::id())),
+                true,
+            )
+        }
+    };
+    let rec = RecordArgs {
+        events: a.events.clone(),
+        freq: match (&a.freq, a.count) {
+            (Some(f), _) => Some(f.clone()),
+            (None, Some(_)) => None,
+            (None, None) => Some("999".to_string()),
+        },
+        count: a.count,
+        callgraph_fp: a.call_graph.is_none(),
+        call_graph: a.call_graph.clone(),
+        branch_any: false,
+        branch_filter: None,
+        data: false,
+        weight: a.weight == FlameWeight::Weight,
+        pid: a.pid.clone(),
+        tid: None,
+        all_cpus: a.all_cpus,
+        cpus: None,
+        mmap_pages: None,
+        duration: a.duration,
+        output: data.clone(),
+        no_inherit: false,
+        dry_run: false,
+        event_file: Vec::new(),
+        quiet: true,
+        command: a.command.clone(),
+    };
+    let recorded = crate::record::run(rec);
+    let code = match recorded {
+        Ok(code) => code,
+        Err(e) => {
+            if temporary {
+                let _ = std::fs::remove_file(&data);
+            }
+            return Err(e);
+        }
+    };
+    let drawn = draw_file(a, &data);
+    if temporary {
+        let _ = std::fs::remove_file(&data);
+        let _ = std::fs::remove_file(data.with_extension("data.old"));
+    }
+    drawn?;
+    Ok(code)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory, renamed into
+/// place; the temporary file is removed on failure.
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let res = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_event_names() {
+        assert_eq!(
+            per_event_path(Path::new("out/flamegraph.svg"), "cache-misses"),
+            PathBuf::from("out/flamegraph.cache-misses.svg")
+        );
+        assert_eq!(
+            per_event_path(Path::new("g.svg"), "sched:sched_switch"),
+            PathBuf::from("g.sched_sched_switch.svg")
+        );
+        assert_eq!(
+            per_event_path(Path::new("g"), "cpu-clock"),
+            PathBuf::from("g.cpu-clock")
+        );
+    }
 }
