@@ -1,0 +1,215 @@
+//! `hwprof report --diff BASE NEW`: each row's share of its event in both files and the
+//! change in percentage points, sorted by the size of the change (like `perf diff`).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use super::table::{EventTable, Row};
+use super::text::{Col, columns, key_columns, key_fields, round4};
+use crate::args::SortKey;
+
+/// One row of the comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiffRow {
+    /// The keys (comm, pid, tid, dso, sym) and NEW's counts, or BASE's when NEW lacks it.
+    pub row: Row,
+    /// Share of BASE's total period, percent; `None` when BASE has no such row.
+    pub base: Option<f64>,
+    /// Share of NEW's total period, percent; `None` when NEW has no such row.
+    pub new: Option<f64>,
+}
+
+impl DiffRow {
+    /// NEW minus BASE, percentage points (a missing side counts 0).
+    pub fn delta(&self) -> f64 {
+        self.new.unwrap_or(0.0) - self.base.unwrap_or(0.0)
+    }
+}
+
+/// The comparison of one event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventDiff {
+    /// The event's name.
+    pub name: String,
+    /// Samples and period of the event in BASE.
+    pub base: (u64, u64),
+    /// Samples and period of the event in NEW.
+    pub new: (u64, u64),
+    /// The rows, sorted by |delta| (largest first).
+    pub rows: Vec<DiffRow>,
+}
+
+type RowKey = (
+    Option<String>,
+    Option<u32>,
+    Option<u32>,
+    Option<String>,
+    Option<String>,
+);
+
+fn key(r: &Row) -> RowKey {
+    (r.comm.clone(), r.pid, r.tid, r.dso.clone(), r.sym.clone())
+}
+
+/// Joins the self-overhead tables of one event from two files.
+pub fn compare(base: &EventTable, new: &EventTable) -> EventDiff {
+    let mut at: HashMap<RowKey, usize> = HashMap::new();
+    let mut rows: Vec<DiffRow> = Vec::new();
+    for r in &base.rows {
+        at.insert(key(r), rows.len());
+        rows.push(DiffRow {
+            row: r.clone(),
+            base: Some(base.pct(r.period)),
+            new: None,
+        });
+    }
+    for r in &new.rows {
+        let v = Some(new.pct(r.period));
+        match at.get(&key(r)) {
+            Some(&i) => {
+                if let Some(d) = rows.get_mut(i) {
+                    d.new = v;
+                    d.row = r.clone();
+                }
+            }
+            None => rows.push(DiffRow {
+                row: r.clone(),
+                base: None,
+                new: v,
+            }),
+        }
+    }
+    // Rows with no samples in a file (they exist only to carry children) are absent there.
+    for d in &mut rows {
+        if d.base == Some(0.0) {
+            d.base = None;
+        }
+        if d.new == Some(0.0) {
+            d.new = None;
+        }
+    }
+    rows.retain(|d| d.base.is_some() || d.new.is_some());
+    rows.sort_by(|a, b| {
+        b.delta()
+            .abs()
+            .total_cmp(&a.delta().abs())
+            .then(b.base.unwrap_or(0.0).total_cmp(&a.base.unwrap_or(0.0)))
+            .then_with(|| key(&a.row).cmp(&key(&b.row)))
+    });
+    EventDiff {
+        name: new.name.clone(),
+        base: (base.samples, base.period),
+        new: (new.samples, new.period),
+        rows,
+    }
+}
+
+fn shown(d: &EventDiff, limit: f64) -> impl Iterator<Item = &DiffRow> + Clone {
+    d.rows
+        .iter()
+        .filter(move |r| r.base.unwrap_or(0.0).max(r.new.unwrap_or(0.0)) >= limit)
+}
+
+/// The text tables, one per event.
+pub fn text(ds: &[EventDiff], sort: &[SortKey], hide_comm: bool, limit: f64) -> String {
+    let mut out = String::new();
+    for (i, d) in ds.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\n\n");
+        }
+        out.push_str(&format!(
+            "# Event '{}'\n#\n# Baseline: {} samples, event count {}\n# New:      {} samples, event count {}\n#\n",
+            d.name, d.base.0, d.base.1, d.new.0, d.new.1
+        ));
+        let rows = shown(d, limit);
+        let opt = |v: Option<f64>| v.map(|v| format!("{v:.2}%")).unwrap_or_default();
+        let mut cols = Vec::new();
+        let mut c = Col::new("Baseline", true).min(8);
+        c.cells = rows.clone().map(|r| opt(r.base)).collect();
+        cols.push(c);
+        let mut c = Col::new("New", true).min(8);
+        c.cells = rows.clone().map(|r| opt(r.new)).collect();
+        cols.push(c);
+        let mut c = Col::new("Delta", true).min(8);
+        c.cells = rows
+            .clone()
+            .map(|r| format!("{:+.2}%", r.delta()))
+            .collect();
+        cols.push(c);
+        cols.extend(key_columns(sort, hide_comm, rows.map(|r| &r.row)));
+        columns(&mut out, &cols);
+    }
+    out
+}
+
+/// The JSON document of the comparison (schema in the README).
+pub fn json(ds: &[EventDiff], limit: f64) -> Value {
+    let events: Vec<Value> = ds
+        .iter()
+        .map(|d| {
+            let rows: Vec<Value> = shown(d, limit)
+                .map(|r| {
+                    let mut o = Map::new();
+                    o.insert("baseline".into(), json!(r.base.map(round4)));
+                    o.insert("new".into(), json!(r.new.map(round4)));
+                    o.insert("delta".into(), json!(round4(r.delta())));
+                    key_fields(&mut o, &r.row);
+                    Value::Object(o)
+                })
+                .collect();
+            json!({
+                "name": d.name,
+                "baseline": { "samples": d.base.0, "period": d.base.1 },
+                "new": { "samples": d.new.0, "period": d.new.1 },
+                "rows": rows,
+            })
+        })
+        .collect();
+    json!({ "events": events })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::table::{Filter, aggregate, tests::profile};
+    use super::*;
+
+    const DEFAULT: [SortKey; 3] = [SortKey::Comm, SortKey::Dso, SortKey::Sym];
+
+    #[test]
+    fn deltas_and_order() {
+        let base = profile();
+        let mut new = profile();
+        // NEW: hot_b twice as often, the kernel sample gone.
+        new.samples.retain(|s| s.stack != [6]);
+        let extra = new.samples[3].clone();
+        new.samples.push(extra);
+        let b = aggregate(&base, 0, &DEFAULT, &Filter::default(), false);
+        let n = aggregate(&new, 0, &DEFAULT, &Filter::default(), false);
+        let d = compare(&b, &n);
+        // base: hot_a 300/550, hot_b 100/550, kernel 100/550, main 50/550.
+        // new:  hot_a 300/550, hot_b 200/550, main 50/550.
+        let get = |sym: &str| {
+            d.rows
+                .iter()
+                .find(|r| r.row.sym.as_deref() == Some(sym))
+                .unwrap_or_else(|| panic!("no {sym}"))
+        };
+        assert!((get("[.] hot_b").delta() - 100.0 * 100.0 / 550.0).abs() < 1e-9);
+        assert_eq!(get("[k] 0xffffffff9661da49").new, None);
+        assert!(get("[.] hot_a").delta().abs() < 1e-9);
+        // Equal |delta|: the keys decide ("other" before "two_hot").
+        assert_eq!(d.rows[0].row.sym.as_deref(), Some("[k] 0xffffffff9661da49"));
+        assert_eq!(d.rows[1].row.sym.as_deref(), Some("[.] hot_b"));
+        assert!(d.rows[0].delta() < 0.0);
+        let t = text(&[d.clone()], &DEFAULT, false, 0.0);
+        assert!(
+            t.contains("\n    18.18%    36.36%   +18.18%  two_hot  two_hot            [.] hot_b\n"),
+            "{t}"
+        );
+        assert!(t.contains("\n    18.18%             -18.18%  other    [kernel.kallsyms]  [k] 0xffffffff9661da49\n"), "{t}");
+        let j = json(&[d], 0.0);
+        assert_eq!(j["events"][0]["rows"][0]["new"], Value::Null);
+        assert_eq!(j["events"][0]["rows"][1]["delta"], 18.1818);
+    }
+}
