@@ -1,0 +1,264 @@
+//! Symbolizing real recordings made here: a frame-pointer C program with a known inlined
+//! helper (function names, caller chain to `main`, file:line, `inlined` frames), and a
+//! syscall-heavy workload whose stacks carry kernel frames named from kallsyms. Each is
+//! recorded with perf and with hwprof when they are present.
+
+mod common;
+
+use std::path::Path;
+
+use common::report;
+use hwprof_sampler::perfdata::reader::PerfData;
+use hwprof_symbolize::{FrameKind, Options, Profile, Symbolizer, kernel_matches};
+
+const INLINED: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+static inline __attribute__((always_inline)) unsigned long mix(unsigned long x) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+}
+__attribute__((noinline)) unsigned long sink(unsigned long x) { __asm__ volatile("" : "+r"(x)); return x; }
+__attribute__((noinline)) unsigned long hot(unsigned long n) {
+    unsigned long x = n | 1;
+    for (unsigned long i = 0; i < n; i++) {
+        x = mix(x);
+        if ((i & 0xffffff) == 0) x = sink(x);
+    }
+    return x;
+}
+__attribute__((noinline)) unsigned long middle(unsigned long n) { return hot(n) * 3 + 1; }
+int main(int argc, char **argv) {
+    unsigned long n = argc > 1 ? strtoul(argv[1], 0, 10) : 300000000UL;
+    printf("%lu\n", middle(n));
+    return 0;
+}
+"#;
+
+/// Lines of `mix`'s body in INLINED (1-based, the string starts with a newline).
+const MIX_LINES: std::ops::RangeInclusive<u32> = 5..=8;
+/// `hot`'s lines.
+const HOT_LINES: std::ops::RangeInclusive<u32> = 11..=17;
+
+// `hot` calls `sink` so that it is no leaf and keeps its frame pointer (gcc omits it in
+// leaves whatever -fno-omit-frame-pointer says), else the frame-pointer walk skips
+// `middle`. `-fno-shrink-wrap` keeps the frame set up across the loop.
+
+fn build(path: &Path) -> (Profile, Symbolizer) {
+    let pd = PerfData::open(path).unwrap();
+    let sym = Symbolizer::new(true, kernel_matches(pd.features()));
+    Profile::build_with(&pd, &Options::default(), sym).unwrap()
+}
+
+#[test]
+fn frame_pointer_c_program_with_inlined_helper() {
+    let dir = common::scratch("inlined");
+    let flags = [
+        "-O2",
+        "-g",
+        "-fno-omit-frame-pointer",
+        "-fno-shrink-wrap",
+        "-no-pie",
+    ];
+    let Some(prog) = common::compile(&dir, "inl", INLINED, &flags) else {
+        return;
+    };
+    let recorders = common::recorders();
+    if recorders.is_empty() {
+        report!("SKIPPED: neither perf nor a built hwprof binary");
+        return;
+    }
+    for (name, tool) in recorders {
+        let out = dir.join(format!("{name}.data"));
+        let args = ["-e", "cpu-clock", "-F", "999", "-g"];
+        if !common::record(&tool, &args, &out, &[prog.to_str().unwrap(), "200000000"]) {
+            report!("SKIPPED: {name} record failed");
+            continue;
+        }
+        let (p, sym) = build(&out);
+        let total = p.samples.len();
+        assert!(total >= 20, "{name}: only {total} samples");
+        let mut good = 0;
+        for s in &p.samples {
+            let fr: Vec<_> = s.stack.iter().map(|&f| p.frame(f)).collect();
+            let names: Vec<&str> = fr.iter().map(|f| f.name()).collect();
+            // Leaf-first: [mix (inlined)], hot, middle, main, ...
+            let Some(h) = names.iter().position(|&n| n == "hot") else {
+                continue;
+            };
+            if names.get(h + 1..h + 3) != Some(&["middle", "main"][..]) {
+                continue;
+            }
+            if h == 1 {
+                let mix = fr[0];
+                assert_eq!(mix.name(), "mix", "{name}: {names:?}");
+                assert!(mix.inlined && !fr[1].inlined, "{name}: {mix:?}");
+                assert!(
+                    mix.file.as_deref().is_some_and(|f| f.ends_with("inl.c")),
+                    "{name}: {mix:?}"
+                );
+                assert!(
+                    MIX_LINES.contains(&mix.line.unwrap_or(0)),
+                    "{name}: {mix:?}"
+                );
+            }
+            let leaf = fr[h];
+            assert!(leaf.file.as_deref().is_some_and(|f| f.ends_with("inl.c")));
+            assert!(
+                HOT_LINES.contains(&leaf.line.unwrap_or(0)),
+                "{name}: {leaf:?}"
+            );
+            assert_eq!(leaf.kind, FrameKind::User);
+            assert_eq!(leaf.module_name(), "inl");
+            good += 1;
+        }
+        let with_mix = p
+            .samples
+            .iter()
+            .filter(|s| {
+                s.stack
+                    .first()
+                    .is_some_and(|&f| p.frame(f).inlined && p.frame(f).name() == "mix")
+            })
+            .count();
+        report!(
+            "{name}: {good}/{total} samples in hot<-middle<-main, {with_mix} with inlined mix at the leaf; {} frames, {} lookups",
+            p.frames.len(),
+            sym.lookups()
+        );
+        assert!(good * 100 >= total * 80, "{name}: {good}/{total}");
+        assert!(with_mix * 100 >= total * 50, "{name}: {with_mix}/{total}");
+        // Without inline expansion, no inlined frames at all, hot is the leaf.
+        let pd = PerfData::open(&out).unwrap();
+        let flat = Profile::build(
+            &pd,
+            &Options {
+                inline: false,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert!(flat.frames.iter().all(|f| !f.inlined));
+        let hot_leaf = flat
+            .samples
+            .iter()
+            .filter(|s| {
+                s.stack
+                    .first()
+                    .is_some_and(|&f| flat.frame(f).name() == "hot")
+            })
+            .count();
+        assert!(hot_leaf * 100 >= total * 80, "{name}: {hot_leaf}/{total}");
+        // The number of lookups is the number of distinct locations: a second pass over
+        // the same symbolizer resolves nothing anew.
+        let again = Profile::build_with(&pd, &Options::default(), sym).unwrap();
+        assert_eq!(again.0, p);
+        let n = again.1.lookups();
+        let (_, s2) = Profile::build_with(&pd, &Options::default(), again.1).unwrap();
+        assert_eq!(s2.lookups(), n, "cached: no new lookups");
+    }
+}
+
+const SYSCALLS: &str = r#"
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+static char buf[1 << 16];
+__attribute__((noinline)) long reader(int fd) {
+    long total = 0;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do {
+        for (int i = 0; i < 1000; i++) total += read(fd, buf, sizeof buf);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 400000000L);
+    return total;
+}
+int main(void) {
+    int fd = open("/dev/zero", O_RDONLY);
+    return reader(fd) > 0 ? 0 : 1;
+}
+"#;
+
+#[test]
+fn kernel_frames_from_kallsyms() {
+    if !std::fs::read_to_string("/proc/kallsyms").is_ok_and(|k| {
+        k.lines()
+            .next()
+            .is_some_and(|l| !l.starts_with("0000000000000000"))
+    }) {
+        report!("SKIPPED: /proc/kallsyms addresses are hidden");
+        return;
+    }
+    let dir = common::scratch("kernel");
+    let Some(prog) = common::compile(
+        &dir,
+        "sys",
+        SYSCALLS,
+        &["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie"],
+    ) else {
+        return;
+    };
+    let recorders = common::recorders();
+    if recorders.is_empty() {
+        report!("SKIPPED: neither perf nor a built hwprof binary");
+        return;
+    }
+    for (name, tool) in recorders {
+        let out = dir.join(format!("{name}.data"));
+        let args = ["-e", "cpu-clock", "-F", "999", "-g"];
+        if !common::record(&tool, &args, &out, &[prog.to_str().unwrap()]) {
+            report!("SKIPPED: {name} record failed");
+            continue;
+        }
+        let pd = PerfData::open(&out).unwrap();
+        if !kernel_matches(pd.features()) {
+            report!(
+                "SKIPPED: {name}'s file does not identify this kernel (no build id / osrelease)"
+            );
+            continue;
+        }
+        let (p, _) = build(&out);
+        let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+        let mut with_kernel = 0;
+        let mut reader_below = 0;
+        for s in &p.samples {
+            let fr: Vec<_> = s.stack.iter().map(|&f| p.frame(f)).collect();
+            let Some(first_user) = fr.iter().position(|f| f.kind != FrameKind::Kernel) else {
+                continue;
+            };
+            if first_user == 0 {
+                continue;
+            }
+            with_kernel += 1;
+            for f in &fr[..first_user] {
+                let n = f.name();
+                assert_ne!(n, "[unknown]", "{name}: kernel frame unnamed: {f:?}");
+                assert_eq!(f.module_name(), "[kernel.kallsyms]");
+                assert!(
+                    kallsyms.contains(&format!(" {n}\n")),
+                    "{name}: {n} not in kallsyms"
+                );
+            }
+            assert!(fr[first_user..].iter().all(|f| f.kind != FrameKind::Kernel));
+            // libc's read() has no frame pointer, so the walk skips reader(): main is
+            // the first frame of the program itself.
+            if fr.iter().any(|f| f.name() == "main") {
+                reader_below += 1;
+            }
+        }
+        let total = p.samples.len();
+        let read_named = p
+            .frames
+            .iter()
+            .any(|f| f.kind == FrameKind::Kernel && f.name().contains("read"));
+        report!(
+            "{name}: {with_kernel}/{total} samples with kernel frames, {reader_below} of them under main(), a *read* kernel function: {read_named}"
+        );
+        assert!(with_kernel * 2 >= total, "{name}: {with_kernel}/{total}");
+        assert!(reader_below * 10 >= with_kernel * 8);
+        assert!(read_named);
+    }
+}
