@@ -5,6 +5,7 @@
 #   benches/compare_perf.sh record    (a) overhead of `record -F 999 -g` on a CPU-bound workload
 #                                     (b) the highest -F with no lost samples, 2 busy threads
 #   benches/compare_perf.sh script    (c) `script -i big.data` (>= 100k samples, callchains)
+#   benches/compare_perf.sh report    `report --stdio` vs perf report on a big file (>= 200k samples)
 #   benches/compare_perf.sh all       all of the above
 #
 # Environment:
@@ -17,6 +18,8 @@
 #   LOSS_PAGES=8   ring size (-m) for the lost-sample search, the same for both tools
 #   BIG_SECS=4     seconds of the 2-thread `perf record -F 20000 -g` that makes big.data
 #   N_SCRIPT=3     runs per variant of the script comparison
+#   REPORT_SECS=12 seconds of the 2-thread `perf record -F 20000 -g` behind the report bench
+#   N_REPORT=3     runs per variant of the report comparison
 #
 # Runs are interleaved (A B A B ...) so that drift (frequency, cache, other load) hits
 # every variant alike. Times are wall clock, from bash's $EPOCHREALTIME (no fork per
@@ -285,6 +288,44 @@ bench_script() {
     echo "script speed-up: perf script / hwprof script = $(ratio "$(mean_ms pf_script)" "$(mean_ms hw_script)")x; vs perf without symbols $(ratio "$(mean_ms pf_raw)" "$(mean_ms hw_script)")x"
 }
 
+# peak_kb CMD...: peak resident memory (KB) of one run of CMD, from /usr/bin/time -f %M.
+peak_kb() {
+    local f=$WORK/peak.$$
+    if [[ -x /usr/bin/time ]]; then
+        /usr/bin/time -f %M -o "$f" "$@" >/dev/null 2>&1 || die "failed: $*"
+        tail -1 "$f"
+    else
+        echo "?"
+    fi
+}
+
+bench_report() {
+    find_perf
+    find_hwprof
+    build_spin2
+    local secs=${REPORT_SECS:-12} big=$WORK/big_report.data samples n=${N_REPORT:-3}
+    "$PERF" record -q -F 20000 -g -o "$big" -- timeout -s INT "$secs" "$WORK/spin2" 100000000000 2 >/dev/null 2>&1 || true
+    samples=$("$HWPROF" report -i "$big" --json --no-children -s comm |
+        awk '/"samples":/ { gsub(/[^0-9]/, ""); print; exit }')
+    echo "== (b) report --stdio on big.data: ${samples:-?} samples with callchains ($(du -h "$big" | cut -f1))"
+    ((${samples:-0} >= 200000)) || echo "warning: fewer than 200k samples; raise REPORT_SECS"
+    CMD_hw_report=("$HWPROF" report -i "$big" --stdio)
+    CMD_pf_report=("$PERF" report -i "$big" --stdio)
+    CMD_pf_nograph=("$PERF" report -i "$big" --stdio -g none)
+    CMD_hw_self=("$HWPROF" report -i "$big" --stdio --no-children)
+    CMD_pf_self=("$PERF" report -i "$big" --stdio --no-children -g none)
+    interleave "$n" hw_report pf_report pf_nograph hw_self pf_self
+    printf '%-52s %10s %12s\n' command "mean ms" "peak KB"
+    printf '%-52s %10s %12s\n' "hwprof report --stdio" "$(mean_ms hw_report)" "$(peak_kb "${CMD_hw_report[@]}")" \
+        "perf report --stdio (children + call graphs)" "$(mean_ms pf_report)" "$(peak_kb "${CMD_pf_report[@]}")" \
+        "perf report --stdio -g none" "$(mean_ms pf_nograph)" "$(peak_kb "${CMD_pf_nograph[@]}")" \
+        "hwprof report --stdio --no-children" "$(mean_ms hw_self)" "$(peak_kb "${CMD_hw_self[@]}")" \
+        "perf report --stdio --no-children -g none" "$(mean_ms pf_self)" "$(peak_kb "${CMD_pf_self[@]}")"
+    echo "report speed-up: perf report --stdio / hwprof report --stdio = $(ratio "$(mean_ms pf_report)" "$(mean_ms hw_report)")x;" \
+        "vs perf -g none $(ratio "$(mean_ms pf_nograph)" "$(mean_ms hw_report)")x;" \
+        "--no-children $(ratio "$(mean_ms pf_self)" "$(mean_ms hw_self)")x"
+}
+
 [[ $# -ge 1 ]] || usage
 case "$1" in
     stat) bench_stat ;;
@@ -297,7 +338,8 @@ case "$1" in
         echo
         bench_script
         ;;
-    report | flamegraph)
+    report) bench_report ;;
+    flamegraph)
         die "'$1' is not benchmarked yet"
         ;;
     -h | --help) usage ;;
