@@ -19,7 +19,7 @@ use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::{FlameWeight, FlamegraphArgs, RecordArgs};
 use crate::usage;
-use fold::{FoldOptions, Folded, Weight};
+use fold::{CountBy, FoldOptions, Folded};
 use svg::{Measure, Render};
 
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
@@ -60,11 +60,11 @@ fn fold_options(a: &FlamegraphArgs) -> FoldOptions {
     }
 }
 
-fn weight_of(a: &FlamegraphArgs) -> (Weight, Measure) {
+fn weight_of(a: &FlamegraphArgs) -> (CountBy, Measure) {
     match a.weight {
-        FlameWeight::Samples => (Weight::Samples, Measure::Samples),
-        FlameWeight::Period => (Weight::Period, Measure::Period),
-        FlameWeight::Weight => (Weight::Weight, Measure::Weight),
+        FlameWeight::Samples => (CountBy::Samples, Measure::Samples),
+        FlameWeight::Period => (CountBy::Period, Measure::Period),
+        FlameWeight::Weight => (CountBy::Weight, Measure::Weight),
     }
 }
 
@@ -108,30 +108,34 @@ fn has_samples(p: &Profile, ev: u32) -> bool {
 }
 
 /// The events to draw: `--event`, `--all`, or the first event that has samples (with a
-/// note naming the others).
-fn select_events(a: &FlamegraphArgs, p: &Profile, path: &Path) -> anyhow::Result<Vec<u32>> {
+/// note naming the others, to print once the graph is written).
+fn select_events(
+    a: &FlamegraphArgs,
+    p: &Profile,
+    path: &Path,
+) -> anyhow::Result<(Vec<u32>, Option<String>)> {
     if p.events.is_empty() {
         anyhow::bail!("{} has no events", path.display());
     }
     if let Some(name) = &a.event {
-        return Ok(vec![find_event(p, name, path)?]);
+        return Ok((vec![find_event(p, name, path)?], None));
     }
     if a.all {
-        return Ok((0..p.events.len() as u32).collect());
+        return Ok(((0..p.events.len() as u32).collect(), None));
     }
     let first = (0..p.events.len() as u32)
         .find(|&e| has_samples(p, e))
         .unwrap_or(0);
-    if p.events.len() > 1 {
+    let note = (p.events.len() > 1).then(|| {
         let name = p.events.get(first as usize).map_or("", |e| e.name.as_str());
-        eprintln!(
-            "hwprof: note: {} has {} events ({}); drawing {name} (--event NAME for another, --all for one graph each)",
+        format!(
+            "hwprof: note: {} has {} events ({}); drew {name} (--event NAME for another, --all for one graph each)",
             path.display(),
             p.events.len(),
             event_names(p)
-        );
-    }
-    Ok(vec![first])
+        )
+    });
+    Ok((vec![first], note))
 }
 
 /// `flamegraph.svg` + `cache-misses` → `flamegraph.cache-misses.svg`.
@@ -165,7 +169,7 @@ fn fold_event(a: &FlamegraphArgs, p: &Profile, ev: u32, path: &Path) -> anyhow::
     let (weight, _) = weight_of(a);
     let folded = fold::fold(p, ev, weight, fold_options(a));
     let name = p.events.get(ev as usize).map_or("", |e| e.name.as_str());
-    if weight == Weight::Weight && folded.samples > 0 && folded.weighted == 0 {
+    if weight == CountBy::Weight && folded.samples > 0 && folded.weighted == 0 {
         return usage(format!(
             "{name} in {} has no sample weights: record with `hwprof record --weight` (-W) to sample them, or draw --weight period",
             path.display()
@@ -193,7 +197,7 @@ fn count_name_of(a: &FlamegraphArgs, p: &Profile, ev: u32) -> String {
 
 fn draw_file(a: &FlamegraphArgs, path: &Path) -> anyhow::Result<()> {
     let profile = load(path, &sym_options(a))?;
-    let events = select_events(a, &profile, path)?;
+    let (events, note) = select_events(a, &profile, path)?;
     let several = events.len() > 1;
     let to_stdout = folded_to_stdout(a);
     let mut drawn = 0;
@@ -255,6 +259,9 @@ fn draw_file(a: &FlamegraphArgs, path: &Path) -> anyhow::Result<()> {
     }
     if drawn == 0 {
         anyhow::bail!("no samples in {}", path.display());
+    }
+    if let Some(note) = note {
+        eprintln!("{note}");
     }
     Ok(())
 }

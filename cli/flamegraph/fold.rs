@@ -25,7 +25,7 @@ use hwprof_symbolize::{Frame, FrameKind, Profile};
 
 /// What a sample adds to its stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Weight {
+pub enum CountBy {
     /// 1 per sample.
     Samples,
     /// The sample's period (events it stands for).
@@ -164,7 +164,7 @@ fn comm_label(s: &str) -> String {
 }
 
 /// Folds the samples of event `event` (an index in `p.events`).
-pub fn fold(p: &Profile, event: u32, weight: Weight, opts: FoldOptions) -> Folded {
+pub fn fold(p: &Profile, event: u32, weight: CountBy, opts: FoldOptions) -> Folded {
     // Intern labels: frames and comms share one name table, so a key is a Vec<u32>.
     let mut names: Vec<String> = Vec::new();
     let mut name_ids: HashMap<String, u32> = HashMap::new();
@@ -206,9 +206,9 @@ pub fn fold(p: &Profile, event: u32, weight: Weight, opts: FoldOptions) -> Folde
             out.weighted += 1;
         }
         let w = match weight {
-            Weight::Samples => 1,
-            Weight::Period => s.period,
-            Weight::Weight => s.weight.unwrap_or(0),
+            CountBy::Samples => 1,
+            CountBy::Period => s.period,
+            CountBy::Weight => s.weight.unwrap_or(0),
         };
         if w == 0 {
             continue;
@@ -376,7 +376,7 @@ mod tests {
     #[test]
     fn folds_root_first_with_annotations() {
         let p = sample_profile();
-        let f = fold(&p, 0, Weight::Period, FoldOptions::default());
+        let f = fold(&p, 0, CountBy::Period, FoldOptions::default());
         assert_eq!(
             f.to_text(),
             "my_prog;main;[libfoo.so] 5\n\
@@ -392,14 +392,14 @@ mod tests {
     #[test]
     fn weights_and_filters() {
         let p = sample_profile();
-        let f = fold(&p, 0, Weight::Samples, FoldOptions::default());
+        let f = fold(&p, 0, CountBy::Samples, FoldOptions::default());
         assert_eq!(f.total, 5);
-        let f = fold(&p, 0, Weight::Weight, FoldOptions::default());
+        let f = fold(&p, 0, CountBy::Weight, FoldOptions::default());
         assert_eq!(f.to_text(), "my_prog;main;hot_b;sys_x_[k] 7\n");
         let f = fold(
             &p,
             0,
-            Weight::Period,
+            CountBy::Period,
             FoldOptions {
                 inline: false,
                 kernel: false,
@@ -408,7 +408,7 @@ mod tests {
         assert!(!f.to_text().contains("_[k]") && !f.to_text().contains("_[i]"));
         assert!(f.to_text().contains("my_prog;main;hot_a 30\n"));
         assert_eq!(f.total, 40);
-        let f = fold(&p, 1, Weight::Period, FoldOptions::default());
+        let f = fold(&p, 1, CountBy::Period, FoldOptions::default());
         assert_eq!(f.to_text(), "my_prog;main;sys_x_[k] 1\n");
     }
 }

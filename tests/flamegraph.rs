@@ -1,0 +1,515 @@
+//! `hwprof flamegraph` end to end: folded-stack snapshots of fixed fixtures (reviewed
+//! files, rewritten with `HWPROF_BLESS=1 cargo test --test flamegraph`), per-event totals
+//! of a hardware-event fixture against the samples' periods, real processes whose hot
+//! functions and page faults are known, `--no-kernel` / `--no-inline`, differential
+//! graphs, and errors that leave no output behind.
+
+#[macro_use]
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn fixture(name: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/perfdata")
+        .join(name);
+    if p.exists() {
+        Some(p)
+    } else {
+        report!("SKIPPED: {} not found (fixtures are external)", p.display());
+        None
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A fresh scratch directory for one test.
+fn scratch_dir(tag: &str) -> PathBuf {
+    let d = scratch_path(tag);
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).expect("create scratch dir");
+    d
+}
+
+/// Folded lines → (stack, count); `# ` comment lines are skipped.
+fn parse_folded(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with("# "))
+        .map(|l| {
+            let (stack, n) = l
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("bad folded line {l:?}"));
+            let n = n.parse().unwrap_or_else(|_| panic!("bad count in {l:?}"));
+            (stack.to_string(), n)
+        })
+        .collect()
+}
+
+fn total(folded: &[(String, u64)]) -> u64 {
+    folded.iter().map(|(_, n)| n).sum()
+}
+
+/// Sum of the counts of stacks that contain frame `f`.
+fn through(folded: &[(String, u64)], f: &str) -> u64 {
+    folded
+        .iter()
+        .filter(|(st, _)| st.split(';').any(|x| x == f))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn thousands(v: u64) -> String {
+    let d = v.to_string();
+    let mut out = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Compares `actual` with `tests/snapshots/NAME`, or rewrites it with HWPROF_BLESS=1.
+fn check_snapshot(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("HWPROF_BLESS").is_some_and(|v| v == "1") {
+        fs::create_dir_all(path.parent().expect("parent")).expect("create snapshots dir");
+        fs::write(&path, actual).expect("write snapshot");
+        report!("blessed {}", path.display());
+        return;
+    }
+    let expected = fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "no snapshot {} ({e}); review the output and create it with HWPROF_BLESS=1 cargo test --test flamegraph",
+            path.display()
+        )
+    });
+    if expected == actual {
+        return;
+    }
+    let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
+    let mut diff = String::new();
+    let mut shown = 0;
+    for i in 0..e.len().max(a.len()) {
+        let (x, y) = (e.get(i), a.get(i));
+        if x != y && shown < 20 {
+            if let Some(x) = x {
+                diff.push_str(&format!("line {}: - {x}\n", i + 1));
+            }
+            if let Some(y) = y {
+                diff.push_str(&format!("line {}: + {y}\n", i + 1));
+            }
+            shown += 1;
+        }
+    }
+    panic!(
+        "{} differs from the output ({} expected lines, {} actual; first differences, - expected + actual):\n{diff}\
+         If the change is right: HWPROF_BLESS=1 cargo test --test flamegraph, and review the diff.",
+        path.display(),
+        e.len(),
+        a.len()
+    );
+}
+
+fn folded_of(args: &[&str]) -> String {
+    let mut all = vec!["flamegraph", "--folded"];
+    all.extend_from_slice(args);
+    let r = hwprof(&all);
+    r.assert_ok();
+    r.stdout
+}
+
+#[test]
+fn snapshot_callgraph_fixture() {
+    let Some(f) = fixture("perf.data.callgraph-3.8") else {
+        return;
+    };
+    let out = folded_of(&["-i", s(&f)]);
+    assert!(!out.is_empty());
+    check_snapshot("flame_callgraph-3.8.folded", &out);
+    let out = folded_of(&["-i", s(&f), "--no-kernel", "--weight", "samples"]);
+    assert!(
+        !out.contains("_[k]"),
+        "--no-kernel left kernel frames:\n{out}"
+    );
+    check_snapshot("flame_callgraph-3.8.nokernel-samples.folded", &out);
+}
+
+#[test]
+fn snapshot_group_desc_fixture() {
+    let Some(f) = fixture("perf.data.group_desc-4.14") else {
+        return;
+    };
+    let out = folded_of(&["-i", s(&f), "--all"]);
+    check_snapshot("flame_group_desc-4.14.folded", &out);
+}
+
+/// The issue's fact: one graph per event, whose total equals the sum of that event's
+/// sample periods (computed here from `hwprof script --format jsonl`).
+#[test]
+fn group_desc_per_event_totals_equal_periods() {
+    let Some(f) = fixture("perf.data.group_desc-4.14") else {
+        return;
+    };
+    let r = hwprof(&["script", "-i", s(&f), "--format", "jsonl"]);
+    r.assert_ok();
+    let mut periods: BTreeMap<String, u64> = BTreeMap::new();
+    for l in r.stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
+        if v["type"] == "sample" {
+            let ev = v["event"].as_str().expect("event name").to_string();
+            *periods.entry(ev).or_default() += v["period"].as_u64().expect("period");
+        }
+    }
+    assert_eq!(
+        periods.keys().collect::<Vec<_>>(),
+        ["branch-misses", "cache-references"],
+        "events of the fixture"
+    );
+    let dir = scratch_dir("flame_group");
+    let svg = dir.join("g.svg");
+    let folded = dir.join("g.folded");
+    hwprof(&[
+        "flamegraph",
+        "-i",
+        s(&f),
+        "--all",
+        "--weight",
+        "period",
+        "-o",
+        s(&svg),
+    ])
+    .assert_ok();
+    hwprof(&[
+        "flamegraph",
+        "-i",
+        s(&f),
+        "--all",
+        "--folded",
+        "-o",
+        s(&folded),
+    ])
+    .assert_ok();
+    for (ev, sum) in &periods {
+        let fpath = dir.join(format!("g.{ev}.folded"));
+        let text =
+            fs::read_to_string(&fpath).unwrap_or_else(|e| panic!("{}: {e}", fpath.display()));
+        let t = total(&parse_folded(&text));
+        let spath = dir.join(format!("g.{ev}.svg"));
+        let svg = fs::read_to_string(&spath).unwrap_or_else(|e| panic!("{}: {e}", spath.display()));
+        let title = svg
+            .split("<text id=\"title\"")
+            .nth(1)
+            .and_then(|t| t.split('>').nth(1))
+            .and_then(|t| t.split('<').next())
+            .unwrap_or_else(|| panic!("no title in {}", spath.display()))
+            .to_string();
+        report!("{ev}: period sum {sum}, folded total {t}, title {title:?}");
+        assert_eq!(t, *sum, "{ev}: folded total vs the samples' periods");
+        assert!(
+            title.starts_with(&format!("{ev}: {} ", thousands(*sum))),
+            "{ev}: title {title:?}"
+        );
+    }
+    // Exactly the two graphs, no temporary files left.
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "g.branch-misses.folded",
+            "g.branch-misses.svg",
+            "g.cache-references.folded",
+            "g.cache-references.svg"
+        ]
+    );
+}
+
+#[test]
+fn same_input_same_svg_bytes() {
+    let Some(f) = fixture("perf.data.callgraph-3.8") else {
+        return;
+    };
+    let dir = scratch_dir("flame_determ");
+    let (a, b) = (dir.join("a.svg"), dir.join("b.svg"));
+    hwprof(&["flamegraph", "-i", s(&f), "-o", s(&a)]).assert_ok();
+    hwprof(&["flamegraph", "-i", s(&f), "-o", s(&b)]).assert_ok();
+    let (a, b) = (fs::read(&a).expect("a.svg"), fs::read(&b).expect("b.svg"));
+    assert!(a == b, "two renderings of the same file differ");
+}
+
+/// Records two_hot (hot_a : hot_b = 3 : 1 in work) and draws it in one go.
+#[test]
+fn record_and_draw_two_hot_functions() {
+    let dir = scratch_dir("flame_two_hot");
+    let svg = dir.join("two.svg");
+    let data = dir.join("two.data");
+    let r = hwprof(&[
+        "flamegraph",
+        "-o",
+        s(&svg),
+        "--data-file",
+        s(&data),
+        "--",
+        &wl("two_hot"),
+        "1500",
+        "3",
+        "1",
+    ]);
+    r.assert_ok();
+    let text = fs::read_to_string(&svg).expect("svg written");
+    assert!(
+        text.starts_with("<?xml") && text.contains("<svg"),
+        "not an SVG"
+    );
+    assert!(text.contains("cpu-clock: "), "no title naming the event");
+    assert!(text.contains("hot_a"), "no hot_a frame");
+    assert!(
+        text.contains("two_hot.c:"),
+        "no file:line in the tooltips of hot_a/hot_b/main"
+    );
+    let folded = parse_folded(&folded_of(&["-i", s(&data)]));
+    let (a, b, all) = (
+        through(&folded, "hot_a"),
+        through(&folded, "hot_b"),
+        total(&folded),
+    );
+    let share = (a + b) as f64 / all as f64;
+    let ratio = a as f64 / (a + b) as f64;
+    report!(
+        "two_hot 3:1: hot_a {a} hot_b {b} of {all}: {:.1}% of the weight, hot_a share {:.1}% (expected 75%)",
+        share * 100.0,
+        ratio * 100.0
+    );
+    assert!(
+        share >= 0.90,
+        "hot_a + hot_b carry {:.1}% < 90%",
+        share * 100.0
+    );
+    assert!(
+        (ratio - 0.75).abs() <= 0.05,
+        "hot_a share {:.1}% not 75 ± 5",
+        ratio * 100.0
+    );
+    // Samples weight: the same picture in sample counts.
+    let samples = parse_folded(&folded_of(&["-i", s(&data), "--weight", "samples"]));
+    let n = total(&samples);
+    assert!(n > 500, "only {n} samples at 999 Hz over 1.5 s");
+    let other: Vec<_> = samples
+        .iter()
+        .filter(|(st, _)| !st.starts_with("two_hot;"))
+        .collect();
+    if !other.is_empty() {
+        report!("two_hot: stacks under another comm: {other:?}");
+    }
+    assert!(
+        total(&samples) - other.iter().map(|(_, n)| n).sum::<u64>() >= n * 99 / 100,
+        "the comm is the root frame: {other:?}"
+    );
+}
+
+/// Page faults: one sample per fault, under the touching loop (touch_pages' main).
+#[test]
+fn page_fault_flame_graph() {
+    let dir = scratch_dir("flame_faults");
+    let out = dir.join("faults.folded");
+    let r = hwprof(&[
+        "flamegraph",
+        "-e",
+        "page-faults",
+        "-c",
+        "1",
+        "--folded",
+        "-o",
+        s(&out),
+        "--",
+        &wl("touch_pages"),
+        "5000",
+    ]);
+    r.assert_ok();
+    let folded = parse_folded(&fs::read_to_string(&out).expect("folded written"));
+    let all = total(&folded);
+    let in_main: u64 = folded
+        .iter()
+        .filter(|(st, _)| st.split(';').any(|f| f == "main"))
+        .map(|(_, n)| n)
+        .sum();
+    report!("page faults: {in_main} under main of {all} in all (touch_pages 5000)");
+    assert!(
+        (5000..=5100).contains(&in_main),
+        "{in_main} faults under main, expected 5000"
+    );
+    assert!(
+        in_main as f64 >= 0.9 * all as f64,
+        "main has {in_main} of {all}"
+    );
+    assert!(
+        r.stderr.contains("page-faults: "),
+        "title line: {}",
+        r.stderr
+    );
+}
+
+/// `--no-kernel` removes `_[k]` frames, `--no-inline` removes `_[i]` frames; totals stay.
+#[test]
+fn kernel_and_inline_switches() {
+    let dir = scratch_dir("flame_switches");
+    let data = dir.join("inl.data");
+    hwprof(&[
+        "flamegraph",
+        "--folded",
+        "-o",
+        s(&dir.join("first.folded")),
+        "--data-file",
+        s(&data),
+        "--",
+        &wl("flame_inline"),
+        "600",
+    ])
+    .assert_ok();
+    let full = folded_of(&["-i", s(&data)]);
+    assert!(
+        full.contains("spin_inlined_[i]"),
+        "no inlined frame:\n{full}"
+    );
+    assert!(full.contains("_[k]"), "no kernel frame:\n{full}");
+    let nok = folded_of(&["-i", s(&data), "--no-kernel"]);
+    assert!(
+        !nok.contains("_[k]"),
+        "--no-kernel kept kernel frames:\n{nok}"
+    );
+    assert!(nok.contains("spin_inlined_[i]"));
+    let noi = folded_of(&["-i", s(&data), "--no-inline"]);
+    assert!(
+        !noi.contains("_[i]"),
+        "--no-inline kept inlined frames:\n{noi}"
+    );
+    assert!(
+        noi.contains(";outer_spin "),
+        "the inlined samples go to the caller:\n{noi}"
+    );
+    let t = total(&parse_folded(&full));
+    assert_eq!(total(&parse_folded(&nok)), t);
+    assert_eq!(total(&parse_folded(&noi)), t);
+}
+
+/// Two recordings with the ratio reversed: the grown function has a positive delta.
+#[test]
+fn differential_shows_growth() {
+    let dir = scratch_dir("flame_diff");
+    let (base, new) = (dir.join("base.data"), dir.join("new.data"));
+    for (data, a, b) in [(&base, "3", "1"), (&new, "1", "3")] {
+        hwprof(&[
+            "flamegraph",
+            "--folded",
+            "-o",
+            s(&dir.join("x.folded")),
+            "--data-file",
+            s(data),
+            "--",
+            &wl("two_hot"),
+            "800",
+            a,
+            b,
+        ])
+        .assert_ok();
+    }
+    let two = hwprof(&["flamegraph", "--folded", "--diff", s(&base), s(&new)]);
+    two.assert_ok();
+    let mut delta: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
+    for l in two.stdout.lines() {
+        let mut it = l.rsplitn(3, ' ');
+        let (n2, n1, stack) = (it.next(), it.next(), it.next());
+        let (Some(n2), Some(n1), Some(stack)) = (n2, n1, stack) else {
+            panic!("not a two-count line: {l:?}");
+        };
+        let (n1, n2): (i64, i64) = (n1.parse().expect("count 1"), n2.parse().expect("count 2"));
+        for f in ["hot_a", "hot_b"] {
+            if stack.ends_with(&format!(";{f}")) {
+                let e = delta.entry(f).or_default();
+                e.0 += n1;
+                e.1 += n2;
+            }
+        }
+    }
+    report!("diff (base normalised, new): {delta:?}");
+    let (a, b) = (delta["hot_a"], delta["hot_b"]);
+    assert!(b.1 > b.0, "hot_b grew: {b:?}");
+    assert!(a.1 < a.0, "hot_a shrank: {a:?}");
+    let svg = dir.join("diff.svg");
+    hwprof(&["flamegraph", "--diff", s(&base), s(&new), "-o", s(&svg)]).assert_ok();
+    let text = fs::read_to_string(&svg).expect("diff svg");
+    assert!(text.contains("red = grew"), "no legend");
+    assert!(text.contains("hot_b ("), "no hot_b frame");
+}
+
+fn assert_error(args: &[&str], what: &str, dir: &Path) {
+    let r = hwprof(args);
+    assert_ne!(r.code(), 0, "{} succeeded", r.cmdline);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one error line expected:\n{}", r.dump());
+    assert!(
+        lines[0].contains(what),
+        "error {:?} does not mention {what:?}",
+        lines[0]
+    );
+    let left: Vec<_> = fs::read_dir(dir).expect("read dir").collect();
+    assert!(
+        left.is_empty(),
+        "files left behind by {}: {left:?}",
+        r.cmdline
+    );
+}
+
+#[test]
+fn errors_are_one_line_and_leave_nothing() {
+    let dir = scratch_dir("flame_errors");
+    let out = dir.join("out.svg");
+    let missing = dir.join("missing.data");
+    assert_error(
+        &["flamegraph", "-i", s(&missing), "-o", s(&out)],
+        "missing.data",
+        &dir,
+    );
+    let Some(f) = fixture("perf.data.group_desc-4.14") else {
+        return;
+    };
+    assert_error(
+        &[
+            "flamegraph",
+            "-i",
+            s(&f),
+            "--event",
+            "cycles",
+            "-o",
+            s(&out),
+        ],
+        "cache-references",
+        &dir,
+    );
+    assert_error(
+        &[
+            "flamegraph",
+            "-i",
+            s(&f),
+            "--weight",
+            "weight",
+            "-o",
+            s(&out),
+        ],
+        "hwprof record --weight",
+        &dir,
+    );
+}
