@@ -185,21 +185,17 @@ impl Builder {
     fn record(&mut self, rec: &Record<'_>) {
         match &rec.body {
             Body::Sample(s) => self.sample(rec, s),
-            Body::Mmap(m) => {
-                if rec.header.misc & MISC_MMAP_DATA == 0 {
-                    let name = String::from_utf8_lossy(m.filename);
-                    self.mmap(m.pid, m.addr, m.len, m.pgoff, &name, None);
-                }
+            Body::Mmap(m) if rec.header.misc & MISC_MMAP_DATA == 0 => {
+                let name = String::from_utf8_lossy(m.filename);
+                self.mmap(m.pid, m.addr, m.len, m.pgoff, &name, None);
             }
-            Body::Mmap2(m) => {
-                if rec.header.misc & MISC_MMAP_DATA == 0 {
-                    let name = String::from_utf8_lossy(m.filename);
-                    let bid = match m.file_id {
-                        FileId::BuildId(b) if !b.is_empty() => Some(b.to_vec()),
-                        _ => None,
-                    };
-                    self.mmap(m.pid, m.addr, m.len, m.pgoff, &name, bid);
-                }
+            Body::Mmap2(m) if rec.header.misc & MISC_MMAP_DATA == 0 => {
+                let name = String::from_utf8_lossy(m.filename);
+                let bid = match m.file_id {
+                    FileId::BuildId(b) if !b.is_empty() => Some(b.to_vec()),
+                    _ => None,
+                };
+                self.mmap(m.pid, m.addr, m.len, m.pgoff, &name, bid);
             }
             Body::Comm {
                 pid,
