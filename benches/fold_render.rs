@@ -5,10 +5,10 @@
 //!
 //! `cargo bench --bench fold_render`
 
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 #[path = "../cli/flamegraph/fold.rs"]
 mod fold;
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 #[path = "../cli/flamegraph/svg.rs"]
 mod svg;
 
