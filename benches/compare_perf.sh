@@ -326,6 +326,121 @@ bench_report() {
         "--no-children $(ratio "$(mean_ms pf_self)" "$(mean_ms hw_self)")x"
 }
 
+# benches/compare_perf.sh flamegraph: an SVG flame graph from a perf.data of >= 200k
+# samples with deep callchains (2 threads, recursion 40 deep over 8 functions, a few
+# thousand distinct paths): `hwprof flamegraph -i big.data -o x.svg` vs
+# `perf script -i big.data | inferno-collapse-perf | inferno-flamegraph > y.svg`, wall
+# time (interleaved) and peak RSS (the pipeline's: the max of its three processes).
+#   FLAME_SECS=6   seconds of the `perf record -F 20000 -g` that makes big.data
+#   N_FLAME=3      runs per side
+#   INFERNO_ROOT   where `cargo install inferno` puts the tools when they are not on PATH
+#                  (default target/inferno-tools, kept between runs)
+build_deep() {
+    cat >"$WORK/deep.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+typedef unsigned long (*fn)(unsigned long, int);
+volatile unsigned long sink;
+static fn fns[8];
+/* Recursion 40 deep; the callee depends on the level, and on the data every 6th
+ * level, so there are a few thousand distinct call paths. */
+#define DEF(n)                                                                 \
+    __attribute__((noinline)) unsigned long f##n(unsigned long x, int d) {    \
+        if (d == 0) {                                                          \
+            for (int i = 0; i < 20000; i++)                                    \
+                x = x * 6364136223846793005UL + n;                             \
+            return x;                                                          \
+        }                                                                      \
+        int k = n * 3 + d + (d % 6 == 0 ? (int)((x >> 40) & 3) : 0);          \
+        x = fns[k % 8](x + n, d - 1);                                          \
+        sink = x; /* no tail call: keeps the frame */                          \
+        return x;                                                              \
+    }
+DEF(0) DEF(1) DEF(2) DEF(3) DEF(4) DEF(5) DEF(6) DEF(7)
+static void *run(void *arg) {
+    unsigned long x = (unsigned long)arg;
+    for (;;)
+        x = f0(x, 40);
+    return 0;
+}
+int main(void) {
+    fn all[8] = {f0, f1, f2, f3, f4, f5, f6, f7};
+    for (int i = 0; i < 8; i++)
+        fns[i] = all[i];
+    pthread_t t;
+    pthread_create(&t, 0, run, (void *)12345);
+    run((void *)67890);
+    return 0;
+}
+EOF
+    cc -O1 -g -fno-omit-frame-pointer -pthread -o "$WORK/deep" "$WORK/deep.c" || die "cannot compile deep.c"
+}
+
+find_inferno() {
+    INFERNO_COLLAPSE=$(command -v inferno-collapse-perf || true)
+    INFERNO_FLAMEGRAPH=$(command -v inferno-flamegraph || true)
+    if [[ -z $INFERNO_COLLAPSE || -z $INFERNO_FLAMEGRAPH ]]; then
+        local root=${INFERNO_ROOT:-$ROOT/target/inferno-tools}
+        if [[ ! -x $root/bin/inferno-flamegraph || ! -x $root/bin/inferno-collapse-perf ]]; then
+            echo "installing inferno (cargo install inferno --locked --root $root)..." >&2
+            cargo install inferno --locked --quiet --root "$root" >&2 || die "cargo install inferno failed"
+        fi
+        INFERNO_COLLAPSE=$root/bin/inferno-collapse-perf
+        INFERNO_FLAMEGRAPH=$root/bin/inferno-flamegraph
+    fi
+}
+
+# The pipeline being compared (a function, so that `interleave` can time it).
+inferno_pipeline() {
+    "$PERF" script -i "$FG_BIG" 2>/dev/null | "$INFERNO_COLLAPSE" | "$INFERNO_FLAMEGRAPH" >"$WORK/y.svg"
+}
+
+# Peak RSS (KB) of the pipeline: the largest of its three processes.
+inferno_pipeline_peak_kb() {
+    [[ -x /usr/bin/time ]] || {
+        echo "?"
+        return
+    }
+    /usr/bin/time -f %M -o "$WORK/m1" "$PERF" script -i "$FG_BIG" 2>/dev/null |
+        /usr/bin/time -f %M -o "$WORK/m2" "$INFERNO_COLLAPSE" |
+        /usr/bin/time -f %M -o "$WORK/m3" "$INFERNO_FLAMEGRAPH" >"$WORK/y.svg"
+    echo "$(tail -1 "$WORK/m1") $(tail -1 "$WORK/m2") $(tail -1 "$WORK/m3")" |
+        awk '{ m = $1; if ($2 > m) m = $2; if ($3 > m) m = $3; printf "%d (perf script %d, collapse %d, flamegraph %d)", m, $1, $2, $3 }'
+}
+
+# svg_all_count FILE: the count of the root frame ("all (N unit, 100%)").
+svg_all_count() {
+    grep -o '<title>all ([0-9,]*' "$1" | head -1 | sed 's/[^0-9]//g'
+}
+
+bench_flamegraph() {
+    find_perf
+    find_hwprof
+    find_inferno
+    build_deep
+    local secs=${FLAME_SECS:-6} n=${N_FLAME:-3} samples
+    FG_BIG=$WORK/big_flame.data
+    "$PERF" record -q -F 20000 -g -o "$FG_BIG" -- timeout -s INT "$secs" "$WORK/deep" >/dev/null 2>&1 || true
+    samples=$("$HWPROF" script -i "$FG_BIG" --format jsonl | grep -c '"type":"sample"' || true)
+    echo "== (a) SVG flame graph of big.data: $samples samples, 40-deep recursion ($(du -h "$FG_BIG" | cut -f1))"
+    ((samples >= 200000)) || echo "warning: fewer than 200k samples; raise FLAME_SECS"
+    # Same picture on both sides: the root's sample count.
+    "$HWPROF" flamegraph -i "$FG_BIG" --weight samples -o "$WORK/xs.svg" 2>/dev/null || die "hwprof flamegraph failed"
+    inferno_pipeline
+    echo "root count: hwprof --weight samples $(svg_all_count "$WORK/xs.svg"), perf script | inferno $(svg_all_count "$WORK/y.svg")"
+    CMD_hw_flame=("$HWPROF" flamegraph -i "$FG_BIG" -o "$WORK/x.svg")
+    CMD_pf_flame=(inferno_pipeline)
+    interleave "$n" hw_flame pf_flame
+    local hw pf
+    hw=$(mean_ms hw_flame)
+    pf=$(mean_ms pf_flame)
+    printf '%-58s %10s %10s  %s\n' command "mean ms" "median ms" "peak KB"
+    printf '%-58s %10s %10s  %s\n' "hwprof flamegraph -i big.data -o x.svg" "$hw" "$(median_ms hw_flame)" "$(peak_kb "${CMD_hw_flame[@]}")"
+    printf '%-58s %10s %10s  %s\n' "perf script | inferno-collapse-perf | inferno-flamegraph" "$pf" "$(median_ms pf_flame)" "$(inferno_pipeline_peak_kb)"
+    echo "flamegraph speed-up: pipeline / hwprof = $(ratio "$pf" "$hw")x (goal >= 5x); SVGs $(du -h "$WORK/x.svg" | cut -f1) and $(du -h "$WORK/y.svg" | cut -f1)"
+}
+
 [[ $# -ge 1 ]] || usage
 case "$1" in
     stat) bench_stat ;;
@@ -339,9 +454,7 @@ case "$1" in
         bench_script
         ;;
     report) bench_report ;;
-    flamegraph)
-        die "'$1' is not benchmarked yet"
-        ;;
+    flamegraph) bench_flamegraph ;;
     -h | --help) usage ;;
     *) usage ;;
 esac
