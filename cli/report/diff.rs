@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(d.rows[0].row.sym.as_deref(), Some("[k] 0xffffffff9661da49"));
         assert_eq!(d.rows[1].row.sym.as_deref(), Some("[.] hot_b"));
         assert!(d.rows[0].delta() < 0.0);
-        let t = text(&[d.clone()], &DEFAULT, false, 0.0);
+        let t = text(std::slice::from_ref(&d), &DEFAULT, false, 0.0);
         assert!(
             t.contains("\n    18.18%    36.36%   +18.18%  two_hot  two_hot            [.] hot_b\n"),
             "{t}"
