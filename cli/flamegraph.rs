@@ -4,6 +4,11 @@
 //! Every input becomes folded stacks ([`fold`]), then one renderer draws them ([`svg`],
 //! inferno). Outputs are written atomically (a temporary file in the same directory,
 //! renamed into place), so a failure never leaves a half-written graph.
+//!
+//! Outputs: `-o FILE` (default `flamegraph.svg`); with `--all` one file per event,
+//! `flamegraph.EVENT.svg`. `--folded` writes folded stacks to stdout unless `-o` names
+//! another file (several events on stdout are separated by `# event: NAME` lines, which
+//! inferno skips); `--diff --folded` writes inferno's two-count lines (BASE normalised).
 
 mod fold;
 mod svg;
