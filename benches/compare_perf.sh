@@ -425,10 +425,10 @@ bench_flamegraph() {
     samples=$("$HWPROF" script -i "$FG_BIG" --format jsonl | grep -c '"type":"sample"' || true)
     echo "== (a) SVG flame graph of big.data: $samples samples, 40-deep recursion ($(du -h "$FG_BIG" | cut -f1))"
     ((samples >= 200000)) || echo "warning: fewer than 200k samples; raise FLAME_SECS"
-    # Same picture on both sides: the root's sample count.
-    "$HWPROF" flamegraph -i "$FG_BIG" --weight samples -o "$WORK/xs.svg" 2>/dev/null || die "hwprof flamegraph failed"
+    # Same picture on both sides: the root's count (inferno-collapse-perf sums periods too).
+    "$HWPROF" flamegraph -i "$FG_BIG" -o "$WORK/x.svg" 2>/dev/null || die "hwprof flamegraph failed"
     inferno_pipeline
-    echo "root count: hwprof --weight samples $(svg_all_count "$WORK/xs.svg"), perf script | inferno $(svg_all_count "$WORK/y.svg")"
+    echo "root count (sum of periods): hwprof $(svg_all_count "$WORK/x.svg"), perf script | inferno $(svg_all_count "$WORK/y.svg")"
     CMD_hw_flame=("$HWPROF" flamegraph -i "$FG_BIG" -o "$WORK/x.svg")
     CMD_pf_flame=(inferno_pipeline)
     interleave "$n" hw_flame pf_flame
