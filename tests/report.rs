@@ -129,7 +129,8 @@ fn record_perf(tag: &str, cmd: &[&str]) -> PathBuf {
     out
 }
 
-fn record_hwprof(tag: &str, cmd: &[&str]) -> PathBuf {
+/// Records `cmd` with `hwprof record -e cpu-clock -F FREQ -g`.
+fn record_hwprof_at(freq: &str, tag: &str, cmd: &[&str]) -> PathBuf {
     let out = scratch_path(tag);
     let o = s(&out);
     let mut a = vec![
@@ -137,7 +138,7 @@ fn record_hwprof(tag: &str, cmd: &[&str]) -> PathBuf {
         "-e",
         "cpu-clock",
         "-F",
-        "999",
+        freq,
         "-g",
         "-o",
         &o,
@@ -146,6 +147,11 @@ fn record_hwprof(tag: &str, cmd: &[&str]) -> PathBuf {
     a.extend_from_slice(cmd);
     hwprof(&a).assert_ok();
     out
+}
+
+/// [`record_hwprof_at`] 999 Hz.
+fn record_hwprof(tag: &str, cmd: &[&str]) -> PathBuf {
+    record_hwprof_at("999", tag, cmd)
 }
 
 // ---------------------------------------------------------------------------
@@ -234,12 +240,13 @@ fn hot_shares(v: &Value) -> (f64, f64, u64) {
 #[test]
 fn two_hot_functions_in_their_known_ratio() {
     let bin = wl("two_hot");
-    let f = record_hwprof("report_two_hot", &[&bin, "400", "2", "1"]);
+    // ~2400 samples: the share's standard deviation is ~1 point, so +-5 is ~5 sigma.
+    let f = record_hwprof_at("3999", "report_two_hot", &[&bin, "600", "2", "1"]);
     let v = report_json(&["-i", &s(&f), "--no-children"]);
     let (a, b, total) = hot_shares(&v);
     let ratio = a * 100.0 / (a + b);
     report!(
-        "two_hot 400 ms, 2:1: {total} samples, hot_a {a:.1}%, hot_b {b:.1}%, hot_a/(hot_a+hot_b) = {ratio:.1}% (expected 66.7 +- 5)"
+        "two_hot 600 ms, 2:1: {total} samples, hot_a {a:.1}%, hot_b {b:.1}%, hot_a/(hot_a+hot_b) = {ratio:.1}% (expected 66.7 +- 5)"
     );
     assert!(total >= 200, "too few samples: {total}");
     assert!(a + b >= 90.0, "hot_a + hot_b = {:.1}% < 90%", a + b);
@@ -266,8 +273,9 @@ fn two_hot_functions_in_their_known_ratio() {
 #[test]
 fn diff_of_two_ratios() {
     let bin = wl("two_hot");
-    let base = record_hwprof("report_diff_base", &[&bin, "400", "2", "1"]);
-    let new = record_hwprof("report_diff_new", &[&bin, "400", "1", "2"]);
+    // ~3200 samples each: the delta's standard deviation is ~1.2 points (+-5 is ~4 sigma).
+    let base = record_hwprof_at("3999", "report_diff_base", &[&bin, "800", "2", "1"]);
+    let new = record_hwprof_at("3999", "report_diff_new", &[&bin, "800", "1", "2"]);
     let v = report_json(&["--diff", &s(&base), &s(&new), "-s", "sym"]);
     let rows = v["events"][0]["rows"].as_array().expect("rows").clone();
     let get = |sym: &str| {

@@ -18,7 +18,6 @@
 //! includes it).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 use hwprof_symbolize::{Frame, FrameKind, Profile};
@@ -92,42 +91,9 @@ impl Folded {
     }
 }
 
-/// FxHash (rustc's hasher): fast on the short integer keys used here; no DoS concern
-/// for a local profile.
-#[derive(Default, Clone, Copy)]
-struct Fx(u64);
-
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // `[u32]` keys arrive here as one byte slice: take 8 bytes at a time.
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.write_u64(u64::from_le_bytes(b) ^ ((rest.len() as u64) << 59));
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+/// rustc's FxHash: fast on the short integer keys used here; no DoS concern for a
+/// local profile.
+type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// The label of a frame in a folded stack (see the module docs).
 pub fn frame_label(f: &Frame) -> String {

@@ -7,44 +7,13 @@
 //! function (or an inlined frame of it) anywhere, each sample counted once per row.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use hwprof_symbolize::{Frame, FrameKind, Profile, Sample};
 
 use crate::args::SortKey;
 
-/// A small, fast hasher for the integer keys of the aggregation (FxHash's mixing step).
-#[derive(Default, Clone, Copy)]
-pub struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
-/// A `HashMap` with [`FastHasher`].
-pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+/// A `HashMap` with rustc's FxHash, fast on the integer keys of the aggregation.
+pub type FastMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// Which samples to count (empty lists keep everything).
 #[derive(Clone, Debug, Default)]

@@ -2,7 +2,7 @@
 //! every sample's stack into (module, offset) locations, resolves each distinct location
 //! once, and interns the frames.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, FileId, Record, context, misc};
@@ -39,6 +39,8 @@ struct RawSample {
 /// State of the replay.
 struct Builder {
     sym: Symbolizer,
+    /// The id of [`Module::Kernel`], looked up once.
+    kernel_module: ModuleId,
     build_ids: HashMap<String, Vec<u8>>,
     spaces: HashMap<u32, AddrSpace>,
     kernel: AddrSpace,
@@ -71,8 +73,11 @@ impl Profile {
     pub fn build_with(
         pd: &PerfData,
         opts: &Options,
-        sym: Symbolizer,
+        mut sym: Symbolizer,
     ) -> Result<(Profile, Symbolizer)> {
+        if opts.kernel {
+            sym.prefetch_kernel_symbols();
+        }
         let events: Vec<EventInfo> = pd
             .attrs()
             .iter()
@@ -91,23 +96,25 @@ impl Profile {
                 }
             })
             .collect();
-        let mut build_ids = HashMap::new();
+        let mut build_ids = HashMap::default();
         for b in &pd.features().build_ids {
             build_ids
                 .entry(b.filename.clone())
                 .or_insert_with(|| b.build_id.clone());
         }
+        let kernel_module = sym.module_id(Module::Kernel);
         let mut b = Builder {
             sym,
+            kernel_module,
             build_ids,
-            spaces: HashMap::new(),
+            spaces: HashMap::default(),
             kernel: AddrSpace::default(),
             comms: Vec::new(),
-            comm_ids: HashMap::new(),
-            tid_comm: HashMap::new(),
-            pid_comm: HashMap::new(),
+            comm_ids: HashMap::default(),
+            tid_comm: HashMap::default(),
+            pid_comm: HashMap::default(),
             locs: Vec::new(),
-            loc_ids: HashMap::new(),
+            loc_ids: HashMap::default(),
             stack_locs: Vec::new(),
             samples: Vec::new(),
             lost: 0,
@@ -277,9 +284,9 @@ impl Builder {
                     Some(Module::KernelModule { .. } | Module::Other { .. }) => {
                         (m.module, addr, ret)
                     }
-                    _ => (self.sym.module_id(Module::Kernel), addr, ret),
+                    _ => (self.kernel_module, addr, ret),
                 },
-                None => (self.sym.module_id(Module::Kernel), addr, ret),
+                None => (self.kernel_module, addr, ret),
             }
         } else {
             match self.spaces.get(&pid).and_then(|s| s.find(addr)).copied() {
@@ -377,12 +384,12 @@ impl Builder {
     /// Resolves every distinct location (one batch per module), interns the frames and
     /// assembles the samples.
     fn finish(mut self, events: Vec<EventInfo>, opts: &Options) -> (Profile, Symbolizer) {
-        let mut by_module: HashMap<ModuleId, Vec<(u64, bool, usize)>> = HashMap::new();
+        let mut by_module: HashMap<ModuleId, Vec<(u64, bool, usize)>> = HashMap::default();
         for (i, &(m, off, ret)) in self.locs.iter().enumerate() {
             by_module.entry(m).or_default().push((off, ret, i));
         }
         let mut frames: Vec<Frame> = Vec::new();
-        let mut frame_ids: HashMap<Frame, FrameId> = HashMap::new();
+        let mut frame_ids: HashMap<Frame, FrameId> = HashMap::default();
         let mut loc_frames: Vec<Vec<FrameId>> = vec![Vec::new(); self.locs.len()];
         let mut modules: Vec<_> = by_module.into_iter().collect();
         modules.sort_by_key(|(m, _)| *m);

@@ -8,7 +8,7 @@
 //! JIT code. Results are cached per (module, offset, return address), so asking twice
 //! costs a hash lookup.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::source::{Elf, Source};
@@ -112,6 +112,8 @@ pub struct Symbolizer {
     kernel_trusted: bool,
     blaze: blazesym::symbolize::Symbolizer,
     kallsyms: Option<Kallsyms>,
+    /// `/proc/kallsyms` being read on another thread (see [`Symbolizer::prefetch_kernel_symbols`]).
+    kallsyms_pending: Option<std::thread::JoinHandle<Kallsyms>>,
     perf_maps: HashMap<u32, Option<PerfMap>>,
     modules: Vec<Module>,
     module_ids: HashMap<Module, ModuleId>,
@@ -149,11 +151,12 @@ impl Symbolizer {
             kernel_trusted,
             blaze,
             kallsyms: None,
-            perf_maps: HashMap::new(),
+            kallsyms_pending: None,
+            perf_maps: HashMap::default(),
             modules: Vec::new(),
-            module_ids: HashMap::new(),
-            sources: HashMap::new(),
-            cache: HashMap::new(),
+            module_ids: HashMap::default(),
+            sources: HashMap::default(),
+            cache: HashMap::default(),
             lookups: 0,
         }
     }
@@ -332,6 +335,18 @@ impl Symbolizer {
             .collect()
     }
 
+    /// Starts reading `/proc/kallsyms` on another thread when kernel addresses may be
+    /// named from it: generating it costs the kernel some 40 ms, which then overlaps with
+    /// replaying the recording instead of adding to it.
+    pub fn prefetch_kernel_symbols(&mut self) {
+        if self.kernel_trusted && self.kallsyms.is_none() && self.kallsyms_pending.is_none() {
+            self.kallsyms_pending = std::thread::Builder::new()
+                .name("kallsyms".into())
+                .spawn(Kallsyms::load)
+                .ok();
+        }
+    }
+
     fn lookup_kernel(&mut self, name: &str, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
         if !self.kernel_trusted {
             return todo
@@ -339,7 +354,14 @@ impl Symbolizer {
                 .map(|&(o, _)| vec![unknown(Some(name), o, FrameKind::Kernel)])
                 .collect();
         }
-        let ks = self.kallsyms.get_or_insert_with(Kallsyms::load);
+        if self.kallsyms.is_none() {
+            let ks = match self.kallsyms_pending.take() {
+                Some(h) => h.join().unwrap_or_default(),
+                None => Kallsyms::load(),
+            };
+            self.kallsyms = Some(ks);
+        }
+        let ks = self.kallsyms.get_or_insert_with(Kallsyms::default);
         todo.iter()
             .map(|&(o, r)| {
                 let q = if r { o.saturating_sub(1) } else { o };
