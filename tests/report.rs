@@ -9,6 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use common::*;
 use serde_json::Value;
@@ -556,4 +557,79 @@ fn truncated_file_fails_without_panicking() {
     assert!(r.code() == 1 || r.code() == 0, "{}", r.dump());
     assert!(!r.stderr.contains("panicked"), "{}", r.dump());
     let _ = fs::remove_file(cut);
+}
+
+/// (module, symbol) of the rows of `file` (`--no-children -s dso,sym`).
+fn symbols(file: &Path) -> Vec<(String, String)> {
+    let v = report_json(&["-i", &s(file), "--no-children", "-s", "dso,sym"]);
+    v["events"][0]["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r["dso"].as_str()?.to_string(),
+                r["symbol"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn rust_and_cpp_names_are_demangled_with_their_paths() {
+    // Rust: hwprof itself, symbolizing a recording (blazesym, the builder, the table).
+    let input = record_hwprof("report_rs_input", &[&wl("two_hot"), "300"]);
+    let rs = record_hwprof_at(
+        "4999",
+        "report_rs",
+        &[hwprof_bin(), "report", "-i", &s(&input), "--stdio"],
+    );
+    let syms = symbols(&rs);
+    let own: Vec<&String> = syms
+        .iter()
+        .filter(|(dso, _)| dso == "hwprof")
+        .map(|(_, sym)| sym)
+        .collect();
+    report!("hwprof's own symbols: {:?}", &own[..own.len().min(4)]);
+    assert!(
+        own.iter()
+            .any(|x| x.starts_with("[.] ") && x.contains("::")),
+        "no demangled Rust path among hwprof's symbols {own:?}"
+    );
+    assert!(
+        !syms
+            .iter()
+            .any(|(_, x)| x.contains("_ZN") || x.contains("17h")),
+        "mangled names left in {syms:?}"
+    );
+    // C++: a template member function, with its namespace and arguments.
+    let src = PathBuf::from(format!("{}.cc", scratch_path("report_cpp").display()));
+    std::fs::write(
+        &src,
+        "#include <cstdio>\nnamespace ns { template <typename T> struct Box { T v;\n\
+         __attribute__((noinline)) T spin(T n) { T x = v; for (T i = 0; i < n; i++) x = x * 31 + i; return x; } }; }\n\
+         int main() { ns::Box<unsigned long> b{1}; unsigned long r = 0;\n\
+         for (int k = 0; k < 300; k++) r += b.spin(1000000); std::printf(\"%lu\\n\", r); }\n",
+    )
+    .expect("write C++ source");
+    let bin = scratch_path("report_cpp");
+    match Command::new("g++")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+    {
+        Ok(st) => assert!(st.success(), "g++ failed on {}", src.display()),
+        Err(_) => {
+            report!("SKIPPED: g++ not installed (C++ demangling)");
+            return;
+        }
+    }
+    let cpp = record_hwprof("report_cpp_rec", &[&s(&bin)]);
+    let syms = symbols(&cpp);
+    assert!(
+        syms.iter()
+            .any(|(_, x)| x == "[.] ns::Box<unsigned long>::spin(unsigned long)"),
+        "{syms:?}"
+    );
 }

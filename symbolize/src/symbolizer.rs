@@ -299,10 +299,29 @@ impl Symbolizer {
                 }
             }
         };
+        // The outer function's name comes from the ELF symbol table, as perf shows it:
+        // DWARF names are short (`decode_sample` for a Rust path, `__GI___libc_read` for
+        // libc's `read`); lines and inlined frames stay DWARF's.
+        let mut elf = Elf::new(&src_path);
+        elf.debug_syms = false;
+        let elf_names: Vec<Option<String>> = match self
+            .blaze
+            .symbolize(&Source::Elf(elf), Input::FileOffset(&query))
+        {
+            Ok(v) => v
+                .into_iter()
+                .map(|s| match s {
+                    Symbolized::Sym(sym) => Some(sym.name.to_string()),
+                    _ => None,
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
         todo.iter()
             .zip(&query)
             .zip(syms)
-            .map(|((&(o, _), &q), s)| match s {
+            .enumerate()
+            .map(|(i, ((&(o, _), &q), s))| match s {
                 Symbolized::Sym(sym) => {
                     let start = q.saturating_sub(sym.offset as u64);
                     let mut frames = Vec::with_capacity(1 + sym.inlined.len());
@@ -319,8 +338,12 @@ impl Symbolizer {
                         });
                     }
                     let (file, line) = code_location(sym.code_info.as_deref());
+                    let name = match elf_names.get(i) {
+                        Some(Some(n)) => n.clone(),
+                        _ => sym.name.to_string(),
+                    };
                     frames.push(Frame {
-                        function: Some(sym.name.to_string()),
+                        function: Some(name),
                         module: Some(path.to_string()),
                         module_offset: start,
                         file,
