@@ -6,6 +6,7 @@
 #                                     (b) the highest -F with no lost samples, 2 busy threads
 #   benches/compare_perf.sh script    (c) `script -i big.data` (>= 100k samples, callchains)
 #   benches/compare_perf.sh report    `report --stdio` vs perf report on a big file (>= 200k samples)
+#   benches/compare_perf.sh flamegraph  SVG from a big file vs perf script | inferno (>= 200k samples)
 #   benches/compare_perf.sh all       all of the above
 #
 # Environment:
@@ -34,7 +35,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|all" >&2
+    echo "usage: $0 stat|record|script|report|flamegraph|all" >&2
     exit 2
 }
 
@@ -452,6 +453,10 @@ case "$1" in
         bench_record
         echo
         bench_script
+        echo
+        bench_report
+        echo
+        bench_flamegraph
         ;;
     report) bench_report ;;
     flamegraph) bench_flamegraph ;;
