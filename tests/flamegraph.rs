@@ -362,6 +362,49 @@ fn page_fault_flame_graph() {
     );
 }
 
+/// A tracepoint flame graph: every sched_switch of a sleeping program, on the path from
+/// its nanosleep into the scheduler.
+#[test]
+fn tracepoint_flame_graph() {
+    if !require_tracefs("flamegraph -e sched:sched_switch") {
+        return;
+    }
+    let dir = scratch_dir("flame_tp");
+    let out = dir.join("switch.folded");
+    let r = hwprof(&[
+        "flamegraph",
+        "-e",
+        "sched:sched_switch",
+        "--folded",
+        "-o",
+        s(&out),
+        "--",
+        &wl("sleeper"),
+        "20",
+        "2",
+    ]);
+    r.assert_ok();
+    let folded = parse_folded(&fs::read_to_string(&out).expect("folded written"));
+    let all = total(&folded);
+    let sleeping: u64 = folded
+        .iter()
+        .filter(|(st, _)| st.contains("nanosleep") && st.contains("schedule"))
+        .map(|(_, n)| n)
+        .sum();
+    report!("sched_switch flame graph of 20 sleeps: {sleeping} of {all} through nanosleep");
+    // One switch per sleep; a preemption may add one or two elsewhere.
+    assert!((20..=23).contains(&all), "{all} switches for 20 sleeps");
+    assert!(
+        sleeping >= 20,
+        "only {sleeping} through nanosleep: {folded:?}"
+    );
+    assert!(
+        r.stderr.contains("sched:sched_switch: "),
+        "title: {}",
+        r.stderr
+    );
+}
+
 /// `--no-kernel` removes `_[k]` frames, `--no-inline` removes `_[i]` frames; totals stay.
 #[test]
 fn kernel_and_inline_switches() {
