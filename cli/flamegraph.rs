@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_pmu::attr::types;
-use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::{FlameWeight, FlamegraphArgs, RecordArgs};
@@ -74,13 +73,7 @@ fn weight_of(a: &FlamegraphArgs) -> (CountBy, Measure) {
 }
 
 fn load(path: &Path, opts: &SymOptions) -> anyhow::Result<Profile> {
-    if !path.exists() && path.as_os_str() != "-" {
-        anyhow::bail!(
-            "{}: no such file (record one with `hwprof record -g -- CMD`, or give -i FILE)",
-            path.display()
-        );
-    }
-    let pd = PerfData::open(path)?;
+    let pd = crate::input::open(path)?;
     Profile::build(&pd, opts).with_context(|| format!("symbolizing {}", path.display()))
 }
 

@@ -7,6 +7,7 @@
 mod args;
 mod encode;
 mod flamegraph;
+mod input;
 mod list;
 mod record;
 mod render;

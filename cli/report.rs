@@ -13,8 +13,6 @@ use std::path::Path;
 
 use anyhow::Context;
 use hwprof_pmu::attr::sample;
-use hwprof_sampler::Error as SErr;
-use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_symbolize::{Options, Profile};
 
 use crate::args::ReportArgs;
@@ -81,22 +79,7 @@ fn json_text(v: &serde_json::Value) -> anyhow::Result<String> {
 
 /// Reads and symbolizes `path`.
 fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
-    let data = match PerfData::open(path) {
-        Ok(d) => d,
-        Err(SErr::Io { context, source }) => {
-            // "cannot open FILE: No such file or directory", without "(os error 2)".
-            let msg = source.to_string();
-            let msg = match msg.find(" (os error") {
-                Some(n) => msg[..n].to_string(),
-                None => msg,
-            };
-            anyhow::bail!("{context}: {msg}");
-        }
-        Err(e) => return Err(e).context(format!("reading {}", path.display())),
-    };
-    for w in data.warnings() {
-        eprintln!("hwprof: warning: {w}");
-    }
+    let data = crate::input::open(path)?;
     let p = Profile::build(&data, opts).with_context(|| format!("reading {}", path.display()))?;
     if p.samples.is_empty() {
         anyhow::bail!("{} has no samples", path.display());

@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use anyhow::Context;
-use hwprof_sampler::Error as SErr;
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, DataSrc, FileId, Record, Sample, kind, misc};
 
@@ -21,22 +20,7 @@ use out::{Obj, dec, dec_pad, hex, hex_pad};
 const FLUSH_AT: usize = 1 << 16;
 
 pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
-    let data = match PerfData::open(&a.input) {
-        Ok(d) => d,
-        Err(SErr::Io { context, source }) => {
-            // "cannot open FILE: No such file or directory", without "(os error 2)".
-            let msg = source.to_string();
-            let msg = match msg.find(" (os error") {
-                Some(n) => msg[..n].to_string(),
-                None => msg,
-            };
-            anyhow::bail!("{context}: {msg}");
-        }
-        Err(e) => return Err(e).context(format!("reading {}", a.input.display())),
-    };
-    for w in data.warnings() {
-        eprintln!("hwprof: warning: {w}");
-    }
+    let data = crate::input::open(&a.input)?;
     let stdout = io::stdout();
     let mut w = stdout.lock();
     let mut p = Printer {
