@@ -74,7 +74,7 @@ fn weight_of(a: &FlamegraphArgs) -> (CountBy, Measure) {
 
 fn load(path: &Path, opts: &SymOptions) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
-    Profile::build(&pd, opts).with_context(|| format!("symbolizing {}", path.display()))
+    Profile::from_perf_data(pd, opts).with_context(|| format!("symbolizing {}", path.display()))
 }
 
 fn event_names(p: &Profile) -> String {

@@ -80,7 +80,8 @@ fn json_text(v: &serde_json::Value) -> anyhow::Result<String> {
 /// Reads and symbolizes `path`.
 fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
     let data = crate::input::open(path)?;
-    let p = Profile::build(&data, opts).with_context(|| format!("reading {}", path.display()))?;
+    let p = Profile::from_perf_data(data, opts)
+        .with_context(|| format!("reading {}", path.display()))?;
     if p.samples.is_empty() {
         anyhow::bail!("{} has no samples", path.display());
     }

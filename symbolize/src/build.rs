@@ -73,8 +73,30 @@ impl Profile {
     pub fn build_with(
         pd: &PerfData,
         opts: &Options,
-        mut sym: Symbolizer,
+        sym: Symbolizer,
     ) -> Result<(Profile, Symbolizer)> {
+        let (b, events) = Builder::replay(pd, opts, sym)?;
+        Ok(b.finish(events, opts))
+    }
+
+    /// [`Profile::build`] that consumes the file and frees its bytes once its records
+    /// are replayed, before the profile is assembled: the peak memory of symbolizing a
+    /// large recording is then the profile's, not the profile's plus the file's.
+    pub fn from_perf_data(pd: PerfData, opts: &Options) -> Result<Profile> {
+        let sym = Symbolizer::new(opts.inline, kernel_matches(pd.features()));
+        let (b, events) = Builder::replay(&pd, opts, sym)?;
+        drop(pd);
+        Ok(b.finish(events, opts).0)
+    }
+}
+
+impl Builder {
+    /// Replays every record of `pd` into address spaces, locations and raw samples.
+    fn replay(
+        pd: &PerfData,
+        opts: &Options,
+        mut sym: Symbolizer,
+    ) -> Result<(Builder, Vec<EventInfo>)> {
         if opts.kernel {
             sym.prefetch_kernel_symbols();
         }
@@ -124,8 +146,7 @@ impl Profile {
             b.record(rec);
             Ok(())
         })?;
-        let profile = b.finish(events, opts);
-        Ok(profile)
+        Ok((b, events))
     }
 }
 
