@@ -28,6 +28,10 @@ pub enum Command {
     Report(ReportArgs),
     /// Draw an interactive SVG flame graph from a perf.data file, or record a command and draw it.
     Flamegraph(FlamegraphArgs),
+    /// Where threads wait: off-CPU time by stack (sched_switch), as a flame graph or table.
+    Offcpu(crate::offcpu::OffcpuArgs),
+    /// Count and time calls of a function with uprobes: exact counts, latency histogram, slow-call stacks.
+    Probe(crate::probe::ProbeArgs),
 }
 
 #[derive(Debug, Args)]

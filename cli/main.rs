@@ -9,6 +9,8 @@ mod encode;
 mod flamegraph;
 mod input;
 mod list;
+mod offcpu;
+mod probe;
 mod record;
 mod render;
 mod report;
@@ -85,6 +87,8 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Script(a) => script::run(a),
         args::Command::Report(a) => report::run(a),
         args::Command::Flamegraph(a) => flamegraph::run(a),
+        args::Command::Offcpu(a) => offcpu::run(a),
+        args::Command::Probe(a) => probe::run(a),
     }
 }
 
