@@ -1,9 +1,357 @@
-//! `hwprof probe` (being written).
+//! `hwprof probe`: exact call counts and latencies of user functions, from uprobe /
+//! uretprobe pairs opened through the uprobe PMU (no tracefs probe definitions, so
+//! nothing is left behind when the fds close).
+//!
+//! Flow: probe specs → one entry (`uprobe`) and one return (`uretprobe`) event per
+//! function, each sampling every hit (period 1, IP|TID|TIME|ID, +CALLCHAIN with
+//! `--stacks`) → a [`Session`] on the command or `-p` PIDs, drained in-process →
+//! hits sorted by time and paired per thread (a stack per thread, for recursion) →
+//! counts, a log2 histogram and percentiles, and the stacks of the slow calls.
+
+mod calls;
+mod output;
+mod stacks;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use hwprof_pmu::attr::sample;
+use hwprof_sampler::record::{Body, Decoder};
+use hwprof_sampler::session::{Session, SessionOptions, Target};
+
+use crate::{ExitWith, usage};
+
+use calls::{Hit, pair};
+use stacks::Mapping;
 
 /// Flags of `hwprof probe`.
 #[derive(Debug, clap::Args)]
-pub struct ProbeArgs {}
+pub struct ProbeArgs {
+    /// Probes: `uprobe:/path/bin:func` (a `uretprobe:` on the same function is added for
+    /// latency), or `uretprobe:/path/bin:func`; several may be given, or comma-separated.
+    #[arg(value_name = "PROBE", required = true)]
+    pub probes: Vec<String>,
+    /// Attach to running processes (comma-separated PIDs) until they exit, SIGINT or --duration.
+    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
+    pub pid: Option<String>,
+    /// Stop after SECS seconds (fractions allowed).
+    #[arg(long = "duration", value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Print a log2 latency histogram (as bcc's funclatency) with p50/p90/p99/max.
+    #[arg(long = "hist")]
+    pub hist: bool,
+    /// Report the calls slower than this (e.g. 10ms, 500us, 2s, 1500ns).
+    #[arg(long = "threshold", value_name = "DURATION")]
+    pub threshold: Option<String>,
+    /// With --threshold: print the call stack of each slow call.
+    #[arg(long = "stacks")]
+    pub stacks: bool,
+    /// Print the result as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
-pub fn run(_a: ProbeArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("hwprof probe is being written")
+/// One probed function: its name and the indexes of its entry and return events.
+#[derive(Debug, Clone)]
+pub struct Func {
+    /// `/path:func` as given.
+    pub target: String,
+    /// Index of the uprobe (entry) event in the event list.
+    pub entry: usize,
+    /// Index of the uretprobe (return) event.
+    pub ret: usize,
+}
+
+/// Parses a duration like `10ms`, `500us`, `2s`, `1500ns` (a bare number is
+/// milliseconds) into nanoseconds.
+pub fn parse_duration(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    let mul = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" | "" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    let ns = v * mul;
+    (ns.is_finite() && ns >= 0.0).then_some(ns as u64)
+}
+
+/// Splits the probe arguments into functions, each with an entry and a return spec.
+fn functions(specs: &[String]) -> anyhow::Result<(Vec<String>, Vec<Func>)> {
+    let mut targets: Vec<String> = Vec::new();
+    for s in specs.iter().flat_map(|s| s.split(',')) {
+        let s = s.trim();
+        if s.is_empty() {
+            continue;
+        }
+        let t = s
+            .strip_prefix("uprobe:")
+            .or_else(|| s.strip_prefix("uretprobe:"))
+            .ok_or_else(|| {
+                crate::Usage(format!(
+                    "bad probe '{s}': expected uprobe:/path/bin:func or uretprobe:/path/bin:func"
+                ))
+            })?;
+        if !t.contains(':') {
+            return usage(format!(
+                "bad probe '{s}': expected uprobe:/path/bin:func (the function is missing)"
+            ));
+        }
+        if !targets.iter().any(|x| x == t) {
+            targets.push(t.to_string());
+        }
+    }
+    if targets.is_empty() {
+        return usage("no probe given: e.g. `hwprof probe uprobe:/path/bin:func -- ./bin`");
+    }
+    let mut events = Vec::new();
+    let mut funcs = Vec::new();
+    for t in targets {
+        funcs.push(Func {
+            target: t.clone(),
+            entry: events.len(),
+            ret: events.len() + 1,
+        });
+        events.push(format!("uprobe:{t}"));
+        events.push(format!("uretprobe:{t}"));
+    }
+    Ok((events, funcs))
+}
+
+/// `true` when the ELF file at `path` has no `.symtab` section (SHT_SYMTAB), read from
+/// its section headers; `false` when it has one or cannot be read.
+fn stripped(path: &str) -> bool {
+    let Ok(d) = std::fs::read(path) else {
+        return false;
+    };
+    let u16at = |o: usize| d.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u64at = |o: usize| {
+        d.get(o..o + 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_le_bytes)
+    };
+    if d.get(0..5) != Some(b"\x7fELF\x02") {
+        return false;
+    }
+    let (Some(shoff), Some(entsize), Some(num)) = (u64at(0x28), u16at(0x3a), u16at(0x3c)) else {
+        return false;
+    };
+    !(0..usize::from(num)).any(|i| {
+        let o = (shoff as usize).saturating_add(i * usize::from(entsize));
+        d.get(o + 4..o + 8) == Some(&2u32.to_le_bytes()[..])
+    })
+}
+
+/// Parses the events, turning parser errors into one line, with a note for stripped
+/// binaries.
+fn parse_events(events: &[String], funcs: &[Func]) -> anyhow::Result<hwprof_pmu::EventList> {
+    let enc = hwprof_pmu::Encoder::host();
+    enc.parse(&events.join(",")).map_err(|e| {
+        let msg = e.to_string().replace('\n', " ");
+        let note = funcs
+            .iter()
+            .filter_map(|f| f.target.rsplit_once(':').map(|(p, _)| p))
+            .find(|p| msg.contains("no function") && stripped(p))
+            .map(|p| format!(" ({p} is stripped: only its dynamic symbols are known)"))
+            .unwrap_or_default();
+        ExitWith(1, format!("{msg}{note}")).into()
+    })
+}
+
+fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
+    match (&a.pid, a.command.is_empty()) {
+        (Some(_), false) => usage("give one target: a command after --, or -p PID"),
+        (None, true) => usage(
+            "nothing to probe: give a command after --, or -p PID (e.g. `hwprof probe uprobe:./app:work -- ./app`)",
+        ),
+        (None, false) => Ok(Target::Command(a.command.clone())),
+        (Some(p), true) => {
+            let mut out = Vec::new();
+            for s in p.split(',').map(str::trim) {
+                let pid: i32 =
+                    s.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        crate::Usage(format!("bad -p value '{s}': not a process id"))
+                    })?;
+                if !hwprof_pmu::sys::process_exists(pid) {
+                    return Err(ExitWith(1, format!("no such process {pid} (-p {p})")).into());
+                }
+                out.push(pid);
+            }
+            Ok(Target::Pids(out))
+        }
+    }
+}
+
+/// Why opening failed, in one line; permission errors say what uprobes need.
+fn open_error(e: hwprof_sampler::Error, target: &Target) -> anyhow::Error {
+    let errno = e.raw_os_error();
+    if !matches!(errno, Some(libc::EACCES | libc::EPERM)) {
+        return anyhow!(ExitWith(1, e.to_string().replace('\n', " ")));
+    }
+    let event = match &e {
+        hwprof_sampler::Error::Pmu(hwprof_pmu::Error::Open { event, .. }) => event.clone(),
+        _ => "the uprobe".to_string(),
+    };
+    let why = std::io::Error::from_raw_os_error(errno.unwrap_or(libc::EACCES));
+    let whom = match target {
+        Target::Pids(p) => format!(
+            " on process {}: attaching to a process needs ptrace permission over it (same user, or CAP_SYS_PTRACE; see /proc/sys/kernel/yama/ptrace_scope), and",
+            p.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        _ => ":".to_string(),
+    };
+    anyhow!(ExitWith(
+        1,
+        format!(
+            "cannot open {event}{whom} the kernel's uprobe PMU only opens for root or CAP_PERFMON/CAP_SYS_ADMIN, whatever kernel.perf_event_paranoid says ({why})"
+        )
+    ))
+}
+
+pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
+    let threshold = match &a.threshold {
+        Some(t) => Some(parse_duration(t).ok_or_else(|| {
+            crate::Usage(format!(
+                "bad --threshold '{t}': expected a duration like 10ms, 500us, 2s"
+            ))
+        })?),
+        None => None,
+    };
+    if a.stacks && threshold.is_none() {
+        return usage(
+            "--stacks needs --threshold DURATION (the stacks of the calls slower than it)",
+        );
+    }
+    let target = target_of(&a)?;
+    let (specs, funcs) = functions(&a.probes)?;
+    let mut list = parse_events(&specs, &funcs)?;
+    let command = matches!(target, Target::Command(_));
+    for (i, e) in list.events.iter_mut().enumerate() {
+        let at = &mut e.attr;
+        at.sample_type = sample::IP | sample::TID | sample::TIME | sample::ID;
+        if a.stacks {
+            at.sample_type |= sample::CALLCHAIN;
+            at.exclude_callchain_kernel = true;
+        }
+        at.freq = false;
+        at.sample_period = 1;
+        at.disabled = true;
+        at.enable_on_exec = command;
+        at.sample_id_all = true;
+        let track = i == 0 && a.stacks;
+        at.mmap = track;
+        at.mmap2 = track;
+        at.comm = track;
+        at.task = track;
+    }
+    let sopts = SessionOptions {
+        data_pages: (1 << 20) / hwprof_pmu::sys::page_size().max(1),
+        inherit: true,
+        duration: a.duration.map(Duration::from_secs_f64),
+    };
+    let session =
+        Session::open(&list, target.clone(), sopts).map_err(|e| open_error(e, &target))?;
+    let attrs = session.attrs();
+    let ids = session.ids();
+    let mut event_of: HashMap<u64, usize> = HashMap::new();
+    for (i, v) in ids.iter().enumerate() {
+        for &id in v {
+            event_of.insert(id, i);
+        }
+    }
+    let decoder = Decoder::new(
+        &attrs
+            .iter()
+            .cloned()
+            .zip(ids.iter().cloned())
+            .collect::<Vec<_>>(),
+    );
+    let mut maps: Vec<Mapping> = Vec::new();
+    if a.stacks {
+        if let Target::Pids(p) = &target {
+            for &pid in p {
+                maps.extend(stacks::proc_maps(pid));
+            }
+        }
+    }
+    let mut hits: Vec<Hit> = Vec::new();
+    let stats = session.run(|bytes: &[u8]| {
+        match decoder.decode(bytes, 0).map(|r| r.body) {
+            Ok(Body::Sample(s)) => {
+                let Some(ev) = s.id.and_then(|id| event_of.get(&id).copied()) else {
+                    return Ok(());
+                };
+                hits.push(Hit {
+                    time: s.time.unwrap_or(0),
+                    pid: s.pid.unwrap_or(0),
+                    tid: s.tid.unwrap_or(0),
+                    event: ev,
+                    stack: s.callchain.map(|c| c.to_vec()).unwrap_or_default(),
+                });
+            }
+            Ok(Body::Mmap2(m)) => maps.push(Mapping {
+                pid: m.pid,
+                start: m.addr,
+                end: m.addr.saturating_add(m.len),
+                pgoff: m.pgoff,
+                path: String::from_utf8_lossy(m.filename).into_owned(),
+            }),
+            Ok(Body::Mmap(m)) => maps.push(Mapping {
+                pid: m.pid,
+                start: m.addr,
+                end: m.addr.saturating_add(m.len),
+                pgoff: m.pgoff,
+                path: String::from_utf8_lossy(m.filename).into_owned(),
+            }),
+            _ => {}
+        }
+        Ok(())
+    });
+    let stats = stats.map_err(|e| anyhow!("probing: {e}"))?;
+    if stats.lost > 0 || stats.lost_samples > 0 {
+        eprintln!(
+            "hwprof: warning: {} records and {} samples lost (the ring buffer was full): counts are lower bounds",
+            stats.lost, stats.lost_samples
+        );
+    }
+    let results = pair(&mut hits, &funcs, threshold);
+    let mut sym = stacks::Stacks::new(maps);
+    output::print(&a, &funcs, &results, threshold, &mut sym)?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("10ms"), Some(10_000_000));
+        assert_eq!(parse_duration("500us"), Some(500_000));
+        assert_eq!(parse_duration("2s"), Some(2_000_000_000));
+        assert_eq!(parse_duration("1.5ms"), Some(1_500_000));
+        assert_eq!(parse_duration("7"), Some(7_000_000));
+        assert_eq!(parse_duration("10 parsecs"), None);
+    }
+
+    #[test]
+    fn uretprobes_are_added() {
+        let (ev, f) = functions(&["uprobe:/bin/x:f,uretprobe:/bin/x:f".into()]).unwrap();
+        assert_eq!(ev, ["uprobe:/bin/x:f", "uretprobe:/bin/x:f"]);
+        assert_eq!((f[0].entry, f[0].ret), (0, 1));
+        assert!(functions(&["kprobe:x".into()]).is_err());
+    }
 }

@@ -1,0 +1,123 @@
+//! Pairing entry and return hits per thread into calls and their durations.
+
+use std::collections::HashMap;
+
+use super::Func;
+
+/// One probe hit (a sample of an entry or return event).
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// Sample time (ns, perf clock).
+    pub time: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Index of the event in the event list.
+    pub event: usize,
+    /// The callchain (empty without --stacks).
+    pub stack: Vec<u64>,
+}
+
+/// A call slower than the threshold.
+#[derive(Debug, Clone)]
+pub struct Slow {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Its duration in ns.
+    pub duration_ns: u64,
+    /// The entry's callchain.
+    pub stack: Vec<u64>,
+}
+
+/// What was measured for one function.
+#[derive(Debug, Default)]
+pub struct FuncResult {
+    /// Entries seen: the exact call count.
+    pub calls: u64,
+    /// Returns seen.
+    pub returns: u64,
+    /// Durations of the calls whose entry and return were both seen (ns).
+    pub durations: Vec<u64>,
+    /// The calls slower than the threshold, in time order.
+    pub slow: Vec<Slow>,
+}
+
+/// Sorts `hits` by time and pairs each thread's entries with its returns, innermost
+/// first (a stack per thread and function, so recursion pairs right). A return with no
+/// entry (the call began before we attached) is counted as a return only.
+pub fn pair(hits: &mut [Hit], funcs: &[Func], threshold: Option<u64>) -> Vec<FuncResult> {
+    hits.sort_by_key(|h| h.time);
+    let mut out: Vec<FuncResult> = funcs.iter().map(|_| FuncResult::default()).collect();
+    let mut open: HashMap<(u32, usize), Vec<usize>> = HashMap::new();
+    for (i, h) in hits.iter().enumerate() {
+        for (fi, f) in funcs.iter().enumerate() {
+            let Some(r) = out.get_mut(fi) else { continue };
+            if h.event == f.entry {
+                r.calls += 1;
+                open.entry((h.tid, fi)).or_default().push(i);
+            } else if h.event == f.ret {
+                r.returns += 1;
+                let Some(ei) = open.get_mut(&(h.tid, fi)).and_then(Vec::pop) else {
+                    continue;
+                };
+                let Some(e) = hits.get(ei) else { continue };
+                let d = h.time.saturating_sub(e.time);
+                r.durations.push(d);
+                if threshold.is_some_and(|t| d >= t) {
+                    r.slow.push(Slow {
+                        pid: e.pid,
+                        tid: e.tid,
+                        duration_ns: d,
+                        stack: e.stack.clone(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(time: u64, tid: u32, event: usize) -> Hit {
+        Hit {
+            time,
+            pid: 1,
+            tid,
+            event,
+            stack: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn pairs_per_thread_and_recursion() {
+        let f = [Func {
+            target: "/x:f".into(),
+            entry: 0,
+            ret: 1,
+        }];
+        // tid 1: f(10) { f(20) ret 30 } ret 100; tid 2: ret 5 (began earlier), f(40) ret 41.
+        let mut h = vec![
+            hit(100, 1, 1),
+            hit(10, 1, 0),
+            hit(20, 1, 0),
+            hit(30, 1, 1),
+            hit(5, 2, 1),
+            hit(40, 2, 0),
+            hit(41, 2, 1),
+        ];
+        let r = pair(&mut h, &f, Some(50));
+        assert_eq!(r[0].calls, 3);
+        assert_eq!(r[0].returns, 4);
+        let mut d = r[0].durations.clone();
+        d.sort();
+        assert_eq!(d, [1, 10, 90]);
+        assert_eq!(r[0].slow.len(), 1);
+        assert_eq!(r[0].slow[0].duration_ns, 90);
+    }
+}

@@ -1,0 +1,202 @@
+//! Printing probe results: counts, a bcc-style log2 histogram, percentiles from an
+//! HdrHistogram, slow calls with their stacks; or the same as JSON.
+
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+
+use super::calls::FuncResult;
+use super::stacks::Stacks;
+use super::{Func, ProbeArgs};
+
+/// Percentiles of a set of durations (ns).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+/// Percentiles from an HdrHistogram (3 significant digits) of `durations`.
+pub fn percentiles(durations: &[u64]) -> Percentiles {
+    let Ok(mut h) = Histogram::<u64>::new(3) else {
+        return Percentiles::default();
+    };
+    for &d in durations {
+        // An auto-resizing histogram only fails on counts overflowing u64.
+        let _ = h.record(d);
+    }
+    if h.is_empty() {
+        return Percentiles::default();
+    }
+    Percentiles {
+        p50: h.value_at_quantile(0.50),
+        p90: h.value_at_quantile(0.90),
+        p99: h.value_at_quantile(0.99),
+        max: h.max(),
+    }
+}
+
+/// Log2 buckets of the durations in microseconds: `(lo, hi, count)` from the `0 -> 1`
+/// bucket up to the highest non-empty one (empty when there are no durations).
+pub fn log2_buckets(durations: &[u64]) -> Vec<(u64, u64, u64)> {
+    let mut counts = [0u64; 65];
+    for &d in durations {
+        let us = d / 1000;
+        let slot = (64 - us.leading_zeros() as usize).max(1);
+        if let Some(c) = counts.get_mut(slot) {
+            *c += 1;
+        }
+    }
+    let Some(top) = counts.iter().rposition(|&c| c > 0) else {
+        return Vec::new();
+    };
+    (1..=top)
+        .map(|s| {
+            let lo = if s == 1 { 0 } else { 1u64 << (s - 1) };
+            let hi = if s >= 64 { u64::MAX } else { (1u64 << s) - 1 };
+            (lo, hi, counts.get(s).copied().unwrap_or(0))
+        })
+        .collect()
+}
+
+/// The histogram as bcc's `print_log2_hist` draws it.
+pub fn draw_hist(buckets: &[(u64, u64, u64)]) -> String {
+    let max = buckets.iter().map(|b| b.2).max().unwrap_or(0).max(1);
+    let mut s = format!("     {:<19} : count     distribution\n", "usecs");
+    for &(lo, hi, c) in buckets {
+        let n = (c * 40 / max) as usize;
+        let _ = writeln!(s, "{lo:>10} -> {hi:<10} : {c:<8} |{:<40}|", "*".repeat(n));
+    }
+    s
+}
+
+/// `1.234 ms` style.
+pub fn human(ns: u64) -> String {
+    let v = ns as f64;
+    if ns >= 1_000_000_000 {
+        format!("{:.3} s", v / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.3} ms", v / 1e6)
+    } else if ns >= 1_000 {
+        format!("{:.3} us", v / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+fn func_json(f: &Func, r: &FuncResult, stacks: &mut Stacks) -> Value {
+    let p = percentiles(&r.durations);
+    let hist: Vec<Value> = log2_buckets(&r.durations)
+        .into_iter()
+        .map(|(lo, hi, count)| json!({"lo": lo, "hi": hi, "count": count}))
+        .collect();
+    let slow: Vec<Value> = r
+        .slow
+        .iter()
+        .map(|s| {
+            json!({
+                "pid": s.pid,
+                "tid": s.tid,
+                "duration_ns": s.duration_ns,
+                "stack": stacks.names(s.pid, &s.stack),
+            })
+        })
+        .collect();
+    json!({
+        "probe": f.target,
+        "count": r.calls,
+        "returns": r.returns,
+        "timed": r.durations.len(),
+        "hist_unit": "usecs",
+        "hist": hist,
+        "p50_ns": p.p50,
+        "p90_ns": p.p90,
+        "p99_ns": p.p99,
+        "max_ns": p.max,
+        "slow": slow,
+    })
+}
+
+/// Prints every function's results as text or JSON.
+pub fn print(
+    a: &ProbeArgs,
+    funcs: &[Func],
+    results: &[FuncResult],
+    threshold: Option<u64>,
+    stacks: &mut Stacks,
+) -> anyhow::Result<()> {
+    if a.json {
+        let mut all: Vec<Value> = funcs
+            .iter()
+            .zip(results)
+            .map(|(f, r)| func_json(f, r, stacks))
+            .collect();
+        let v = if all.len() == 1 {
+            all.pop().unwrap_or(Value::Null)
+        } else {
+            Value::Array(all)
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    for (f, r) in funcs.iter().zip(results) {
+        println!(
+            "{}: {} calls ({} returns, {} timed)",
+            f.target,
+            r.calls,
+            r.returns,
+            r.durations.len()
+        );
+        if a.hist && !r.durations.is_empty() {
+            println!();
+            print!("{}", draw_hist(&log2_buckets(&r.durations)));
+            let p = percentiles(&r.durations);
+            println!(
+                "\np50 {}  p90 {}  p99 {}  max {}",
+                human(p.p50),
+                human(p.p90),
+                human(p.p99),
+                human(p.max)
+            );
+        }
+        if let Some(t) = threshold {
+            println!("\n{} calls slower than {}:", r.slow.len(), human(t));
+            for s in &r.slow {
+                println!("  pid {} tid {}: {}", s.pid, s.tid, human(s.duration_ns));
+                if a.stacks {
+                    for n in stacks.names(s.pid, &s.stack) {
+                        println!("      {n}");
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_and_bars() {
+        let d = [0, 1500, 1_000_000, 1_000_000, 20_000_000];
+        let b = log2_buckets(&d);
+        assert_eq!(b.first(), Some(&(0, 1, 2)));
+        assert!(b.contains(&(512, 1023, 2)));
+        assert!(b.contains(&(16384, 32767, 1)));
+        assert!(b.contains(&(2, 3, 0)));
+        let h = draw_hist(&b);
+        assert!(h.starts_with("     usecs               : count     distribution\n"));
+        assert!(h.contains("|****************************************|"));
+        let p = percentiles(&d);
+        assert!(p.max >= 20_000_000 && p.max < 20_100_000);
+    }
+}

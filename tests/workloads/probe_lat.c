@@ -1,0 +1,64 @@
+/* probe_lat: calls work(us) with known durations, for `hwprof probe`.
+ *   probe_lat N_FAST FAST_US N_SLOW SLOW_US   every 10th call is slow until N_SLOW are done
+ *   probe_lat loop                            prints "ready", then work(100) every 10 ms forever
+ *   probe_lat empty N                         calls empty() N times (probe overhead) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+volatile long acc;
+
+static long now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+__attribute__((noinline)) void work(int us)
+{
+	long end = now_ns() + (long)us * 1000;
+	while (now_ns() < end)
+		acc++;
+}
+
+__attribute__((noinline)) void empty(void)
+{
+	asm volatile("" ::: "memory");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "loop") == 0) {
+		printf("ready\n");
+		fflush(stdout);
+		for (;;) {
+			work(100);
+			usleep(10000);
+		}
+	}
+	if (argc == 3 && strcmp(argv[1], "empty") == 0) {
+		long n = atol(argv[2]);
+		for (long i = 0; i < n; i++)
+			empty();
+		return 0;
+	}
+	if (argc != 5) {
+		fprintf(stderr, "usage: probe_lat N_FAST FAST_US N_SLOW SLOW_US | loop | empty N\n");
+		return 2;
+	}
+	int nf = atoi(argv[1]), fu = atoi(argv[2]), ns = atoi(argv[3]), su = atoi(argv[4]);
+	for (int i = 0; nf > 0 || ns > 0; i++) {
+		if (ns > 0 && (i % 10 == 9 || nf == 0)) {
+			work(su);
+			ns--;
+		} else if (nf > 0) {
+			work(fu);
+			nf--;
+		}
+	}
+	printf("done\n");
+	return 0;
+}
