@@ -442,6 +442,39 @@ bench_flamegraph() {
     echo "flamegraph speed-up: pipeline / hwprof = $(ratio "$pf" "$hw")x (goal >= 5x); SVGs $(du -h "$WORK/x.svg" | cut -f1) and $(du -h "$WORK/y.svg" | cut -f1)"
 }
 
+# bench_probe: per-call overhead of a uprobe'd empty function, PROBE_CALLS calls (default
+# 200000): `hwprof probe` (entry + return probes, every hit sampled and paired) against
+# `perf stat` counting the `perf probe` events (entry only, and entry + return), each
+# minus the bare run. The perf probes are removed afterwards.
+bench_probe() {
+    find_perf
+    find_hwprof
+    local n=${PROBE_CALLS:-200000} bin=$WORK/probe_bench grp
+    cc -O1 -g -fno-omit-frame-pointer -no-pie -o "$bin" "$ROOT/tests/workloads/probe_lat.c" || die "cc probe_lat.c failed"
+    grp=probe_probe_bench
+    "$PERF" probe -q -d "$grp:*" >/dev/null 2>&1 || true
+    trap '"$PERF" probe -q -d "'"$grp"':*" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+    "$PERF" probe -q -x "$bin" empty >/dev/null 2>&1 || die "perf probe -x $bin empty failed"
+    "$PERF" probe -q -x "$bin" 'empty%return' >/dev/null 2>&1 || die "perf probe -x $bin empty%return failed"
+    CMD_bare=("$bin" empty "$n")
+    CMD_hw_probe=("$HWPROF" probe "uprobe:$bin:empty" -- "$bin" empty "$n")
+    CMD_pf_entry=("$PERF" stat -e "$grp:empty" -- "$bin" empty "$n")
+    CMD_pf_both=("$PERF" stat -e "$grp:empty,$grp:empty__return" -- "$bin" empty "$n")
+    interleave "${N_PROBE:-3}" bare hw_probe pf_entry pf_both
+    "$PERF" probe -q -d "$grp:*" >/dev/null 2>&1 || true
+    local bare hw pe pb
+    bare=$(mean_ms bare)
+    hw=$(awk -v t="$(mean_ms hw_probe)" -v b="$bare" -v n="$n" 'BEGIN { printf "%.0f", (t - b) * 1e6 / n }')
+    pe=$(awk -v t="$(mean_ms pf_entry)" -v b="$bare" -v n="$n" 'BEGIN { printf "%.0f", (t - b) * 1e6 / n }')
+    pb=$(awk -v t="$(mean_ms pf_both)" -v b="$bare" -v n="$n" 'BEGIN { printf "%.0f", (t - b) * 1e6 / n }')
+    echo "== probe: $n calls of an empty function (bare run $bare ms)"
+    printf '%-58s %10s\n' variant "ns/call"
+    printf '%-58s %10s\n' "hwprof probe uprobe:BIN:empty (entry + return, sampled)" "$hw" \
+        "perf stat -e probe:empty (entry, counted)" "$pe" \
+        "perf stat -e probe:empty,probe:empty__return (counted)" "$pb"
+    echo "probe overhead ratio: hwprof / perf stat entry+return = $(ratio "$hw" "$pb")x; / perf stat entry only = $(ratio "$hw" "$pe")x"
+}
+
 [[ $# -ge 1 ]] || usage
 case "$1" in
     stat) bench_stat ;;
@@ -460,6 +493,7 @@ case "$1" in
         ;;
     report) bench_report ;;
     flamegraph) bench_flamegraph ;;
+    probe) bench_probe ;;
     -h | --help) usage ;;
     *) usage ;;
 esac
