@@ -10,8 +10,8 @@
 //! another file (several events on stdout are separated by `# event: NAME` lines, which
 //! inferno skips); `--diff --folded` writes inferno's two-count lines (BASE normalised).
 
-mod fold;
-mod svg;
+pub(crate) mod fold;
+pub(crate) mod svg;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -422,7 +422,7 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, renamed into
 /// place; the temporary file is removed on failure.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

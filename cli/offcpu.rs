@@ -1,9 +1,230 @@
-//! `hwprof offcpu` (being written).
+//! `hwprof offcpu`: where threads wait. Records `sched:sched_switch` with callchains
+//! (kernel + user, frame pointers, every switch), pairs each thread's switch-out with its
+//! end ([`pair`]), and weights each blocked stack by its time off CPU in µs: an SVG flame
+//! graph titled "Off-CPU time", folded stacks (`--folded`), or a table (`--report`).
+
+mod pair;
+mod report;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use hwprof_sampler::record::Body;
+use hwprof_symbolize::{Options as SymOptions, Profile};
+
+use crate::args::RecordArgs;
+use crate::flamegraph::fold::{self, CountBy, FoldOptions};
+use crate::flamegraph::svg::{self, Render};
+use crate::flamegraph::write_atomic;
+use crate::usage;
+use pair::Switch;
+
+const DEFAULT_OUT: &str = "offcpu.svg";
 
 /// Flags of `hwprof offcpu`.
 #[derive(Debug, clap::Args)]
-pub struct OffcpuArgs {}
+pub struct OffcpuArgs {
+    /// Attach to these processes (all their threads).
+    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
+    pub pid: Option<String>,
+    /// Attach to these threads only.
+    #[arg(short = 't', long = "tid", value_name = "TID,..")]
+    pub tid: Option<String>,
+    /// Every thread of the system.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Stop after this many seconds (the command, if any, is then ended).
+    #[arg(long = "duration", value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Drop blocks shorter than this (µs).
+    #[arg(long = "min-block", value_name = "USEC", default_value_t = 1)]
+    pub min_block: u64,
+    /// The SVG to write (with --folded: the file for the folded stacks; default stdout).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = DEFAULT_OUT)]
+    pub output: PathBuf,
+    /// Write folded stacks (`comm;main;f;g USEC`) instead of an SVG.
+    #[arg(long = "folded")]
+    pub folded: bool,
+    /// Print a table of the functions and stacks that waited longest instead of an SVG.
+    #[arg(long = "report", conflicts_with = "folded")]
+    pub report: bool,
+    /// Keep the recording in this perf.data (default: a temporary file, removed).
+    #[arg(long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
+    /// Leave kernel frames out of the stacks.
+    #[arg(long = "no-kernel")]
+    pub no_kernel: bool,
+    /// The command to run and trace.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
-pub fn run(_a: OffcpuArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("hwprof offcpu is being written")
+/// Runs `hwprof offcpu`; returns the exit code (the traced command's, when one ran).
+pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
+    if a.command.is_empty() && a.pid.is_none() && a.tid.is_none() && !a.all_cpus {
+        return usage(
+            "nothing to trace: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof offcpu -- ./app`)",
+        );
+    }
+    let (data, temporary) = match &a.data_file {
+        Some(f) => (f.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!(".hwprof-offcpu.{}.data", std::process::id())),
+            true,
+        ),
+    };
+    let rec = RecordArgs {
+        events: vec!["sched:sched_switch".to_string()],
+        freq: None,
+        count: Some(1),
+        callgraph_fp: true,
+        call_graph: None,
+        branch_any: false,
+        branch_filter: None,
+        data: false,
+        weight: false,
+        pid: a.pid.clone(),
+        tid: a.tid.clone(),
+        all_cpus: a.all_cpus,
+        cpus: None,
+        mmap_pages: Some("2M".to_string()),
+        duration: a.duration,
+        output: data.clone(),
+        no_inherit: false,
+        dry_run: false,
+        event_file: Vec::new(),
+        quiet: true,
+        command: a.command.clone(),
+    };
+    let recorded = crate::record::run(rec);
+    let result = recorded.and_then(|code| draw(&a, &data).map(|()| code));
+    if temporary {
+        let _ = std::fs::remove_file(&data);
+        let _ = std::fs::remove_file(data.with_extension("data.old"));
+    }
+    result
+}
+
+/// The off-CPU profile: the switch-out samples that ended, each with its time off CPU
+/// (µs) as its period; blocks shorter than `min_block_us` are left out.
+pub fn offcpu_profile(
+    path: &Path,
+    opts: &SymOptions,
+    min_block_us: u64,
+) -> anyhow::Result<Profile> {
+    let pd = crate::input::open(path)?;
+    let root = hwprof_pmu::sysfs::tracefs()?;
+    let fmt_path = root.join("events/sched/sched_switch/format");
+    let format = std::fs::read_to_string(&fmt_path)
+        .with_context(|| format!("cannot read {}", fmt_path.display()))?;
+    let next_pid = pair::field(&format, "next_pid");
+    let mut switches: Vec<Switch> = Vec::new();
+    pd.for_each_record(|_off, rec| -> anyhow::Result<()> {
+        if let Body::Sample(s) = &rec.body {
+            switches.push(Switch {
+                time: s.time.unwrap_or(0),
+                tid: s.tid.unwrap_or(0),
+                next_pid: match (s.raw, next_pid) {
+                    (Some(raw), Some(at)) => pair::read_pid(raw, at),
+                    _ => None,
+                },
+            });
+        }
+        Ok(())
+    })?;
+    let mut profile =
+        Profile::build(&pd, opts).with_context(|| format!("symbolizing {}", path.display()))?;
+    drop(pd);
+    if profile.samples.len() != switches.len() {
+        anyhow::bail!(
+            "{}: {} samples read but {} symbolized",
+            path.display(),
+            switches.len(),
+            profile.samples.len()
+        );
+    }
+    let samples = std::mem::take(&mut profile.samples);
+    let mut out = Vec::new();
+    for b in pair::pair(&switches) {
+        let us = b.ns / 1000;
+        if us < min_block_us.max(1) {
+            continue;
+        }
+        if let Some(s) = samples.get(b.index) {
+            let mut s = s.clone();
+            s.period = us;
+            s.weight = None;
+            out.push(s);
+        }
+    }
+    profile.samples = out;
+    Ok(profile)
+}
+
+/// `12.345 s`, `123.4 ms`, `56 µs`.
+fn human_us(us: u64) -> String {
+    if us >= 1_000_000 {
+        format!("{:.3} s", us as f64 / 1e6)
+    } else if us >= 1000 {
+        format!("{:.1} ms", us as f64 / 1e3)
+    } else {
+        format!("{us} µs")
+    }
+}
+
+fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
+    let opts = SymOptions {
+        inline: true,
+        kernel: !a.no_kernel,
+        user: true,
+    };
+    let profile = offcpu_profile(data, &opts, a.min_block)?;
+    let folded = fold::fold(
+        &profile,
+        0,
+        CountBy::Period,
+        FoldOptions {
+            inline: true,
+            kernel: !a.no_kernel,
+        },
+    );
+    if folded.is_empty() {
+        anyhow::bail!(
+            "no off-CPU time recorded (no thread blocked for {} µs or more)",
+            a.min_block.max(1)
+        );
+    }
+    let title = format!(
+        "Off-CPU time: {} ({} µs), {} blocks",
+        human_us(folded.total),
+        svg::thousands(folded.total),
+        svg::thousands(folded.samples)
+    );
+    let to_stdout = a.output.as_os_str() == "-"
+        || ((a.folded || a.report) && a.output.as_os_str() == DEFAULT_OUT);
+    let out_bytes = if a.report {
+        report::table(&folded, &title).into_bytes()
+    } else if a.folded {
+        folded.to_text().into_bytes()
+    } else {
+        let r = Render {
+            title: title.clone(),
+            subtitle: Some(
+                "width = time off CPU (µs) from sched:sched_switch, switch-out to switch-in".into(),
+            ),
+            count_name: "µs".to_string(),
+            sources: &folded.sources,
+        };
+        svg::render(folded.lines(), &r).context("drawing the flame graph")?
+    };
+    if to_stdout {
+        let mut o = std::io::stdout().lock();
+        o.write_all(&out_bytes)?;
+        o.flush()?;
+    } else {
+        write_atomic(&a.output, &out_bytes)?;
+        eprintln!("hwprof: wrote {} ({title})", a.output.display());
+    }
+    Ok(())
 }

@@ -1,0 +1,154 @@
+//! Pairing switch-outs with switch-ins: how long each thread stayed off CPU.
+//!
+//! Every `sched:sched_switch` sample is taken in the context of the task switching out
+//! (its tid, time and stack are the blocked thread's); its raw data names the task that
+//! comes in (`next_pid`). A thread's block ends at the first of:
+//! - a switch whose `next_pid` is the thread (exact; seen when recording with `-a`, or
+//!   when another traced thread hands the CPU over to it);
+//! - the thread's own next switch-out (per-thread recordings see only these; the block
+//!   then also counts the thread's run time since it woke, usually microseconds for a
+//!   thread that blocks again).
+//!
+//! All switch-outs count, whether the thread blocked or was preempted (as perf's and bcc's
+//! offcputime do by default). A thread's last switch-out with no end (it exited, or the
+//! recording stopped) is dropped.
+
+use std::collections::HashMap;
+
+/// One `sched_switch` sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switch {
+    /// Timestamp (ns).
+    pub time: u64,
+    /// The thread switching out.
+    pub tid: u32,
+    /// The thread switching in, when the raw data says.
+    pub next_pid: Option<u32>,
+}
+
+/// One off-CPU interval: the index of the switch-out sample and its length (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Index of the switch-out in the input slice.
+    pub index: usize,
+    /// Nanoseconds off CPU.
+    pub ns: u64,
+}
+
+/// The field `name`'s (offset, size) in a tracefs `format` file's text.
+pub fn field(format: &str, name: &str) -> Option<(usize, usize)> {
+    for line in format.lines() {
+        let line = line.trim();
+        let Some(rest) = line.strip_prefix("field:") else {
+            continue;
+        };
+        let mut parts = rest.split(';').map(str::trim);
+        let decl = parts.next()?;
+        let ident = decl.rsplit([' ', '*']).next().unwrap_or(decl);
+        let ident = ident.split('[').next().unwrap_or(ident);
+        if ident != name {
+            continue;
+        }
+        let mut offset = None;
+        let mut size = None;
+        for p in parts {
+            if let Some(v) = p.strip_prefix("offset:") {
+                offset = v.parse().ok();
+            } else if let Some(v) = p.strip_prefix("size:") {
+                size = v.parse().ok();
+            }
+        }
+        return Some((offset?, size?));
+    }
+    None
+}
+
+/// Reads a 4-byte little-endian pid at `(offset, size)` of the raw data, if it is there.
+pub fn read_pid(raw: &[u8], at: (usize, usize)) -> Option<u32> {
+    let (off, size) = at;
+    if size != 4 {
+        return None;
+    }
+    let b = raw.get(off..off.checked_add(4)?)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Pairs switch-outs with their ends (see the module docs). Samples of the idle task
+/// (tid 0) are ignored. The blocks come in the order of their switch-outs' times.
+pub fn pair(switches: &[Switch]) -> Vec<Block> {
+    let mut order: Vec<usize> = (0..switches.len()).collect();
+    order.sort_by_key(|&i| switches.get(i).map_or(0, |s| s.time));
+    let mut pending: HashMap<u32, (usize, u64)> = HashMap::new();
+    let mut blocks = Vec::new();
+    for i in order {
+        let Some(s) = switches.get(i) else { continue };
+        if s.tid != 0 {
+            if let Some((j, t0)) = pending.insert(s.tid, (i, s.time)) {
+                blocks.push(Block {
+                    index: j,
+                    ns: s.time.saturating_sub(t0),
+                });
+            }
+        }
+        if let Some(n) = s.next_pid.filter(|&n| n != 0 && n != s.tid) {
+            if let Some((j, t0)) = pending.remove(&n) {
+                blocks.push(Block {
+                    index: j,
+                    ns: s.time.saturating_sub(t0),
+                });
+            }
+        }
+    }
+    blocks.sort_by_key(|b| (switches.get(b.index).map_or(0, |s| s.time), b.index));
+    blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FORMAT: &str = "name: sched_switch\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n";
+
+    #[test]
+    fn fields_of_the_format() {
+        assert_eq!(field(FORMAT, "next_pid"), Some((56, 4)));
+        assert_eq!(field(FORMAT, "prev_pid"), Some((24, 4)));
+        assert_eq!(field(FORMAT, "prev_comm"), Some((8, 16)));
+        assert_eq!(field(FORMAT, "nope"), None);
+        let mut raw = vec![0u8; 64];
+        raw[56..60].copy_from_slice(&1234u32.to_le_bytes());
+        assert_eq!(read_pid(&raw, (56, 4)), Some(1234));
+        assert_eq!(read_pid(&raw[..58], (56, 4)), None);
+    }
+
+    fn sw(time: u64, tid: u32, next: Option<u32>) -> Switch {
+        Switch {
+            time,
+            tid,
+            next_pid: next,
+        }
+    }
+
+    #[test]
+    fn exact_switch_in_wins_over_the_next_switch_out() {
+        // 10 switches out at 100, 11 hands the CPU to 10 at 150, 10 switches out at 170.
+        let s = [
+            sw(100, 10, Some(11)),
+            sw(170, 10, Some(0)),
+            sw(150, 11, Some(10)),
+        ];
+        let b = pair(&s);
+        assert_eq!(b, vec![Block { index: 0, ns: 50 }]);
+    }
+
+    #[test]
+    fn per_thread_falls_back_to_the_next_switch_out_and_drops_the_last() {
+        let s = [sw(0, 7, None), sw(1000, 7, None), sw(5000, 7, None)];
+        let b = pair(&s);
+        assert_eq!(
+            b,
+            vec![Block { index: 0, ns: 1000 }, Block { index: 1, ns: 4000 }]
+        );
+        assert!(pair(&[sw(5, 0, Some(3))]).is_empty());
+    }
+}

@@ -1,0 +1,73 @@
+//! `hwprof offcpu --report`: the functions and stacks that waited longest.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::flamegraph::fold::{Folded, deannotate};
+
+const TOP_FUNCTIONS: usize = 20;
+const TOP_STACKS: usize = 10;
+const STACK_FRAMES: usize = 8;
+
+fn ms(us: u64) -> String {
+    format!("{:.3}", us as f64 / 1e3)
+}
+
+fn pct(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / total as f64
+    }
+}
+
+/// The table: functions by inclusive off-CPU time (each stack counts a function once),
+/// then the longest stacks, leaf first.
+pub fn table(f: &Folded, title: &str) -> String {
+    let mut by_fn: HashMap<&str, u64> = HashMap::new();
+    let mut stacks: Vec<(Vec<&str>, u64)> = Vec::new();
+    for line in f.lines() {
+        let Some((stack, n)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        let frames: Vec<&str> = stack.split(';').collect();
+        let mut seen = HashSet::new();
+        // The first frame is the thread's command name.
+        for fr in frames.iter().skip(1) {
+            let name = deannotate(fr);
+            if seen.insert(name) {
+                *by_fn.entry(name).or_insert(0) += n;
+            }
+        }
+        stacks.push((frames, n));
+    }
+    let total = f.total;
+    let mut fns: Vec<(&str, u64)> = by_fn.into_iter().collect();
+    fns.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    stacks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut s = format!("# {title}\n#\n# Functions by off-CPU time (inclusive)\n");
+    s.push_str(&format!("{:>12}  {:>6}  function\n", "ms", "%"));
+    for (name, n) in fns.iter().take(TOP_FUNCTIONS) {
+        s.push_str(&format!(
+            "{:>12}  {:>5.1}%  {name}\n",
+            ms(*n),
+            pct(*n, total)
+        ));
+    }
+    s.push_str("\n# Longest-waiting stacks (leaf first)\n");
+    for (frames, n) in stacks.iter().take(TOP_STACKS) {
+        let comm = frames.first().copied().unwrap_or("?");
+        s.push_str(&format!(
+            "{:>12} ms  {:>5.1}%  [{comm}]\n",
+            ms(*n),
+            pct(*n, total)
+        ));
+        for fr in frames.iter().skip(1).rev().take(STACK_FRAMES) {
+            s.push_str(&format!("                  {fr}\n"));
+        }
+        if frames.len() > STACK_FRAMES + 1 {
+            s.push_str("                  ...\n");
+        }
+    }
+    s
+}

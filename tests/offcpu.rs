@@ -1,0 +1,190 @@
+//! `hwprof offcpu` end to end: a program whose off-CPU time under two functions is known
+//! (`offcpu_ab`: 10 × 50 ms of nanosleep under `a_sleeps`, 5 × 100 ms of pipe reads
+//! under `b_waits`), attaching to a running sleeper by PID (which keeps running), the
+//! SVG title and the report, and the errors.
+
+#[macro_use]
+mod common;
+
+use std::fs;
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+/// Folded lines → (stack, count).
+fn parse_folded(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (stack, n) = l
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("bad folded line {l:?}"));
+            let n = n.parse().unwrap_or_else(|_| panic!("bad count in {l:?}"));
+            (stack.to_string(), n)
+        })
+        .collect()
+}
+
+/// Sum of the counts (µs) of stacks that contain frame `f`.
+fn through(folded: &[(String, u64)], f: &str) -> u64 {
+    folded
+        .iter()
+        .filter(|(st, _)| st.split(';').any(|x| x == f))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn within(what: &str, got_us: u64, want_us: u64, tol: f64) {
+    let err = (got_us as f64 - want_us as f64).abs() / want_us as f64;
+    report!(
+        "offcpu: {what}: {:.1} ms (expected {:.1} ms, error {:.1}%)",
+        got_us as f64 / 1e3,
+        want_us as f64 / 1e3,
+        err * 100.0
+    );
+    assert!(
+        err <= tol,
+        "{what}: {got_us} µs off CPU, expected {want_us} µs ± {:.0}%",
+        tol * 100.0
+    );
+}
+
+#[test]
+fn known_sleeps_and_pipe_waits() {
+    if !require_tracefs("hwprof offcpu") {
+        return;
+    }
+    let bin = wl("offcpu_ab");
+    let run = hwprof(&["offcpu", "--folded", "--", bin.as_str()]);
+    run.assert_ok();
+    let folded = parse_folded(&run.stdout);
+    // The main thread (its stacks start with its command name); the helper thread
+    // `ab_writer` waits as long, on its own stacks.
+    let main: Vec<(String, u64)> = folded
+        .iter()
+        .filter(|(st, _)| st.starts_with("offcpu_ab;"))
+        .cloned()
+        .collect();
+    let a = through(&main, "a_sleeps");
+    let b = through(&main, "b_waits");
+    let total: u64 = main.iter().map(|(_, n)| n).sum();
+    within("a_sleeps (10 × 50 ms nanosleep)", a, 500_000, 0.10);
+    within("b_waits (5 × 100 ms pipe read)", b, 500_000, 0.10);
+    let elsewhere = total - a - b;
+    report!(
+        "offcpu: main thread elsewhere: {:.1} ms of {:.1} ms",
+        elsewhere as f64 / 1e3,
+        total as f64 / 1e3
+    );
+    assert!(
+        elsewhere * 10 < total,
+        "{elsewhere} µs of {total} µs off CPU outside a_sleeps/b_waits:\n{}",
+        run.stdout
+    );
+    // The kernel side of the waits is there too.
+    assert!(
+        through(&main, "do_nanosleep_[k]") > 400_000,
+        "{}",
+        run.stdout
+    );
+    assert!(through(&folded, "ab_writer") > 400_000, "{}", run.stdout);
+}
+
+#[test]
+fn svg_title_and_report() {
+    if !require_tracefs("hwprof offcpu") {
+        return;
+    }
+    let bin = wl("offcpu_ab");
+    let svg = scratch_path("offcpu.svg");
+    let data = scratch_path("offcpu.data");
+    let _ = fs::remove_file(&svg);
+    let run = hwprof(&[
+        "offcpu",
+        "-o",
+        svg.to_str().expect("utf-8"),
+        "--data-file",
+        data.to_str().expect("utf-8"),
+        "--",
+        bin.as_str(),
+    ]);
+    run.assert_ok();
+    let text = fs::read_to_string(&svg).expect("svg written");
+    assert!(text.contains("Off-CPU time: "), "no title in the SVG");
+    assert!(text.contains(" µs"), "no unit in the SVG");
+    assert!(text.contains("a_sleeps") && text.contains("b_waits"));
+    assert!(data.exists(), "--data-file kept no recording");
+    let rep = hwprof(&["offcpu", "--report", "--", bin.as_str()]);
+    rep.assert_ok();
+    let line = rep
+        .stdout
+        .lines()
+        .find(|l| l.ends_with("  a_sleeps"))
+        .unwrap_or_else(|| panic!("no a_sleeps in the report:\n{}", rep.stdout));
+    let ms: f64 = line
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("bad report line {line:?}"));
+    assert!(
+        (450.0..=550.0).contains(&ms),
+        "a_sleeps {ms} ms in {line:?}"
+    );
+    let _ = fs::remove_file(&svg);
+    let _ = fs::remove_file(&data);
+}
+
+#[test]
+fn attach_by_pid_and_detach() {
+    if !require_tracefs("hwprof offcpu -p") {
+        return;
+    }
+    let mut bg = Background::spawn(&mut Command::new(wl("wait_forever")));
+    bg.wait_for_line("ready");
+    let pid = bg.pid().to_string();
+    let run = hwprof(&["offcpu", "-p", &pid, "--duration", "0.5", "--folded"]);
+    run.assert_ok();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(bg.alive(), "the traced program did not survive the detach");
+    let folded = parse_folded(&run.stdout);
+    let sleep = through(&folded, "do_nanosleep_[k]");
+    // main calls nanosleep directly; libc's wrapper keeps no frame pointer, so the fp
+    // unwinder skips main's frame: its caller stands for it.
+    let via_main = through(&folded, "__libc_start_call_main");
+    report!(
+        "offcpu -p: {:.1} ms in nanosleep over a 0.5 s attach ({} stacks)",
+        sleep as f64 / 1e3,
+        folded.len()
+    );
+    assert!(
+        (300_000..=550_000).contains(&sleep),
+        "nanosleep {sleep} µs:\n{}",
+        run.stdout
+    );
+    assert!(
+        via_main >= sleep * 9 / 10,
+        "main's caller missing:\n{}",
+        run.stdout
+    );
+    assert!(
+        folded.iter().all(|(st, _)| st.starts_with("wait_forever;")),
+        "another program in an attach to one PID:\n{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn errors_are_one_line() {
+    if !require_tracefs("hwprof offcpu errors") {
+        return;
+    }
+    let run = hwprof(&["offcpu", "-p", "999999999", "--duration", "0.1"]);
+    assert_ne!(run.code(), 0, "{}", run.dump());
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.dump());
+    assert!(lines[0].contains("999999999"), "{}", run.dump());
+    let none = hwprof(&["offcpu"]);
+    assert_ne!(none.code(), 0);
+    assert!(none.stderr.contains("nothing to trace"), "{}", none.dump());
+}
