@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_sampler::record::Body;
-use hwprof_symbolize::{Options as SymOptions, Profile};
+use hwprof_symbolize::{Frame, FrameId, FrameKind, Options as SymOptions, Profile};
 
 use crate::args::RecordArgs;
 use crate::flamegraph::fold::{self, CountBy, FoldOptions};
@@ -52,6 +52,10 @@ pub struct OffcpuArgs {
     /// Keep the recording in this perf.data (default: a temporary file, removed).
     #[arg(long = "data-file", value_name = "FILE")]
     pub data_file: Option<PathBuf>,
+    /// Wall-clock view: also sample on-CPU time (cpu-clock, 4000 Hz) and draw both in one
+    /// graph, each stack ending in an `[on]` or `[off]` frame (µs either way).
+    #[arg(long = "wall")]
+    pub wall: bool,
     /// Leave kernel frames out of the stacks.
     #[arg(long = "no-kernel")]
     pub no_kernel: bool,
@@ -75,9 +79,12 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
         ),
     };
     let rec = RecordArgs {
-        events: vec!["sched:sched_switch".to_string()],
+        // cpu-clock samples say when a thread runs: they end its block (see `pair`), and
+        // are the on-CPU side of --wall.
+        events: vec!["sched:sched_switch".to_string(), "cpu-clock".to_string()],
+        // Each event's default: every switch (period 1), cpu-clock at 4000 Hz.
         freq: None,
-        count: Some(1),
+        count: None,
         callgraph_fp: true,
         call_graph: None,
         branch_any: false,
@@ -107,11 +114,14 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
 }
 
 /// The off-CPU profile: the switch-out samples that ended, each with its time off CPU
-/// (µs) as its period; blocks shorter than `min_block_us` are left out.
+/// (µs) as its period; blocks shorter than `min_block_us` are left out. With `wall`, the
+/// samples of the recording's other events (cpu-clock: periods in ns) are kept too, as
+/// µs, and every stack gets a leaf frame `[off]` or `[on]`. All samples are of event 0.
 pub fn offcpu_profile(
     path: &Path,
     opts: &SymOptions,
     min_block_us: u64,
+    wall: bool,
 ) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
     let root = hwprof_pmu::sysfs::tracefs()?;
@@ -119,10 +129,26 @@ pub fn offcpu_profile(
     let format = std::fs::read_to_string(&fmt_path)
         .with_context(|| format!("cannot read {}", fmt_path.display()))?;
     let next_pid = pair::field(&format, "next_pid");
+    let switch_event = pd
+        .attrs()
+        .iter()
+        .position(|e| e.name.starts_with("sched:sched_switch"))
+        .with_context(|| format!("{} has no sched:sched_switch samples", path.display()))?;
     let mut switches: Vec<Switch> = Vec::new();
+    // One entry per sample, in file order (as the profile's samples).
     pd.for_each_record(|_off, rec| -> anyhow::Result<()> {
         if let Body::Sample(s) = &rec.body {
+            if rec.attr.unwrap_or(0) != switch_event {
+                switches.push(Switch {
+                    time: s.time.unwrap_or(0),
+                    tid: s.tid.unwrap_or(0),
+                    next_pid: None,
+                    out: false,
+                });
+                return Ok(());
+            }
             switches.push(Switch {
+                out: true,
                 time: s.time.unwrap_or(0),
                 tid: s.tid.unwrap_or(0),
                 next_pid: match (s.raw, next_pid) {
@@ -145,6 +171,23 @@ pub fn offcpu_profile(
         );
     }
     let samples = std::mem::take(&mut profile.samples);
+    let mut tag = |name: &str| -> FrameId {
+        profile.frames.push(Frame {
+            function: Some(name.to_string()),
+            module: None,
+            module_offset: 0,
+            file: None,
+            line: None,
+            inlined: false,
+            kind: FrameKind::User,
+        });
+        (profile.frames.len() - 1) as FrameId
+    };
+    let (off_tag, on_tag) = if wall {
+        (Some(tag("[off]")), Some(tag("[on]")))
+    } else {
+        (None, None)
+    };
     let mut out = Vec::new();
     for b in pair::pair(&switches) {
         let us = b.ns / 1000;
@@ -155,6 +198,23 @@ pub fn offcpu_profile(
             let mut s = s.clone();
             s.period = us;
             s.weight = None;
+            s.event = 0;
+            if let Some(t) = off_tag {
+                s.stack.insert(0, t);
+            }
+            out.push(s);
+        }
+    }
+    if let Some(t) = on_tag {
+        for (s, sw) in samples.iter().zip(&switches) {
+            if sw.out || s.period < 1000 {
+                continue;
+            }
+            let mut s = s.clone();
+            s.period /= 1000;
+            s.weight = None;
+            s.event = 0;
+            s.stack.insert(0, t);
             out.push(s);
         }
     }
@@ -179,7 +239,7 @@ fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
         kernel: !a.no_kernel,
         user: true,
     };
-    let profile = offcpu_profile(data, &opts, a.min_block)?;
+    let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
     let folded = fold::fold(
         &profile,
         0,
@@ -195,12 +255,28 @@ fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
             a.min_block.max(1)
         );
     }
-    let title = format!(
-        "Off-CPU time: {} ({} µs), {} blocks",
-        human_us(folded.total),
-        svg::thousands(folded.total),
-        svg::thousands(folded.samples)
-    );
+    let title = if a.wall {
+        let on: u64 = folded
+            .lines()
+            .filter_map(|l| l.rsplit_once(' '))
+            .filter(|(st, _)| st.ends_with(";[on]"))
+            .filter_map(|(_, n)| n.parse::<u64>().ok())
+            .sum();
+        format!(
+            "Wall-clock time: {} ({} µs): on CPU {}, off CPU {}",
+            human_us(folded.total),
+            svg::thousands(folded.total),
+            human_us(on),
+            human_us(folded.total.saturating_sub(on))
+        )
+    } else {
+        format!(
+            "Off-CPU time: {} ({} µs), {} blocks",
+            human_us(folded.total),
+            svg::thousands(folded.total),
+            svg::thousands(folded.samples)
+        )
+    };
     let to_stdout = a.output.as_os_str() == "-"
         || ((a.folded || a.report) && a.output.as_os_str() == DEFAULT_OUT);
     let out_bytes = if a.report {

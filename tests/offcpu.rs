@@ -188,3 +188,37 @@ fn errors_are_one_line() {
     assert_ne!(none.code(), 0);
     assert!(none.stderr.contains("nothing to trace"), "{}", none.dump());
 }
+
+#[test]
+fn wall_clock_view_tags_on_and_off() {
+    if !require_tracefs("hwprof offcpu --wall") {
+        return;
+    }
+    // spin burns 300 ms of CPU; offcpu_ab sleeps 500 ms under a_sleeps.
+    let spin = wl("spin");
+    let run = hwprof(&["offcpu", "--wall", "--folded", "--", spin.as_str(), "300"]);
+    run.assert_ok();
+    let folded = parse_folded(&run.stdout);
+    let on = through(&folded, "[on]");
+    let untagged = folded
+        .iter()
+        .filter(|(st, _)| !st.ends_with(";[on]") && !st.ends_with(";[off]"))
+        .count();
+    assert_eq!(untagged, 0, "stacks without [on]/[off]:\n{}", run.stdout);
+    within("spin 300 ms on CPU ([on])", on, 300_000, 0.15);
+    let ab = wl("offcpu_ab");
+    let run = hwprof(&["offcpu", "--wall", "--folded", "--", ab.as_str()]);
+    run.assert_ok();
+    let folded = parse_folded(&run.stdout);
+    let a_off: u64 = folded
+        .iter()
+        .filter(|(st, _)| st.ends_with(";[off]") && st.split(';').any(|f| f == "a_sleeps"))
+        .map(|(_, n)| n)
+        .sum();
+    within(
+        "a_sleeps [off] in the wall-clock view",
+        a_off,
+        500_000,
+        0.10,
+    );
+}

@@ -5,9 +5,11 @@
 //! comes in (`next_pid`). A thread's block ends at the first of:
 //! - a switch whose `next_pid` is the thread (exact; seen when recording with `-a`, or
 //!   when another traced thread hands the CPU over to it);
-//! - the thread's own next switch-out (per-thread recordings see only these; the block
-//!   then also counts the thread's run time since it woke, usually microseconds for a
-//!   thread that blocks again).
+//! - a sign that the thread runs: an on-CPU (cpu-clock) sample of it, at most one
+//!   sampling interval after it came back;
+//! - the thread's own next switch-out (per-thread recordings see only switch-outs; the
+//!   block then also counts the thread's run time since it woke, which the cpu-clock
+//!   samples above cut short for threads that run long).
 //!
 //! All switch-outs count, whether the thread blocked or was preempted (as perf's and bcc's
 //! offcputime do by default). A thread's last switch-out with no end (it exited, or the
@@ -24,6 +26,8 @@ pub struct Switch {
     pub tid: u32,
     /// The thread switching in, when the raw data says.
     pub next_pid: Option<u32>,
+    /// A switch-out; false for an on-CPU sample, which only ends the thread's block.
+    pub out: bool,
 }
 
 /// One off-CPU interval: the index of the switch-out sample and its length (ns).
@@ -82,6 +86,15 @@ pub fn pair(switches: &[Switch]) -> Vec<Block> {
     let mut blocks = Vec::new();
     for i in order {
         let Some(s) = switches.get(i) else { continue };
+        if s.tid != 0 && !s.out {
+            if let Some((j, t0)) = pending.remove(&s.tid) {
+                blocks.push(Block {
+                    index: j,
+                    ns: s.time.saturating_sub(t0),
+                });
+            }
+            continue;
+        }
         if s.tid != 0 {
             if let Some((j, t0)) = pending.insert(s.tid, (i, s.time)) {
                 blocks.push(Block {
@@ -126,7 +139,19 @@ mod tests {
             time,
             tid,
             next_pid: next,
+            out: true,
         }
+    }
+
+    #[test]
+    fn an_on_cpu_sample_ends_the_block() {
+        let mut on = sw(300, 7, None);
+        on.out = false;
+        let s = [sw(0, 7, None), on, sw(5000, 7, None), sw(9000, 7, None)];
+        assert_eq!(
+            pair(&s),
+            vec![Block { index: 0, ns: 300 }, Block { index: 2, ns: 4000 }]
+        );
     }
 
     #[test]
