@@ -633,3 +633,31 @@ fn rust_and_cpp_names_are_demangled_with_their_paths() {
         "{syms:?}"
     );
 }
+
+/// A command run through a shell: its samples belong to it, not to `sh` and `[unknown]`,
+/// although (written ring by ring) some come before its exec's COMM and MMAP2 in the file.
+#[test]
+fn exec_through_a_shell_is_attributed_by_time() {
+    let spin = wl("spin");
+    let f = record_hwprof_at(
+        "1999",
+        "report_sh",
+        &["sh", "-c", &format!("{spin} 300; true")],
+    );
+    let v = report_json(&["-i", &s(&f), "--no-children", "-s", "comm,dso"]);
+    let rows = v["events"][0]["rows"].as_array().expect("rows");
+    let share = |comm: &str, dso: &str| -> f64 {
+        rows.iter()
+            .filter(|r| r["comm"] == comm && r["dso"] == dso)
+            .filter_map(|r| r["overhead"].as_f64())
+            .sum()
+    };
+    let spin_own = share("spin", "spin");
+    let sh_unknown = share("sh", "[unknown]");
+    report!("sh -c 'spin 300': spin/spin {spin_own:.1}%, sh/[unknown] {sh_unknown:.1}%");
+    assert!(
+        spin_own >= 80.0,
+        "spin's own code has {spin_own}%: {rows:?}"
+    );
+    assert!(sh_unknown < 2.0, "sh/[unknown] has {sh_unknown}%: {rows:?}");
+}

@@ -2,6 +2,8 @@
 //! every sample's stack into (module, offset) locations, resolves each distinct location
 //! once, and interns the frames.
 
+use std::collections::VecDeque;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use hwprof_sampler::perfdata::reader::PerfData;
@@ -142,8 +144,51 @@ impl Builder {
             lost: 0,
             fixed_period,
         };
+        // Files are written ring by ring, so a sample can come before (in file order) the
+        // MMAP2 or COMM of its own exec on another CPU's ring. Like perf, replay by time:
+        // pass 1 gathers the side-band records (few) per process in time order; pass 2
+        // applies a process's records up to each of its samples' time (a FORK first
+        // brings the parent up to the fork). Per process, so that a later sample of
+        // another process cannot advance this one's state. Records without a time
+        // (files recorded without sample_id_all) keep their file order.
+        let mut queues: HashMap<u32, Vec<Pending>> = HashMap::default();
+        let mut untimed: Vec<(u64, SideBand)> = Vec::new();
+        let mut seq = 0u64;
         pd.for_each_record(|_off, rec| -> Result<()> {
-            b.record(rec);
+            seq += 1;
+            if let Some(sb) = SideBand::of(rec) {
+                match rec.time() {
+                    Some(t) => queues.entry(sb.pid()).or_default().push((t, seq, sb)),
+                    None => untimed.push((seq, sb)),
+                }
+            }
+            Ok(())
+        })?;
+        let mut queues: HashMap<u32, std::collections::VecDeque<Pending>> = queues
+            .into_iter()
+            .map(|(pid, mut q)| {
+                q.sort_by_key(|&(t, s, _)| (t, s));
+                (pid, q.into())
+            })
+            .collect();
+        let mut untimed = untimed.into_iter().peekable();
+        let mut seq = 0u64;
+        pd.for_each_record(|_off, rec| -> Result<()> {
+            seq += 1;
+            match &rec.body {
+                Body::Sample(s) => {
+                    while let Some((_, sb)) = untimed.next_if(|(sq, _)| *sq < seq) {
+                        b.apply(sb);
+                    }
+                    let at = (s.time, seq);
+                    b.advance(&mut queues, KERNEL_PID, at);
+                    b.advance(&mut queues, s.pid.unwrap_or(u32::MAX), at);
+                    b.sample(rec, s);
+                }
+                Body::Lost { lost, .. } => b.lost += lost,
+                Body::LostSamples { lost } => b.lost += lost,
+                _ => {}
+            }
             Ok(())
         })?;
         Ok((b, events))
@@ -210,66 +255,90 @@ impl Builder {
         id
     }
 
-    fn record(&mut self, rec: &Record<'_>) {
-        match &rec.body {
-            Body::Sample(s) => self.sample(rec, s),
-            Body::Mmap(m) if rec.header.misc & MISC_MMAP_DATA == 0 => {
-                let name = String::from_utf8_lossy(m.filename);
-                self.mmap(m.pid, m.addr, m.len, m.pgoff, &name, None);
+    /// Applies the queued records of `pid` due at `at` (a sample's time and file
+    /// position): earlier times, or an equal time earlier in the file (perf's order);
+    /// without a sample time, file order. A FORK first advances its parent to it.
+    fn advance(
+        &mut self,
+        queues: &mut HashMap<u32, VecDeque<Pending>>,
+        pid: u32,
+        at: (Option<u64>, u64),
+    ) {
+        loop {
+            let due = match queues.get(&pid).and_then(|q| q.front()) {
+                Some(&(t, sq, _)) => match at.0 {
+                    Some(st) => t < st || (t == st && sq < at.1),
+                    None => sq < at.1,
+                },
+                None => false,
+            };
+            if !due {
+                return;
             }
-            Body::Mmap2(m) if rec.header.misc & MISC_MMAP_DATA == 0 => {
-                let name = String::from_utf8_lossy(m.filename);
-                let bid = match m.file_id {
-                    FileId::BuildId(b) if !b.is_empty() => Some(b.to_vec()),
-                    _ => None,
-                };
-                self.mmap(m.pid, m.addr, m.len, m.pgoff, &name, bid);
+            let Some((t, sq, sb)) = queues.get_mut(&pid).and_then(VecDeque::pop_front) else {
+                return;
+            };
+            if let SideBand::Fork { ppid, .. } = sb
+                && ppid != pid
+            {
+                self.advance(queues, ppid, (Some(t), sq));
             }
-            Body::Comm {
+            self.apply(sb);
+        }
+    }
+
+    fn apply(&mut self, sb: SideBand) {
+        match sb {
+            SideBand::Mmap {
+                pid,
+                addr,
+                len,
+                pgoff,
+                name,
+                build_id,
+            } => self.mmap(pid, addr, len, pgoff, &name, build_id),
+            SideBand::Comm {
                 pid,
                 tid,
-                comm,
+                name,
                 exec,
             } => {
-                let name = String::from_utf8_lossy(comm);
                 let id = self.intern_comm(&name);
-                self.tid_comm.insert(*tid, id);
+                self.tid_comm.insert(tid, id);
                 if pid == tid {
-                    self.pid_comm.insert(*pid, id);
+                    self.pid_comm.insert(pid, id);
                 }
-                if *exec && let Some(sp) = self.spaces.get_mut(pid) {
+                if exec && let Some(sp) = self.spaces.get_mut(&pid) {
                     sp.clear();
                 }
             }
-            Body::Fork(t) => {
-                if t.pid != t.ppid
-                    && let Some(parent) = self.spaces.get(&t.ppid)
+            SideBand::Fork {
+                pid,
+                ppid,
+                tid,
+                ptid,
+            } => {
+                if pid != ppid
+                    && let Some(parent) = self.spaces.get(&ppid)
                 {
                     let copy = parent.clone();
-                    self.spaces.insert(t.pid, copy);
+                    self.spaces.insert(pid, copy);
                 }
                 let parent_comm = self
                     .tid_comm
-                    .get(&t.ptid)
-                    .or_else(|| self.pid_comm.get(&t.ppid))
+                    .get(&ptid)
+                    .or_else(|| self.pid_comm.get(&ppid))
                     .copied();
                 if let Some(c) = parent_comm {
-                    self.tid_comm.insert(t.tid, c);
-                    if t.pid == t.tid {
-                        self.pid_comm.insert(t.pid, c);
+                    self.tid_comm.insert(tid, c);
+                    if pid == tid {
+                        self.pid_comm.insert(pid, c);
                     }
                 }
             }
-            Body::Exit(t) => {
-                // The process's last samples may follow its EXIT in a file written from
-                // several rings: keep its maps until a new process reuses the pid (a FORK
-                // or an exec replaces them).
-                let _ = t;
-            }
-            Body::Lost { lost, .. } => self.lost += lost,
-            Body::LostSamples { lost } => self.lost += lost,
-            _ => {}
         }
+        // EXIT changes nothing: the process's last samples may follow it (another ring),
+        // and a FORK or exec replaces the maps when the pid is reused.
     }
 
     fn mmap(
@@ -468,5 +537,86 @@ impl Builder {
             lost: self.lost,
         };
         (profile, self.sym)
+    }
+}
+
+/// A queued side-band record: (time, position in the file, record).
+type Pending = (u64, u64, SideBand);
+
+/// A record that changes what addresses mean (mappings, names, processes), owned so that
+/// it can be applied in time order.
+enum SideBand {
+    Mmap {
+        pid: u32,
+        addr: u64,
+        len: u64,
+        pgoff: u64,
+        name: String,
+        build_id: Option<Vec<u8>>,
+    },
+    Comm {
+        pid: u32,
+        tid: u32,
+        name: String,
+        exec: bool,
+    },
+    Fork {
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+        ptid: u32,
+    },
+}
+
+impl SideBand {
+    /// The process whose state the record changes (the child, for a FORK).
+    fn pid(&self) -> u32 {
+        match self {
+            SideBand::Mmap { pid, .. }
+            | SideBand::Comm { pid, .. }
+            | SideBand::Fork { pid, .. } => *pid,
+        }
+    }
+
+    fn of(rec: &Record<'_>) -> Option<SideBand> {
+        Some(match &rec.body {
+            Body::Mmap(m) if rec.header.misc & MISC_MMAP_DATA == 0 => SideBand::Mmap {
+                pid: m.pid,
+                addr: m.addr,
+                len: m.len,
+                pgoff: m.pgoff,
+                name: String::from_utf8_lossy(m.filename).into_owned(),
+                build_id: None,
+            },
+            Body::Mmap2(m) if rec.header.misc & MISC_MMAP_DATA == 0 => SideBand::Mmap {
+                pid: m.pid,
+                addr: m.addr,
+                len: m.len,
+                pgoff: m.pgoff,
+                name: String::from_utf8_lossy(m.filename).into_owned(),
+                build_id: match m.file_id {
+                    FileId::BuildId(b) if !b.is_empty() => Some(b.to_vec()),
+                    _ => None,
+                },
+            },
+            Body::Comm {
+                pid,
+                tid,
+                comm,
+                exec,
+            } => SideBand::Comm {
+                pid: *pid,
+                tid: *tid,
+                name: String::from_utf8_lossy(comm).into_owned(),
+                exec: *exec,
+            },
+            Body::Fork(t) => SideBand::Fork {
+                pid: t.pid,
+                ppid: t.ppid,
+                tid: t.tid,
+                ptid: t.ptid,
+            },
+            _ => return None,
+        })
     }
 }

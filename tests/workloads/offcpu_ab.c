@@ -32,6 +32,9 @@ __attribute__((noinline)) void *ab_writer(void *arg)
 {
 	char c;
 	(void)arg;
+	/* Named by itself before its first wait, so that every switch-out of this thread
+	 * carries the name (a rename from main could come after it blocks). */
+	pthread_setname_np(pthread_self(), "ab_writer");
 	while (pipe_read(ask[0], &c) == 1) {
 		nap(100);
 		if (write(answer[1], &c, 1) != 1)
@@ -64,7 +67,6 @@ int main(void)
 		perror("setup");
 		return 1;
 	}
-	pthread_setname_np(t, "ab_writer");
 	a_sleeps();
 	b_waits();
 	close(ask[1]);
