@@ -184,6 +184,10 @@ pub struct RecordArgs {
     /// Print the perf_event_attrs as JSON (as `hwprof encode --json`) and exit.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
+    /// Wall-clock recording: cpu-clock samples (on CPU) and every sched:sched_switch with
+    /// callchains (off CPU), for `hwprof flamegraph --off-cpu -i FILE`.
+    #[arg(long = "off-cpu")]
+    pub off_cpu: bool,
     /// Intel perfmon JSON file of named events (repeatable).
     #[arg(long = "event-file", value_name = "FILE.json")]
     pub event_file: Vec<PathBuf>,
@@ -353,6 +357,11 @@ pub struct FlamegraphArgs {
     /// The graph's title (default: names the event, its unit and the total).
     #[arg(long = "title", value_name = "TEXT")]
     pub title: Option<String>,
+    /// Wall-clock view: on-CPU samples and off-CPU time in one graph, in µs, leaves tagged
+    /// `[on]`/`[off]` (as `hwprof offcpu --wall`); the input needs cpu-clock and
+    /// sched:sched_switch samples, as `hwprof record --off-cpu` records them.
+    #[arg(long = "off-cpu", conflicts_with_all = ["diff", "all", "event"])]
+    pub off_cpu: bool,
     /// Record: events to sample (as `hwprof record -e`).
     #[arg(short = 'e', long = "event-record", value_name = "EVENTS")]
     pub events: Vec<String>,

@@ -29,6 +29,9 @@ use svg::{Measure, Render};
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
 pub fn run(a: FlamegraphArgs) -> anyhow::Result<u8> {
     let recording = !a.command.is_empty() || a.pid.is_some() || a.all_cpus;
+    if a.off_cpu {
+        return off_cpu(a, recording);
+    }
     if let Some(d) = &a.diff {
         if recording {
             return usage("--diff draws two existing recordings: give no command, -p or -a");
@@ -397,6 +400,7 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
         output: data.clone(),
         no_inherit: false,
         dry_run: false,
+        off_cpu: false,
         event_file: Vec::new(),
         quiet: true,
         command: a.command.clone(),
@@ -439,6 +443,40 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         return Err(e).with_context(|| format!("cannot write {}", path.display()));
     }
     Ok(())
+}
+
+/// `--off-cpu`: the wall-clock view of `hwprof offcpu --wall`, recorded now or drawn
+/// from `-i FILE`.
+fn off_cpu(a: FlamegraphArgs, recording: bool) -> anyhow::Result<u8> {
+    if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() || a.call_graph.is_some() {
+        return usage(
+            "--off-cpu records its own events (cpu-clock and sched:sched_switch, fp callchains): leave out -e, -F, -c and --call-graph",
+        );
+    }
+    let oa = crate::offcpu::OffcpuArgs {
+        pid: a.pid,
+        tid: None,
+        all_cpus: a.all_cpus,
+        duration: a.duration,
+        min_block: 1,
+        // `--folded` without `-o` writes to stdout, as it does without --off-cpu.
+        output: if a.folded && a.output.as_os_str() == "flamegraph.svg" {
+            PathBuf::from("-")
+        } else {
+            a.output
+        },
+        folded: a.folded,
+        report: false,
+        data_file: a.data_file,
+        wall: true,
+        no_kernel: a.no_kernel,
+        command: a.command,
+    };
+    if recording {
+        return crate::offcpu::run(oa);
+    }
+    crate::offcpu::draw(&oa, &a.input)?;
+    Ok(0)
 }
 
 #[cfg(test)]

@@ -100,6 +100,7 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
         output: data.clone(),
         no_inherit: false,
         dry_run: false,
+        off_cpu: false,
         event_file: Vec::new(),
         quiet: true,
         command: a.command.clone(),
@@ -233,7 +234,7 @@ fn human_us(us: u64) -> String {
     }
 }
 
-fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
     let opts = SymOptions {
         inline: true,
         kernel: !a.no_kernel,

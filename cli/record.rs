@@ -28,7 +28,20 @@ use crate::{ExitWith, usage};
 /// perf's default ring size: 512 KiB of data per ring.
 const DEFAULT_RING_BYTES: usize = 512 << 10;
 
-pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
+pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
+    if a.off_cpu {
+        if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() {
+            return usage(
+                "--off-cpu records its own events (cpu-clock at 4000 Hz and every sched:sched_switch): leave out -e, -F and -c",
+            );
+        }
+        // Every switch (period 1) and cpu-clock at its default frequency, as `hwprof
+        // offcpu` records them; callchains are the point.
+        a.events = vec!["sched:sched_switch".to_string(), "cpu-clock".to_string()];
+        if a.call_graph.is_none() {
+            a.callgraph_fp = true;
+        }
+    }
     let target = target_of(&a)?;
     let enc = encoder(None, &a.event_file)?;
     let default_event = a.events.is_empty();

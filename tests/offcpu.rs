@@ -222,3 +222,62 @@ fn wall_clock_view_tags_on_and_off() {
         0.10,
     );
 }
+
+/// `hwprof record --off-cpu` then `hwprof flamegraph --off-cpu -i FILE`, and the one-step
+/// `hwprof flamegraph --off-cpu -- CMD`: the same wall-clock view as `offcpu --wall`.
+#[test]
+fn record_and_flamegraph_off_cpu() {
+    if !require_tracefs("hwprof record --off-cpu") {
+        return;
+    }
+    let data = scratch_path("offcpu_wall.data");
+    let ab = wl("offcpu_ab");
+    hwprof(&[
+        "record",
+        "-q",
+        "--off-cpu",
+        "-o",
+        data.to_str().unwrap(),
+        "--",
+        ab.as_str(),
+    ])
+    .assert_ok();
+    let run = hwprof(&[
+        "flamegraph",
+        "--off-cpu",
+        "--folded",
+        "-i",
+        data.to_str().unwrap(),
+    ]);
+    run.assert_ok();
+    let folded = parse_folded(&run.stdout);
+    let a_off: u64 = folded
+        .iter()
+        .filter(|(st, _)| st.ends_with(";[off]") && st.split(';').any(|f| f == "a_sleeps"))
+        .map(|(_, n)| n)
+        .sum();
+    within("a_sleeps [off] from record --off-cpu", a_off, 500_000, 0.10);
+    let _ = fs::remove_file(&data);
+
+    let spin = wl("spin");
+    let run = hwprof(&[
+        "flamegraph",
+        "--off-cpu",
+        "--folded",
+        "--",
+        spin.as_str(),
+        "300",
+    ]);
+    run.assert_ok();
+    let folded = parse_folded(&run.stdout);
+    within(
+        "spin 300 ms [on] from flamegraph --off-cpu",
+        through(&folded, "[on]"),
+        300_000,
+        0.15,
+    );
+
+    let bad = hwprof(&["record", "--off-cpu", "-e", "cpu-clock", "--", "true"]);
+    assert_eq!(bad.code(), 2);
+    assert!(bad.stderr.contains("--off-cpu"), "{}", bad.stderr);
+}
