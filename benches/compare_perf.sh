@@ -7,6 +7,8 @@
 #   benches/compare_perf.sh script    (c) `script -i big.data` (>= 100k samples, callchains)
 #   benches/compare_perf.sh report    `report --stdio` vs perf report on a big file (>= 200k samples)
 #   benches/compare_perf.sh flamegraph  SVG from a big file vs perf script | inferno (>= 200k samples)
+#   benches/compare_perf.sh probe     per-call overhead of `hwprof probe` vs perf stat on perf probe events
+#   benches/compare_perf.sh offcpu    off-CPU recording overhead on a sleep/wake-heavy workload
 #   benches/compare_perf.sh all       all of the above
 #
 # Environment:
@@ -35,7 +37,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|report|flamegraph|all" >&2
+    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|all" >&2
     exit 2
 }
 
@@ -475,6 +477,31 @@ bench_probe() {
     echo "probe overhead ratio: hwprof / perf stat entry+return = $(ratio "$hw" "$pb")x; / perf stat entry only = $(ratio "$hw" "$pe")x"
 }
 
+# bench_offcpu: the cost of recording off-CPU time on a sleep/wake-heavy workload
+# (sleeper: 3000 x 1 ms nanosleep, ~3000 switches out and in), against the bare run, with
+# `perf record -e sched:sched_switch,cpu-clock -g` (what hwprof offcpu records) beside.
+bench_offcpu() {
+    find_perf
+    find_hwprof
+    cc -O1 -g -fno-omit-frame-pointer -o "$WORK/sleeper" "$ROOT/tests/workloads/sleeper.c" ||
+        die "cannot compile tests/workloads/sleeper.c"
+    local n=${N_OFFCPU:-5} k=${OFFCPU_SLEEPS:-3000}
+    CMD_bare=("$WORK/sleeper" "$k" 1)
+    CMD_hw_off=("$HWPROF" offcpu --folded -o "$WORK/off.folded" -- "$WORK/sleeper" "$k" 1)
+    CMD_pf_off=("$PERF" record -q -e sched:sched_switch,cpu-clock -g -o "$WORK/off.data" -- "$WORK/sleeper" "$k" 1)
+    interleave "$n" bare hw_off pf_off
+    local b h p
+    b=$(mean_ms bare)
+    h=$(mean_ms hw_off)
+    p=$(mean_ms pf_off)
+    echo "== off-CPU recording: sleeper $k x 1 ms, $n runs each, interleaved"
+    printf '%-58s %10s %10s\n' command "mean ms" "vs bare"
+    printf '%-58s %10s %10s\n' bare "$b" 1.00 \
+        "hwprof offcpu (record + pair + fold)" "$h" "$(ratio "$h" "$b")" \
+        "perf record -e sched:sched_switch,cpu-clock -g (record only)" "$p" "$(ratio "$p" "$b")"
+    echo "offcpu overhead: hwprof $(ratio "$h" "$b")x bare, perf record $(ratio "$p" "$b")x bare, hwprof/perf $(ratio "$h" "$p")"
+}
+
 [[ $# -ge 1 ]] || usage
 case "$1" in
     stat) bench_stat ;;
@@ -490,8 +517,13 @@ case "$1" in
         bench_report
         echo
         bench_flamegraph
+        echo
+        bench_probe
+        echo
+        bench_offcpu
         ;;
     report) bench_report ;;
+    offcpu) bench_offcpu ;;
     flamegraph) bench_flamegraph ;;
     probe) bench_probe ;;
     -h | --help) usage ;;

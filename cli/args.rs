@@ -184,6 +184,10 @@ pub struct RecordArgs {
     /// Print the perf_event_attrs as JSON (as `hwprof encode --json`) and exit.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
+    /// Record PERF_RECORD_SWITCH when the target's threads switch in and out (perf's
+    /// --switch-events).
+    #[arg(long = "switch-events")]
+    pub switch_events: bool,
     /// Wall-clock recording: cpu-clock samples (on CPU) and every sched:sched_switch with
     /// callchains (off CPU), for `hwprof flamegraph --off-cpu -i FILE`.
     #[arg(long = "off-cpu")]

@@ -401,6 +401,7 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
         no_inherit: false,
         dry_run: false,
         off_cpu: false,
+        switch_events: false,
         event_file: Vec::new(),
         quiet: true,
         command: a.command.clone(),

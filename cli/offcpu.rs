@@ -96,6 +96,7 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
         all_cpus: a.all_cpus,
         cpus: None,
         mmap_pages: Some("2M".to_string()),
+        switch_events: true,
         duration: a.duration,
         output: data.clone(),
         no_inherit: false,
@@ -136,8 +137,22 @@ pub fn offcpu_profile(
         .position(|e| e.name.starts_with("sched:sched_switch"))
         .with_context(|| format!("{} has no sched:sched_switch samples", path.display()))?;
     let mut switches: Vec<Switch> = Vec::new();
+    // Exact switch-ins from PERF_RECORD_SWITCH (recorded with --switch-events): they end
+    // a block where the tracepoint, seen only in the task switching out, cannot.
+    let mut switch_ins: Vec<Switch> = Vec::new();
     // One entry per sample, in file order (as the profile's samples).
     pd.for_each_record(|_off, rec| -> anyhow::Result<()> {
+        if let Body::Switch { out: false, .. } = &rec.body
+            && let Some(id) = rec.sample_id
+            && let (Some(time), Some(tid)) = (id.time, id.tid)
+        {
+            switch_ins.push(Switch {
+                time,
+                tid,
+                next_pid: None,
+                out: false,
+            });
+        }
         if let Body::Sample(s) = &rec.body {
             if rec.attr.unwrap_or(0) != switch_event {
                 switches.push(Switch {
@@ -171,6 +186,8 @@ pub fn offcpu_profile(
             profile.samples.len()
         );
     }
+    // After the sample-aligned entries: a block's index is always a sample's.
+    switches.extend(switch_ins);
     let samples = std::mem::take(&mut profile.samples);
     let mut tag = |name: &str| -> FrameId {
         profile.frames.push(Frame {

@@ -38,6 +38,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
         // Every switch (period 1) and cpu-clock at its default frequency, as `hwprof
         // offcpu` records them; callchains are the point.
         a.events = vec!["sched:sched_switch".to_string(), "cpu-clock".to_string()];
+        a.switch_events = true;
         if a.call_graph.is_none() {
             a.callgraph_fp = true;
         }
@@ -338,6 +339,7 @@ fn record_options(
         command: matches!(target, Target::Command(_)),
         inherit: !a.no_inherit,
         default_event,
+        switch_events: a.switch_events,
         ..RecordOptions::default()
     })
 }

@@ -257,6 +257,16 @@ fn record_and_flamegraph_off_cpu() {
         .map(|(_, n)| n)
         .sum();
     within("a_sleeps [off] from record --off-cpu", a_off, 500_000, 0.10);
+    // The exact switch-ins (PERF_RECORD_SWITCH, --switch-events) are in the file: at
+    // least one per sleep of a_sleeps and wait of b_waits.
+    let script = hwprof(&["script", "--format", "jsonl", "-i", data.to_str().unwrap()]);
+    script.assert_ok();
+    let ins = script
+        .stdout
+        .lines()
+        .filter(|l| l.contains(r#""type":"switch""#) && l.contains(r#""out":false"#))
+        .count();
+    assert!(ins >= 15, "{ins} switch-in records");
     let _ = fs::remove_file(&data);
 
     let spin = wl("spin");

@@ -155,6 +155,8 @@ pub struct RecordOptions {
     pub inherit: bool,
     /// The events are perf's default (`cycles:P`, or its `cpu-clock` fallback).
     pub default_event: bool,
+    /// `--switch-events`: PERF_RECORD_SWITCH records (`context_switch`), on the first event.
+    pub switch_events: bool,
 }
 
 impl Default for RecordOptions {
@@ -171,6 +173,7 @@ impl Default for RecordOptions {
             command: true,
             inherit: true,
             default_event: false,
+            switch_events: false,
         }
     }
 }
@@ -295,6 +298,7 @@ pub fn configure(list: &mut EventList, o: &RecordOptions) {
         a.comm_exec = track;
         a.ksymbol = track;
         a.bpf_event = track;
+        a.context_switch = track && o.switch_events;
     }
 }
 
