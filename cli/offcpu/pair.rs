@@ -3,8 +3,9 @@
 //! Every `sched:sched_switch` sample is taken in the context of the task switching out
 //! (its tid, time and stack are the blocked thread's); its raw data names the task that
 //! comes in (`next_pid`). A thread's block ends at the first of:
-//! - a switch whose `next_pid` is the thread (exact; seen when recording with `-a`, or
-//!   when another traced thread hands the CPU over to it);
+//! - its switch-in: a PERF_RECORD_SWITCH (`--switch-events`, which `hwprof offcpu`
+//!   records), or a switch whose `next_pid` is the thread (seen when recording with `-a`,
+//!   or when another traced thread hands the CPU over to it); both exact;
 //! - a sign that the thread runs: an on-CPU (cpu-clock) sample of it, at most one
 //!   sampling interval after it came back;
 //! - the thread's own next switch-out (per-thread recordings see only switch-outs; the
