@@ -37,31 +37,8 @@ fn scratch_dir(tag: &str) -> PathBuf {
     d
 }
 
-/// Folded lines → (stack, count); `# ` comment lines are skipped.
-fn parse_folded(text: &str) -> Vec<(String, u64)> {
-    text.lines()
-        .filter(|l| !l.is_empty() && !l.starts_with("# "))
-        .map(|l| {
-            let (stack, n) = l
-                .rsplit_once(' ')
-                .unwrap_or_else(|| panic!("bad folded line {l:?}"));
-            let n = n.parse().unwrap_or_else(|_| panic!("bad count in {l:?}"));
-            (stack.to_string(), n)
-        })
-        .collect()
-}
-
 fn total(folded: &[(String, u64)]) -> u64 {
     folded.iter().map(|(_, n)| n).sum()
-}
-
-/// Sum of the counts of stacks that contain frame `f`.
-fn through(folded: &[(String, u64)], f: &str) -> u64 {
-    folded
-        .iter()
-        .filter(|(st, _)| st.split(';').any(|x| x == f))
-        .map(|(_, n)| n)
-        .sum()
 }
 
 fn thousands(v: u64) -> String {

@@ -12,29 +12,6 @@ use std::time::Duration;
 
 use common::*;
 
-/// Folded lines → (stack, count).
-fn parse_folded(text: &str) -> Vec<(String, u64)> {
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let (stack, n) = l
-                .rsplit_once(' ')
-                .unwrap_or_else(|| panic!("bad folded line {l:?}"));
-            let n = n.parse().unwrap_or_else(|_| panic!("bad count in {l:?}"));
-            (stack.to_string(), n)
-        })
-        .collect()
-}
-
-/// Sum of the counts (µs) of stacks that contain frame `f`.
-fn through(folded: &[(String, u64)], f: &str) -> u64 {
-    folded
-        .iter()
-        .filter(|(st, _)| st.split(';').any(|x| x == f))
-        .map(|(_, n)| n)
-        .sum()
-}
-
 fn within(what: &str, got_us: u64, want_us: u64, tol: f64) {
     let err = (got_us as f64 - want_us as f64).abs() / want_us as f64;
     report!(

@@ -690,3 +690,30 @@ pub fn assert_close(what: &str, perf: f64, hwprof: f64, tol: f64) {
         "{what}: hwprof={hwprof} differs from perf={perf} by more than {tol:.3}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Folded stacks
+// ---------------------------------------------------------------------------
+
+/// Folded lines (`a;b;c 42`) → (stack, count); blank and `# ` comment lines are skipped.
+pub fn parse_folded(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with("# "))
+        .map(|l| {
+            let (stack, n) = l
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("bad folded line {l:?}"));
+            let n = n.parse().unwrap_or_else(|_| panic!("bad count in {l:?}"));
+            (stack.to_string(), n)
+        })
+        .collect()
+}
+
+/// Sum of the counts of stacks that contain frame `f`.
+pub fn through(folded: &[(String, u64)], f: &str) -> u64 {
+    folded
+        .iter()
+        .filter(|(st, _)| st.split(';').any(|x| x == f))
+        .map(|(_, n)| n)
+        .sum()
+}
