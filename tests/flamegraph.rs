@@ -13,18 +13,6 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 
-fn fixture(name: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/perfdata")
-        .join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        report!("SKIPPED: {} not found (fixtures are external)", p.display());
-        None
-    }
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }

@@ -14,18 +14,6 @@ use std::process::Command;
 use common::*;
 use serde_json::Value;
 
-fn fixture(name: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/perfdata")
-        .join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        report!("SKIPPED: ../shared/fixtures/perfdata/{name} not found");
-        None
-    }
-}
-
 fn s(p: &Path) -> String {
     p.to_str().expect("utf-8 path").to_string()
 }

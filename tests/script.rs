@@ -5,23 +5,11 @@
 #[macro_use]
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::fixture;
 use hwprof_pmu::attr::{Attr, sample as st};
 use serde_json::{Value, json};
-
-fn fixture(name: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/perfdata")
-        .join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        report!("SKIPPED: ../shared/fixtures/perfdata/{name} not found");
-        None
-    }
-}
 
 fn jsonl(args: &[&str]) -> Vec<Value> {
     let mut a = vec!["script", "--format", "jsonl"];

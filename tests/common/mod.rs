@@ -717,3 +717,17 @@ pub fn through(folded: &[(String, u64)], f: &str) -> u64 {
         .map(|(_, n)| n)
         .sum()
 }
+
+/// `../shared/fixtures/perfdata/NAME` (real-hardware recordings, outside the repo), or
+/// `None` after a SKIPPED line when it is absent.
+pub fn fixture(name: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/perfdata")
+        .join(name);
+    if p.exists() {
+        Some(p)
+    } else {
+        report!("SKIPPED: ../shared/fixtures/perfdata/{name} not found (fixtures are external)");
+        None
+    }
+}
