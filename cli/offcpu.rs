@@ -175,9 +175,8 @@ pub fn offcpu_profile(
         }
         Ok(())
     })?;
-    let mut profile =
-        Profile::build(&pd, opts).with_context(|| format!("symbolizing {}", path.display()))?;
-    drop(pd);
+    let mut profile = Profile::from_perf_data(pd, opts)
+        .with_context(|| format!("symbolizing {}", path.display()))?;
     if profile.samples.len() != switches.len() {
         anyhow::bail!(
             "{}: {} samples read but {} symbolized",
