@@ -153,6 +153,20 @@ pub enum ExecError {
 impl Workload {
     /// Forks a child that waits, then `execvp`s `argv`.
     pub fn prepare(argv: &[String]) -> Result<Workload, ExecError> {
+        Self::prepare_with(argv, None)
+    }
+
+    /// Like [`Workload::prepare`], with the child's stdout and stderr sent to `/dev/null`
+    /// (for benchmarks, where the command's output would mix with the results).
+    pub fn prepare_quiet(argv: &[String]) -> Result<Workload, ExecError> {
+        let null = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .map_err(ExecError::Setup)?;
+        Self::prepare_with(argv, Some(OwnedFd::from(null)))
+    }
+
+    fn prepare_with(argv: &[String], null_out: Option<OwnedFd>) -> Result<Workload, ExecError> {
         let cargs: Vec<CString> = argv
             .iter()
             .map(|a| CString::new(a.as_bytes()))
@@ -166,7 +180,7 @@ impl Workload {
         let (go_r, go_w) = pipe().map_err(ExecError::Setup)?;
         let (err_r, err_w) = pipe().map_err(ExecError::Setup)?;
         // SAFETY: fork has no memory-safety preconditions. The child below calls only
-        // async-signal-safe functions (read, execvp, write, _exit) on memory prepared
+        // async-signal-safe functions (read, dup2, execvp, write, _exit) on memory prepared
         // before the fork, so it is sound even if other threads held locks.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
@@ -182,6 +196,11 @@ impl Workload {
                 let mut b = [0u8; 1];
                 // Wait for the parent: 1 byte = go, EOF = abort.
                 let n = libc::read(go_r.as_raw_fd(), b.as_mut_ptr().cast(), 1);
+                if let Some(null) = &null_out {
+                    // dup2 clears O_CLOEXEC on the new fds 1 and 2; the original closes at exec.
+                    libc::dup2(null.as_raw_fd(), 1);
+                    libc::dup2(null.as_raw_fd(), 2);
+                }
                 if n == 1 {
                     libc::execvp(ptrs[0], ptrs.as_ptr());
                     let e = *libc::__errno_location();
@@ -193,6 +212,7 @@ impl Workload {
         }
         drop(go_r);
         drop(err_w);
+        drop(null_out);
         Ok(Workload {
             pid,
             go: Some(go_w),
@@ -273,6 +293,8 @@ pub struct ExitInfo {
     pub user_us: u64,
     /// System CPU time in microseconds.
     pub sys_us: u64,
+    /// Peak resident set size in KiB (`ru_maxrss`).
+    pub max_rss_kb: u64,
 }
 
 /// Waits for child `pid` (retrying on EINTR), returning its exit status and rusage.
@@ -301,6 +323,7 @@ pub fn wait(pid: i32) -> io::Result<ExitInfo> {
         signal,
         user_us: us(ru.ru_utime),
         sys_us: us(ru.ru_stime),
+        max_rss_kb: u64::try_from(ru.ru_maxrss).unwrap_or(0),
     })
 }
 
