@@ -9,11 +9,15 @@
 //! The only `unsafe` code is in [`sys`].
 //!
 //! Count a closure with [`Counters`]; open any event list on any target with
-//! [`Encoder::parse`] and [`Counter::open`].
+//! [`Encoder::parse`] and [`Counter::open`]. With the `criterion` feature,
+//! [`criterion::CounterMeasurement`] makes criterion benches count instructions or cycles
+//! (task-clock where there is no hardware PMU).
 
 pub mod attr;
 pub mod counter;
 pub mod cpu;
+#[cfg(feature = "criterion")]
+pub mod criterion;
 pub mod error;
 pub mod event;
 pub mod format;
