@@ -4,7 +4,15 @@ use crate::counter::{Count, CountOptions, Counter, Slot, Status, prepare};
 use crate::error::Result;
 use crate::event::Encoder;
 
-/// Counters on this thread or on a process, ready to measure.
+/// Counters on this thread or on a process, ready to measure: the API for a custom
+/// harness.
+///
+/// Open once, then [`measure`](Counters::measure) as often as needed: each call resets
+/// the counters, enables them around the closure only, and returns the closure's result
+/// with the counts. Events the machine cannot count (`cycles` in a VM without a PMU) are
+/// `None` in [`Counts`] rather than errors; [`Counts::scaled`] gives the estimate
+/// corrected for multiplexing. For criterion, see `hwprof_pmu::criterion` (feature
+/// `criterion`).
 ///
 /// ```
 /// use hwprof_pmu::Counters;
@@ -18,6 +26,16 @@ use crate::event::Encoder;
 /// let faults = counts.get("page-faults").expect("software events always count");
 /// assert!(faults.raw > 0);
 /// assert!(counts.get("task-clock").unwrap().raw > 0); // nanoseconds
+/// let cpu_ns = counts.scaled("task-clock").unwrap_or(0.0);
+/// assert!(cpu_ns > 0.0);
+///
+/// // Hardware events are `None` where there is no PMU, never an error.
+/// let mut hw = Counters::this_thread("instructions,task-clock")?;
+/// let (_, counts) = hw.measure(|| std::hint::black_box((0..1000u64).sum::<u64>()))?;
+/// match counts.scaled("instructions") {
+///     Some(n) => println!("{n} instructions"),
+///     None => println!("no PMU: {:?}", counts.unsupported().collect::<Vec<_>>()),
+/// }
 /// # Ok::<(), hwprof_pmu::Error>(())
 /// ```
 #[derive(Debug)]
@@ -40,6 +58,20 @@ impl Counts {
             .iter()
             .find(|(n, _)| n == name || crate::metrics::base_name(n) == name)
             .and_then(|(_, c)| *c)
+    }
+
+    /// The count of an event scaled for multiplexing ([`Count::scaled`]): `None` when
+    /// the event is unknown, not supported here, or never ran.
+    pub fn scaled(&self, name: &str) -> Option<f64> {
+        self.get(name)?.scaled()
+    }
+
+    /// Names of the events that are not supported here, in order.
+    pub fn unsupported(&self) -> impl Iterator<Item = &str> {
+        self.values
+            .iter()
+            .filter(|(_, c)| c.is_none())
+            .map(|(n, _)| n.as_str())
     }
 }
 
