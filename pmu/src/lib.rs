@@ -11,8 +11,7 @@
 //! Count a closure with [`Counters`]; open any event list on any target with
 //! [`Encoder::parse`] and [`Counter::open`]. With the `criterion` feature,
 //! `hwprof_pmu::criterion::CounterMeasurement` makes criterion benches count
-//! instructions or cycles
-//! (task-clock where there is no hardware PMU).
+//! instructions or cycles (task-clock where there is no hardware PMU).
 
 pub mod attr;
 pub mod counter;
