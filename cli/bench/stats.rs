@@ -1,0 +1,367 @@
+//! The statistics behind `hwprof bench`: robust summaries (median, MAD, min), percentile
+//! bootstrap confidence intervals, the Mann-Whitney U test and Holm's correction.
+//!
+//! Everything is deterministic: the bootstrap draws from a fixed-seed generator, so the
+//! same runs always give the same intervals (a CI log can be reproduced from its JSON).
+
+/// Bootstrap resamples per interval. 10,000 keeps the 0.5% tails of a 99% interval
+/// stable to about a tenth of their spread.
+const RESAMPLES: usize = 10_000;
+
+/// Largest sample size (per side) for which the exact U distribution is computed.
+const EXACT_MAX: usize = 50;
+
+/// The median of `xs` (the mean of the middle two for an even count); NaN when empty.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    median_in_place(&mut v)
+}
+
+fn median_in_place(v: &mut [f64]) -> f64 {
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let (_, &mut hi, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        return hi;
+    }
+    let lo = v[..n / 2].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo + hi) / 2.0
+}
+
+/// The median absolute deviation from the median (unscaled: for normal data it is
+/// 0.6745 σ).
+pub fn mad(xs: &[f64]) -> f64 {
+    let m = median(xs);
+    let mut dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+    median_in_place(&mut dev)
+}
+
+/// The smallest value; NaN when empty.
+pub fn min(xs: &[f64]) -> f64 {
+    xs.iter().copied().reduce(f64::min).unwrap_or(f64::NAN)
+}
+
+/// A small deterministic generator (SplitMix64) for the bootstrap.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0), by multiply-shift (bias below 2^-32 for our sizes).
+    fn below(&mut self, n: usize) -> usize {
+        (((self.next() >> 32) * n as u64) >> 32) as usize
+    }
+}
+
+fn resample_median(xs: &[f64], rng: &mut Rng, buf: &mut Vec<f64>) -> f64 {
+    buf.clear();
+    buf.extend((0..xs.len()).map(|_| xs[rng.below(xs.len())]));
+    median_in_place(buf)
+}
+
+/// The `level` percentile interval of sorted bootstrap statistics.
+fn percentile_interval(mut stats: Vec<f64>, level: f64) -> (f64, f64) {
+    stats.sort_by(f64::total_cmp);
+    let n = stats.len();
+    let tail = (1.0 - level) / 2.0;
+    let at = |q: f64| -> f64 {
+        let i = ((n as f64 - 1.0) * q).round() as usize;
+        stats[i.min(n - 1)]
+    };
+    (at(tail), at(1.0 - tail))
+}
+
+/// A percentile-bootstrap confidence interval for the median of `xs`, at `level`
+/// (e.g. 0.95). `(NaN, NaN)` when `xs` is empty.
+pub fn median_ci(xs: &[f64], level: f64) -> (f64, f64) {
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut rng = Rng::new(0x6877_7072_6f66_0001);
+    let mut buf = Vec::with_capacity(xs.len());
+    let stats = (0..RESAMPLES)
+        .map(|_| resample_median(xs, &mut rng, &mut buf))
+        .collect();
+    percentile_interval(stats, level)
+}
+
+/// The relative change of `new` against `base` in percent: `new / base - 1`. Zero when
+/// both are zero, +∞ when only the base is zero.
+pub fn change_pct(base: f64, new: f64) -> f64 {
+    if base == 0.0 {
+        return if new == 0.0 { 0.0 } else { f64::INFINITY };
+    }
+    (new / base - 1.0) * 100.0
+}
+
+/// A percentile-bootstrap interval, at `level`, for the change of the median from `base`
+/// to `new` in percent (each side resampled independently).
+pub fn change_ci(base: &[f64], new: &[f64], level: f64) -> (f64, f64) {
+    if base.is_empty() || new.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut rng = Rng::new(0x6877_7072_6f66_0002);
+    let (mut ba, mut bb) = (Vec::new(), Vec::new());
+    let stats = (0..RESAMPLES)
+        .map(|_| {
+            let a = resample_median(base, &mut rng, &mut ba);
+            let b = resample_median(new, &mut rng, &mut bb);
+            change_pct(a, b)
+        })
+        .collect();
+    percentile_interval(stats, level)
+}
+
+/// Two-sided p-value of the Mann-Whitney U test (Wilcoxon rank-sum) that `a` and `b` come
+/// from the same distribution.
+///
+/// Exact (the permutation distribution of U) when both samples have at most 50 values
+/// and no ties; otherwise the normal approximation with the tie correction and a
+/// continuity correction. 1.0 when either side is empty or all values are equal.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    // Midranks over the pooled sample.
+    let mut pooled: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
+    pooled.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let n = pooled.len();
+    let mut rank_sum_a = 0.0;
+    let mut tie_term = 0.0; // Σ (t³ - t) over tie groups
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        while j < n && pooled[j].0 == pooled[i].0 {
+            j += 1;
+        }
+        let t = (j - i) as f64;
+        let midrank = (i + j + 1) as f64 / 2.0; // ranks i+1 ..= j
+        rank_sum_a += midrank * pooled[i..j].iter().filter(|p| p.1).count() as f64;
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    let u1 = rank_sum_a - (n1 * (n1 + 1)) as f64 / 2.0;
+    if tie_term == 0.0 && n1 <= EXACT_MAX && n2 <= EXACT_MAX {
+        return exact_p(n1, n2, u1.round() as usize);
+    }
+    normal_p(u1, n1, n2, tie_term)
+}
+
+/// The normal approximation of the two-sided p-value of U statistic `u1`, with the tie
+/// correction (`tie_term` = Σ (t³ − t) over groups of t equal values) and a continuity
+/// correction.
+fn normal_p(u1: f64, n1: usize, n2: usize, tie_term: f64) -> f64 {
+    let (f1, f2) = (n1 as f64, n2 as f64);
+    let mean = f1 * f2 / 2.0;
+    let nf = f1 + f2;
+    let var = f1 * f2 / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
+    if var <= 0.0 {
+        return 1.0;
+    }
+    let d = (u1 - mean).abs() - 0.5;
+    let z = d.max(0.0) / var.sqrt();
+    (2.0 * normal_sf(z)).min(1.0)
+}
+
+/// Exact two-sided p-value: 2·P(U ≤ min(u, n1·n2 − u)) under the null, counting the
+/// arrangements of the two samples by dynamic programming (counts as f64: C(100, 50)
+/// ≈ 1e29 fits with relative error ~1e-16).
+fn exact_p(n1: usize, n2: usize, u: usize) -> f64 {
+    let max_u = n1 * n2;
+    let u = u.min(max_u);
+    let u = u.min(max_u - u);
+    // ways[j][k]: arrangements of j values of the first sample and the current i values
+    // of the second with U = k. Built up over i (values of the second sample).
+    // Recurrence: f(i, j, k) = f(i-1, j, k - j) + f(i, j-1, k)  (largest value from b / a).
+    let mut prev: Vec<Vec<f64>> = (0..=n1).map(|_| vec![0.0; max_u + 1]).collect();
+    for row in prev.iter_mut() {
+        row[0] = 1.0; // i = 0: one arrangement, U = 0
+    }
+    for _i in 1..=n2 {
+        let mut cur: Vec<Vec<f64>> = (0..=n1).map(|_| vec![0.0; max_u + 1]).collect();
+        cur[0][0] = 1.0;
+        for j in 1..=n1 {
+            for k in 0..=max_u {
+                let from_b = if k >= j { prev[j][k - j] } else { 0.0 };
+                cur[j][k] = from_b + cur[j - 1][k];
+            }
+        }
+        prev = cur;
+    }
+    let dist = &prev[n1];
+    let total: f64 = dist.iter().sum();
+    let tail: f64 = dist[..=u].iter().sum();
+    (2.0 * tail / total).min(1.0)
+}
+
+/// The smallest two-sided p-value the exact test can give for these sample sizes
+/// (both samples fully separated): 2 / C(n1 + n2, n1).
+pub fn min_p(n1: usize, n2: usize) -> f64 {
+    let mut c = 1.0f64;
+    for k in 0..n1 {
+        c = c * (n2 + k + 1) as f64 / (k + 1) as f64;
+    }
+    (2.0 / c).min(1.0)
+}
+
+/// Upper tail of the standard normal distribution, P(Z > z).
+fn normal_sf(z: f64) -> f64 {
+    0.5 * erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// The complementary error function (W. J. Cody's rational Chebyshev approximation via
+/// the Numerical Recipes `erfcc` form; relative error below 1.2e-7 everywhere).
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let r = t * poly.exp();
+    if x >= 0.0 { r } else { 2.0 - r }
+}
+
+/// Holm's step-down adjustment of p-values for testing several metrics at once: the
+/// chance of any false positive among them stays at most α when each adjusted p is
+/// compared with α.
+pub fn holm(ps: &[f64]) -> Vec<f64> {
+    let m = ps.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| ps[i].total_cmp(&ps[j]));
+    let mut out = vec![1.0; m];
+    let mut running = 0.0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        let adj = ((m - rank) as f64 * ps[i]).min(1.0);
+        running = running.max(adj);
+        out[i] = running;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn median_mad_min() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        // deviations from 3: 2,1,0,1,97 -> median 1
+        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0, 100.0]), 1.0);
+        assert_eq!(min(&[5.0, 2.0, 9.0]), 2.0);
+    }
+
+    #[test]
+    fn exact_mann_whitney_matches_tables() {
+        // Fully separated 5 vs 5: p = 2 / C(10,5) = 2/252.
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let b = [6.0, 7.0, 8.0, 9.0, 10.0];
+        assert!(close(mann_whitney_p(&a, &b), 2.0 / 252.0, 1e-12));
+        assert!(close(min_p(5, 5), 2.0 / 252.0, 1e-12));
+        // U = 1: 4 of the 252 arrangements are as extreme (U ≤ 1 or U ≥ 24), p = 4/252.
+        let a = [1.0, 2.0, 3.0, 4.0, 6.0];
+        let b = [5.0, 7.0, 8.0, 9.0, 10.0];
+        assert!(close(mann_whitney_p(&a, &b), 4.0 / 252.0, 1e-12));
+        // Interleaved samples: no evidence.
+        let a = [1.0, 3.0, 5.0, 7.0, 9.0];
+        let b = [2.0, 4.0, 6.0, 8.0, 10.0];
+        assert!(mann_whitney_p(&a, &b) > 0.5);
+        // Symmetric in its arguments.
+        assert_eq!(mann_whitney_p(&a, &b), mann_whitney_p(&b, &a));
+    }
+
+    #[test]
+    fn normal_approximation_with_ties() {
+        // All equal: no evidence at all.
+        assert_eq!(mann_whitney_p(&[1.0; 8], &[1.0; 8]), 1.0);
+        // By hand: U = 1, mean 18, tie term 48, σ² = 3·(13 − 48/132), z = 16.5/σ = 2.6799,
+        // p = erfc(z/√2) = 0.0073653.
+        let p = mann_whitney_p(
+            &[1.0, 1.0, 2.0, 2.0, 3.0, 3.0],
+            &[3.0, 4.0, 4.0, 5.0, 5.0, 6.0],
+        );
+        assert!(close(p, 0.007_365_3, 1e-6), "{p}");
+        // Large separated samples go to the normal branch and are tiny.
+        let a: Vec<f64> = (0..60).map(f64::from).collect();
+        let b: Vec<f64> = (100..160).map(f64::from).collect();
+        assert!(mann_whitney_p(&a, &b) < 1e-15);
+    }
+
+    #[test]
+    fn exact_and_normal_agree_for_large_samples() {
+        // 40 vs 40, shifted: both methods should give about the same p.
+        let a: Vec<f64> = (0..40).map(|i| f64::from(i) * 1.0).collect();
+        let b: Vec<f64> = (0..40).map(|i| f64::from(i) * 1.0 + 7.5).collect();
+        let exact = mann_whitney_p(&a, &b);
+        let approx = normal_p(528.0, 40, 40, 0.0);
+        // U = 528 of 1600; the normal approximation (by hand) gives 0.008988.
+        assert!(close(approx, 0.008_988, 1e-5), "{approx}");
+        assert!(exact > 0.007 && exact < 0.01, "{exact}");
+        assert!((exact / approx).ln().abs() < 0.1, "{exact} vs {approx}");
+    }
+
+    #[test]
+    fn erfc_is_accurate() {
+        assert!(close(erfc(0.0), 1.0, 1e-7));
+        assert!(close(erfc(1.0), 0.157_299_207, 1e-7));
+        assert!(close(erfc(-1.0), 1.842_700_793, 1e-7));
+        assert!(close(2.0 * normal_sf(1.959_964), 0.05, 1e-6));
+    }
+
+    #[test]
+    fn holm_adjustment() {
+        let adj = holm(&[0.01, 0.04, 0.03, 0.5]);
+        assert!(close(adj[0], 0.04, 1e-12)); // 4 * 0.01
+        assert!(close(adj[2], 0.09, 1e-12)); // 3 * 0.03
+        assert!(close(adj[1], 0.09, 1e-12)); // max(2 * 0.04, 0.09)
+        assert!(close(adj[3], 0.5, 1e-12));
+    }
+
+    #[test]
+    fn bootstrap_intervals_cover_the_truth() {
+        let xs: Vec<f64> = (0..30).map(|i| 100.0 + f64::from(i % 7)).collect();
+        let (lo, hi) = median_ci(&xs, 0.95);
+        let m = median(&xs);
+        assert!(lo <= m && m <= hi, "{lo} {m} {hi}");
+        let ys: Vec<f64> = xs.iter().map(|x| x * 2.0).collect();
+        let (clo, chi) = change_ci(&xs, &ys, 0.99);
+        assert!(clo <= 100.0 && 100.0 <= chi, "{clo} {chi}");
+        assert!(clo > 80.0 && chi < 120.0, "{clo} {chi}");
+        // Deterministic.
+        assert_eq!(change_ci(&xs, &ys, 0.99), (clo, chi));
+    }
+
+    #[test]
+    fn change_handles_zero_bases() {
+        assert_eq!(change_pct(0.0, 0.0), 0.0);
+        assert!(change_pct(0.0, 3.0).is_infinite());
+        assert!(close(change_pct(10.0, 11.0), 10.0, 1e-9));
+    }
+}
