@@ -32,6 +32,8 @@ pub enum Command {
     Offcpu(crate::offcpu::OffcpuArgs),
     /// Count and time calls of a function with uprobes: exact counts, latency histogram, slow-call stacks.
     Probe(crate::probe::ProbeArgs),
+    /// Run a command many times: robust statistics per counter, baselines, and regression verdicts.
+    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 //! code when a command ran). A closed stdout pipe is not an error.
 
 mod args;
+mod bench;
 mod encode;
 mod flamegraph;
 mod input;
@@ -89,6 +90,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Flamegraph(a) => flamegraph::run(a),
         args::Command::Offcpu(a) => offcpu::run(a),
         args::Command::Probe(a) => probe::run(a),
+        args::Command::Bench(a) => bench::run(a),
     }
 }
 

@@ -356,7 +356,7 @@ fn mean_and_rse(xs: &[f64]) -> (f64, f64) {
     (mean, (var / n).sqrt() * 100.0 / mean.abs())
 }
 
-fn exec_error(argv: &[String], e: ExecError) -> anyhow::Error {
+pub(crate) fn exec_error(argv: &[String], e: ExecError) -> anyhow::Error {
     match e {
         ExecError::Exec(err) => {
             let code = if err.raw_os_error() == Some(libc::ENOENT) {

@@ -1,0 +1,482 @@
+//! `hwprof bench`: run a command many times, summarize every metric robustly, and give
+//! a regression verdict against a saved baseline or an interleaved A/B command.
+//!
+//! Exit codes: 0 no regression, 1 regression, 2 usage error, 3 the benchmark could not
+//! be measured (the command failed or could not start, counters could not open).
+
+mod compare;
+mod doc;
+mod output;
+mod run;
+mod stats;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use hwprof_pmu::event::Class;
+use hwprof_pmu::sys;
+
+use crate::{ExitWith, Usage, usage};
+use compare::Mode;
+use doc::{Doc, Settings};
+use run::{RunResult, Runner};
+
+/// The default counters: time and software events everywhere, hardware events where
+/// a PMU exists.
+const DEFAULT_EVENTS: &str =
+    "task-clock,instructions,cycles,branch-misses,cache-misses,page-faults,context-switches";
+
+/// The metrics that decide the verdict against a saved baseline unless `--gate` says
+/// otherwise (the ones not counted here are skipped). Wall time is evidence only there:
+/// the machine's load between the two measurements moves it more than code does.
+const DEFAULT_GATE: &str = "task-clock,instructions,cycles";
+
+/// The default gate in A/B mode, where interleaving cancels the machine's drift.
+const DEFAULT_GATE_AB: &str = "wall-time,task-clock,instructions,cycles";
+
+/// Where `--save`/`--baseline` names live unless `--baseline-dir` says otherwise.
+const DEFAULT_BASELINE_DIR: &str = ".hwprof/baselines";
+
+/// Flags of `hwprof bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Counters per run, comma-separated, perf syntax (repeatable). Default: task-clock,
+    /// instructions, cycles, branch-misses, cache-misses, page-faults, context-switches
+    /// (hardware ones only where a PMU exists). Wall, user and system time and peak RSS
+    /// are always measured.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Measured runs (per command with --compare).
+    #[arg(short = 'r', long = "runs", value_name = "N", default_value_t = 10)]
+    pub runs: u32,
+    /// Unmeasured runs first (per command), to warm caches.
+    #[arg(long = "warmup", value_name = "N", default_value_t = 1)]
+    pub warmup: u32,
+    /// Save this run as baseline NAME (DIR/NAME.json; a NAME with '/' or ending in .json is a path).
+    #[arg(long = "save", value_name = "NAME")]
+    pub save: Option<String>,
+    /// Compare with baseline NAME saved earlier; exit 1 on a regression.
+    #[arg(long = "baseline", value_name = "NAME", conflicts_with = "compare")]
+    pub baseline: Option<String>,
+    /// Directory of named baselines.
+    #[arg(long = "baseline-dir", value_name = "DIR", default_value = DEFAULT_BASELINE_DIR)]
+    pub baseline_dir: PathBuf,
+    /// Smallest change of a median, in percent, that counts as a regression or improvement.
+    #[arg(long = "threshold", value_name = "PCT", default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Confidence level of verdicts (Mann-Whitney U, Holm-corrected over the metrics).
+    #[arg(long = "confidence", value_name = "LEVEL", default_value_t = 0.99)]
+    pub confidence: f64,
+    /// Metrics whose verdict decides the exit code, comma-separated, or `all`; the others
+    /// are evidence. Default: task-clock,instructions,cycles (those counted here), and
+    /// wall-time too with --compare.
+    #[arg(long = "gate", value_name = "METRICS")]
+    pub gate: Option<String>,
+    /// A/B mode: run 'CMD_A' (one string, shell-like quoting, no shell syntax) and CMD
+    /// interleaved (A B A B ...), and compare CMD against it.
+    #[arg(long = "compare", value_name = "CMD_A", conflicts_with = "save")]
+    pub compare: Option<String>,
+    /// JSON output (schema hwprof-bench/1, see README).
+    #[arg(long = "json", conflicts_with = "markdown")]
+    pub json: bool,
+    /// Markdown output, for a pull-request comment.
+    #[arg(long = "markdown")]
+    pub markdown: bool,
+    /// Let the command's stdout and stderr through (default: discarded).
+    #[arg(long = "show-output")]
+    pub show_output: bool,
+    /// Measure runs even when the command exits non-zero.
+    #[arg(short = 'i', long = "ignore-failure")]
+    pub ignore_failure: bool,
+    /// Intel perfmon JSON file of named events (repeatable).
+    #[arg(long = "event-file", value_name = "FILE.json")]
+    pub event_file: Vec<PathBuf>,
+    /// The command to benchmark, after `--`.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Runs `hwprof bench`.
+pub fn run(a: BenchArgs) -> anyhow::Result<u8> {
+    run_checked(a).map_err(|e| {
+        if crate::exit_code_of(&e) == 2 {
+            e
+        } else {
+            ExitWith(3, format!("{e:#}")).into()
+        }
+    })
+}
+
+fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
+    if a.command.is_empty() {
+        return usage("give the command to benchmark after `--`, e.g. `hwprof bench -- ./bench`");
+    }
+    if a.runs < 2 {
+        return usage(format!(
+            "-r {}: a benchmark needs at least 2 runs (use `hwprof stat` for one)",
+            a.runs
+        ));
+    }
+    if !(a.confidence > 0.0 && a.confidence < 1.0) {
+        return usage(format!(
+            "--confidence {}: give a level between 0 and 1, e.g. 0.99",
+            a.confidence
+        ));
+    }
+    if !(a.threshold.is_finite() && a.threshold >= 0.0) {
+        return usage(format!(
+            "--threshold {}: give a percentage ≥ 0, e.g. 5",
+            a.threshold
+        ));
+    }
+    let a_argv = match &a.compare {
+        Some(s) => Some(split_command(s).map_err(|m| Usage(format!("--compare: {m}")))?),
+        None => None,
+    };
+    let base = match &a.baseline {
+        Some(name) => Some(doc::load(name, &a.baseline_dir)?),
+        None => None,
+    };
+    if let Some(name) = &a.save {
+        doc::check_writable(name, &a.baseline_dir)?;
+    }
+    let enc = crate::encode::encoder(None, &a.event_file)?;
+    let explicit = !a.events.is_empty();
+    let events = if explicit {
+        crate::encode::parse_all(&enc, &a.events)?
+    } else {
+        enc.parse(DEFAULT_EVENTS)?
+    };
+    let names: Vec<&str> = events.events.iter().map(|e| e.name.as_str()).collect();
+    if let Some(d) = names
+        .iter()
+        .enumerate()
+        .find(|(i, n)| names[..*i].contains(n))
+    {
+        return usage(format!("event '{}' is given twice", d.1));
+    }
+    let classes: Vec<Class> = events.events.iter().map(|e| e.class).collect();
+    let settings = Settings {
+        runs: a.runs,
+        warmup: a.warmup,
+        events: if explicit {
+            a.events.clone()
+        } else {
+            vec![DEFAULT_EVENTS.to_string()]
+        },
+        threshold_pct: a.threshold,
+        confidence: a.confidence,
+        gate: Vec::new(),
+    };
+    let runner = Runner::new(events, a.show_output, a.ignore_failure);
+    sys::catch_interrupts().context("installing the SIGINT handler")?;
+
+    let mut sides: Vec<Vec<String>> = Vec::new();
+    if let Some(x) = a_argv {
+        sides.push(x);
+    }
+    sides.push(a.command.clone());
+    let results = measure(&runner, &sides, a.warmup, a.runs)?;
+    let event_names = runner.event_names();
+    note_unsupported(
+        &results[0][0],
+        &event_names,
+        &classes,
+        enc.host_has_cpu_pmu(),
+    );
+
+    let mut all_metrics: Vec<String> = ["wall-time", "user-time", "sys-time"]
+        .map(String::from)
+        .to_vec();
+    all_metrics.extend(event_names.iter().cloned());
+    all_metrics.push("max-rss".to_string());
+    let counted: Vec<String> = all_metrics
+        .iter()
+        .filter(|m| {
+            event_names
+                .iter()
+                .position(|e| e == *m)
+                .is_none_or(|i| results[0][0].counts.get(i).is_some_and(Option::is_some))
+        })
+        .cloned()
+        .collect();
+    let settings = Settings {
+        gate: gate_of(a.gate.as_deref(), &all_metrics, &counted, sides.len() == 2)?,
+        ..settings
+    };
+    let machine = doc::Machine::this();
+    let created = doc::now_utc();
+    let make = |argv: &[String], runs: &[RunResult], name: Option<&str>| Doc {
+        schema: doc::SCHEMA.to_string(),
+        hwprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        created: created.clone(),
+        name: name.map(String::from),
+        command: argv.to_vec(),
+        machine: machine.clone(),
+        settings: Settings {
+            runs: runs.len() as u32,
+            ..settings.clone()
+        },
+        metrics: run::metrics(runs, &event_names),
+        baseline: None,
+        comparison: None,
+    };
+    let (mut cur, base, mode) = if sides.len() == 2 {
+        (
+            make(&sides[1], &results[1], Some("B")),
+            Some(make(&sides[0], &results[0], Some("A"))),
+            Mode::Ab,
+        )
+    } else {
+        (make(&sides[0], &results[0], None), base, Mode::Baseline)
+    };
+    let mut code = 0;
+    if let Some(base) = base {
+        let cmp = compare::compare(
+            &base,
+            &cur,
+            a.threshold,
+            a.confidence,
+            mode,
+            &cur.settings.gate,
+        );
+        for w in &cmp.warnings {
+            eprintln!("hwprof: warning: {w}");
+        }
+        if cmp.verdict == compare::REGRESSION {
+            code = 1;
+        }
+        cur.baseline = Some(Box::new(base));
+        cur.comparison = Some(cmp);
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &cur).context("encoding JSON")?;
+        writeln!(out)?;
+    } else if a.markdown {
+        output::markdown(&mut out, &cur)?;
+    } else {
+        output::human(&mut out, &cur)?;
+    }
+    out.flush()?;
+    if let Some(name) = &a.save {
+        let path = doc::save(&cur, name, &a.baseline_dir)?;
+        eprintln!(
+            "hwprof: saved baseline '{name}' to {} ({} runs)",
+            path.display(),
+            cur.settings.runs
+        );
+    }
+    Ok(code)
+}
+
+/// The gating metrics: `--gate` checked against the metrics measured, or the defaults
+/// that exist here.
+fn gate_of(
+    gate: Option<&str>,
+    metrics: &[String],
+    counted: &[String],
+    ab: bool,
+) -> anyhow::Result<Vec<String>> {
+    let Some(list) = gate else {
+        let default = if ab { DEFAULT_GATE_AB } else { DEFAULT_GATE };
+        return Ok(default
+            .split(',')
+            .filter(|g| counted.iter().any(|m| m == g))
+            .map(String::from)
+            .collect());
+    };
+    if list.trim() == "all" {
+        return Ok(counted.to_vec());
+    }
+    let mut out = Vec::new();
+    for g in list.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+        if !metrics.iter().any(|m| m == g) {
+            return usage(format!(
+                "--gate {g}: no such metric here (metrics: {}, or `all`)",
+                metrics.join(", ")
+            ));
+        }
+        out.push(g.to_string());
+    }
+    if out.is_empty() {
+        return usage("--gate needs at least one metric, or `all`");
+    }
+    Ok(out)
+}
+
+/// Warm-up runs, then the measured ones, alternating between `sides` (A B A B ...).
+/// Returns the measured runs of each side. On SIGINT, keeps the complete rounds.
+fn measure(
+    runner: &Runner,
+    sides: &[Vec<String>],
+    warmup: u32,
+    runs: u32,
+) -> anyhow::Result<Vec<Vec<RunResult>>> {
+    let mut results: Vec<Vec<RunResult>> = vec![Vec::new(); sides.len()];
+    let tag = |k: usize| -> &'static str {
+        match (sides.len(), k) {
+            (1, _) => "",
+            (_, 0) => " (A)",
+            _ => " (B)",
+        }
+    };
+    let mut first: Option<RunResult> = None;
+    'outer: for i in 0..warmup + runs {
+        for (k, argv) in sides.iter().enumerate() {
+            let label = if i < warmup {
+                format!("warm-up run {}", i + 1)
+            } else {
+                format!("run {}", i - warmup + 1)
+            };
+            runner.progress(&format!("hwprof bench: {label}/{runs}{}", tag(k)));
+            let r = runner.run(argv, &label)?;
+            if sys::interrupted() {
+                break 'outer;
+            }
+            first.get_or_insert_with(|| r.clone());
+            if i >= warmup {
+                results[k].push(r);
+            }
+        }
+    }
+    runner.done();
+    let done = results.iter().map(Vec::len).min().unwrap_or(0);
+    if sys::interrupted() {
+        if done < 2 {
+            anyhow::bail!("interrupted before 2 runs finished; nothing to report");
+        }
+        eprintln!("hwprof: note: interrupted: reporting the {done} runs that finished");
+        for r in &mut results {
+            r.truncate(done);
+        }
+    }
+    Ok(results)
+}
+
+/// One note for counters the kernel refused, as `hwprof stat` gives.
+fn note_unsupported(first: &RunResult, names: &[String], classes: &[Class], has_pmu: bool) {
+    let missing: Vec<&str> = names
+        .iter()
+        .zip(&first.counts)
+        .filter(|(_, c)| c.is_none())
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let hw = classes.contains(&Class::Core);
+    let why = if hw && !has_pmu {
+        "this kernel exposes no hardware PMU (usual in VMs and containers)"
+    } else {
+        "the kernel rejected them"
+    };
+    eprintln!(
+        "hwprof: note: {} <not supported>: {why}; the verdict uses the other metrics",
+        missing.join(", ")
+    );
+}
+
+/// Splits a command string into words like a shell would for simple commands: single
+/// and double quotes, backslash escapes. Shell syntax (pipes, redirections, `;`, `&`,
+/// `$`, backquotes, parentheses) is refused: both sides must run the same way, without
+/// a shell's own cost in one of them.
+fn split_command(s: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(x) => cur.push(x),
+                        None => return Err(format!("unmatched ' in '{s}'")),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(x @ ('"' | '\\' | '$' | '`')) => cur.push(x),
+                            Some(x) => {
+                                cur.push('\\');
+                                cur.push(x);
+                            }
+                            None => return Err(format!("unmatched \" in '{s}'")),
+                        },
+                        Some('$' | '`') => {
+                            return Err(shell_syntax(s));
+                        }
+                        Some(x) => cur.push(x),
+                        None => return Err(format!("unmatched \" in '{s}'")),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(x) => cur.push(x),
+                    None => return Err(format!("'{s}' ends with a lone backslash")),
+                }
+            }
+            '|' | '&' | ';' | '<' | '>' | '(' | ')' | '$' | '`' => return Err(shell_syntax(s)),
+            x => {
+                in_word = true;
+                cur.push(x);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    if words.is_empty() {
+        return Err("give the A command, e.g. --compare './bench-old --fast'".to_string());
+    }
+    Ok(words)
+}
+
+fn shell_syntax(s: &str) -> String {
+    format!(
+        "'{s}' uses shell syntax; run it through a shell on both sides so both pay the same cost, e.g. --compare \"sh -c '...'\" -- sh -c '...'"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_splitting() {
+        assert_eq!(
+            split_command("./bench --n 10").unwrap(),
+            ["./bench", "--n", "10"]
+        );
+        assert_eq!(
+            split_command(r#"prog 'a b' "c \"d\"" e\ f ''"#).unwrap(),
+            ["prog", "a b", "c \"d\"", "e f", ""]
+        );
+        assert!(split_command("a | b").unwrap_err().contains("shell syntax"));
+        assert!(
+            split_command("echo $HOME")
+                .unwrap_err()
+                .contains("shell syntax")
+        );
+        assert!(split_command("'open").unwrap_err().contains("unmatched"));
+        assert!(split_command("   ").is_err());
+    }
+}

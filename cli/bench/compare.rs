@@ -1,0 +1,313 @@
+//! Verdicts: which metrics changed, with what confidence, and whether that is a
+//! regression.
+//!
+//! A metric regressed only when both hold:
+//! - the difference is significant: the two-sided Mann-Whitney U test, Holm-corrected
+//!   over all compared metrics, gives p < 1 − confidence (so the chance of any false
+//!   verdict in one comparison stays below 1 − confidence when runs are independent);
+//! - the median moved by more than the threshold (in percent, higher is worse: every
+//!   metric here is a cost).
+//!
+//! Every metric gets its verdict; the overall verdict (and the exit code) comes from the
+//! gating metrics only (`--gate`; by default task-clock, instructions and cycles, plus
+//! wall-time in A/B mode). The others are evidence: a machine's load moves wall time,
+//! context switches or system time between a baseline and today while the code did not
+//! change.
+
+use super::doc::{Comparison, Doc, Metric, MetricChange};
+use super::stats;
+
+/// Verdict strings of the JSON schema.
+pub const REGRESSION: &str = "regression";
+/// A significant decrease beyond the threshold.
+pub const IMPROVEMENT: &str = "improvement";
+/// Significant but within the threshold.
+pub const NEGLIGIBLE: &str = "negligible";
+/// Not significant.
+pub const NO_CHANGE: &str = "no_change";
+
+/// How the two sides were measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Against a saved baseline file.
+    Baseline,
+    /// `--compare`: both commands in this run, interleaved.
+    Ab,
+}
+
+/// Compares `cur` against `base`.
+pub fn compare(
+    base: &Doc,
+    cur: &Doc,
+    threshold_pct: f64,
+    confidence: f64,
+    mode: Mode,
+    gate: &[String],
+) -> Comparison {
+    let mut warnings = Vec::new();
+    if mode == Mode::Baseline {
+        let diff = base.machine.differences(&cur.machine);
+        if !diff.is_empty() {
+            warnings.push(format!(
+                "the baseline was measured on a different machine ({}); differences may come from the machine, not the code",
+                diff.join("; ")
+            ));
+        }
+        if base.command != cur.command {
+            warnings.push(format!(
+                "the baseline measured a different command: '{}' (this run: '{}')",
+                base.command.join(" "),
+                cur.command.join(" ")
+            ));
+        }
+    }
+    let pairs: Vec<(&Metric, &Metric)> = cur
+        .metrics
+        .iter()
+        .filter(|m| m.supported)
+        .filter_map(|m| {
+            base.metrics
+                .iter()
+                .find(|b| b.name == m.name && b.supported && !b.values.is_empty())
+                .map(|b| (b, m))
+        })
+        .collect();
+    let only = |from: &Doc, other: &Doc| -> Vec<String> {
+        from.metrics
+            .iter()
+            .filter(|m| m.supported)
+            .filter(|m| {
+                !other
+                    .metrics
+                    .iter()
+                    .any(|o| o.name == m.name && o.supported)
+            })
+            .map(|m| m.name.clone())
+            .collect()
+    };
+    let (base_only, cur_only) = (only(base, cur), only(cur, base));
+    if !base_only.is_empty() {
+        warnings.push(format!(
+            "not compared (counted in the baseline only): {}",
+            base_only.join(", ")
+        ));
+    }
+    if !cur_only.is_empty() {
+        warnings.push(format!(
+            "not compared (not in the baseline): {}",
+            cur_only.join(", ")
+        ));
+    }
+    let alpha = 1.0 - confidence;
+    if let Some((b, c)) = pairs.first() {
+        let best = stats::min_p(b.values.len(), c.values.len()) * pairs.len() as f64;
+        if best >= alpha {
+            warnings.push(format!(
+                "too few runs to find any difference: with {} and {} runs over {} metrics the smallest possible p is {:.3}, not below {alpha:.3}; use -r {} or more",
+                b.values.len(),
+                c.values.len(),
+                pairs.len(),
+                best.min(1.0),
+                runs_needed(pairs.len(), alpha)
+            ));
+        }
+    }
+    let scaled: Vec<&str> = pairs
+        .iter()
+        .filter(|(b, c)| b.scaled || c.scaled)
+        .map(|(_, c)| c.name.as_str())
+        .collect();
+    if !scaled.is_empty() {
+        warnings.push(format!(
+            "multiplexed, so estimated (scaled by time enabled/running): {}",
+            scaled.join(", ")
+        ));
+    }
+    let raw: Vec<f64> = pairs
+        .iter()
+        .map(|(b, c)| stats::mann_whitney_p(&b.values, &c.values))
+        .collect();
+    let adjusted = stats::holm(&raw);
+    let metrics: Vec<MetricChange> = pairs
+        .iter()
+        .zip(raw.iter().zip(&adjusted))
+        .map(|((b, c), (&p, &padj))| {
+            let (bm, cm) = (stats::median(&b.values), stats::median(&c.values));
+            let change = stats::change_pct(bm, cm);
+            let (lo, hi) = stats::change_ci(&b.values, &c.values, confidence);
+            let verdict = if padj >= alpha {
+                NO_CHANGE
+            } else if change > threshold_pct {
+                REGRESSION
+            } else if change < -threshold_pct {
+                IMPROVEMENT
+            } else {
+                NEGLIGIBLE
+            };
+            MetricChange {
+                name: c.name.clone(),
+                unit: c.unit,
+                baseline_median: bm,
+                median: cm,
+                change_pct: change.is_finite().then_some(change),
+                change_ci: (lo.is_finite() && hi.is_finite()).then_some([lo, hi]),
+                p_value: p,
+                p_adjusted: padj,
+                verdict: verdict.to_string(),
+                gating: gate.contains(&c.name),
+            }
+        })
+        .collect();
+    let any = |v: &str| metrics.iter().any(|m| m.gating && m.verdict == v);
+    let verdict = if any(REGRESSION) {
+        REGRESSION
+    } else if any(IMPROVEMENT) {
+        IMPROVEMENT
+    } else {
+        NO_CHANGE
+    };
+    Comparison {
+        mode: match mode {
+            Mode::Baseline => "baseline",
+            Mode::Ab => "ab",
+        }
+        .to_string(),
+        verdict: verdict.to_string(),
+        warnings,
+        metrics,
+    }
+}
+
+/// The fewest runs per side for which fully separated samples reach `alpha` after the
+/// Holm correction over `m` metrics.
+pub fn runs_needed(m: usize, alpha: f64) -> usize {
+    (2..=1000)
+        .find(|&n| stats::min_p(n, n) * m as f64 * 2.0 < alpha)
+        .unwrap_or(1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::doc::{Machine, Settings, Unit};
+    use super::*;
+
+    fn doc(metrics: Vec<(&str, Vec<f64>)>) -> Doc {
+        Doc {
+            schema: super::super::doc::SCHEMA.into(),
+            hwprof_version: "test".into(),
+            created: "2026-01-01T00:00:00Z".into(),
+            name: None,
+            command: vec!["cmd".into()],
+            machine: Machine::default(),
+            settings: Settings {
+                runs: 10,
+                warmup: 0,
+                events: vec![],
+                threshold_pct: 5.0,
+                confidence: 0.99,
+                gate: vec![],
+            },
+            metrics: metrics
+                .into_iter()
+                .map(|(name, values)| Metric {
+                    name: name.into(),
+                    unit: Unit::Ns,
+                    supported: !values.is_empty(),
+                    scaled: false,
+                    median: None,
+                    mad: None,
+                    min: None,
+                    max: None,
+                    ci95: None,
+                    values,
+                })
+                .collect(),
+            baseline: None,
+            comparison: None,
+        }
+    }
+
+    fn gate() -> Vec<String> {
+        vec!["wall-time".to_string()]
+    }
+
+    fn around(center: f64, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| center * (1.0 + 0.01 * ((i * 7 % 11) as f64 - 5.0) / 5.0))
+            .collect()
+    }
+
+    #[test]
+    fn doubling_is_a_regression_and_noise_is_not() {
+        let base = doc(vec![
+            ("wall-time", around(100.0, 10)),
+            ("page-faults", vec![50.0; 10]),
+        ]);
+        let cur = doc(vec![
+            ("wall-time", around(200.0, 10)),
+            ("page-faults", vec![50.0; 10]),
+        ]);
+        let c = compare(&base, &cur, 5.0, 0.99, Mode::Ab, &gate());
+        assert_eq!(c.verdict, REGRESSION);
+        assert_eq!(c.metrics[0].verdict, REGRESSION);
+        // Only gating metrics decide.
+        let c2 = compare(
+            &base,
+            &cur,
+            5.0,
+            0.99,
+            Mode::Ab,
+            &["page-faults".to_string()],
+        );
+        assert_eq!(c2.metrics[0].verdict, REGRESSION);
+        assert!(!c2.metrics[0].gating);
+        assert_eq!(c2.verdict, NO_CHANGE);
+        assert_eq!(c.metrics[1].verdict, NO_CHANGE);
+        let ch = c.metrics[0].change_pct.unwrap();
+        assert!((ch - 100.0).abs() < 3.0, "{ch}");
+        let [lo, hi] = c.metrics[0].change_ci.unwrap();
+        assert!(lo < ch && ch < hi);
+        // The reverse is an improvement.
+        let c = compare(&cur, &base, 5.0, 0.99, Mode::Ab, &gate());
+        assert_eq!(c.verdict, IMPROVEMENT);
+        // Same data: nothing.
+        let c = compare(&base, &base, 5.0, 0.99, Mode::Ab, &gate());
+        assert_eq!(c.verdict, NO_CHANGE);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn significant_but_small_is_negligible() {
+        let base = doc(vec![("wall-time", around(100.0, 30))]);
+        let cur = doc(vec![("wall-time", around(103.0, 30))]);
+        let c = compare(&base, &cur, 5.0, 0.99, Mode::Ab, &gate());
+        assert_eq!(c.metrics[0].verdict, NEGLIGIBLE);
+        assert_eq!(c.verdict, NO_CHANGE);
+        let c = compare(&base, &cur, 2.0, 0.99, Mode::Ab, &gate());
+        assert_eq!(c.verdict, REGRESSION);
+    }
+
+    #[test]
+    fn too_few_runs_and_missing_metrics_are_warned() {
+        let base = doc(vec![
+            ("wall-time", around(100.0, 3)),
+            ("cycles", around(5.0, 3)),
+        ]);
+        let cur = doc(vec![("wall-time", around(300.0, 3)), ("cycles", vec![])]);
+        let c = compare(&base, &cur, 5.0, 0.99, Mode::Baseline, &gate());
+        assert_eq!(
+            c.verdict, NO_CHANGE,
+            "3 runs can never be significant at 99%"
+        );
+        let w = c.warnings.join("\n");
+        assert!(w.contains("too few runs") && w.contains("-r "), "{w}");
+        assert!(w.contains("counted in the baseline only): cycles"), "{w}");
+    }
+
+    #[test]
+    fn runs_needed_is_enough() {
+        let n = runs_needed(7, 0.01);
+        assert!(stats::min_p(n, n) * 7.0 < 0.01);
+        assert!(stats::min_p(n - 1, n - 1) * 7.0 * 2.0 >= 0.01);
+    }
+}

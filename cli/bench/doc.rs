@@ -1,0 +1,362 @@
+//! The JSON document of `hwprof bench` (schema `hwprof-bench/1`): what `--json` prints
+//! and what `--save` writes as a baseline. A saved baseline is the same document without
+//! `baseline` and `comparison`, so `hwprof bench --json -- CMD > main.json` also makes one.
+//!
+//! The schema is stable: fields are only ever added. README.md documents every field.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+/// The schema name and major version every document carries.
+pub const SCHEMA: &str = "hwprof-bench/1";
+
+/// One bench run (and optionally what it was compared with).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Doc {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The hwprof version that measured.
+    pub hwprof_version: String,
+    /// When the runs ended, RFC 3339 UTC.
+    pub created: String,
+    /// The baseline name this was saved as, or "A"/"B" in A/B mode.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The benchmarked command, argv.
+    pub command: Vec<String>,
+    /// Where it ran.
+    pub machine: Machine,
+    /// How it was run.
+    pub settings: Settings,
+    /// One entry per metric, in display order.
+    pub metrics: Vec<Metric>,
+    /// What this run was compared with (a loaded baseline, or side A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Box<Doc>>,
+    /// The comparison with `baseline`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+}
+
+/// The machine a document was measured on.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Host name.
+    pub hostname: String,
+    /// CPU model name (`/proc/cpuinfo` "model name").
+    pub cpu: String,
+    /// perf's CPUID string, e.g. `GenuineIntel-6-55-4`.
+    pub cpuid: String,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// Whether the kernel exposes a hardware CPU PMU.
+    pub pmu: bool,
+}
+
+/// The settings of a bench run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Settings {
+    /// Measured runs (per side in A/B mode).
+    pub runs: u32,
+    /// Unmeasured warm-up runs before them.
+    pub warmup: u32,
+    /// The counter events asked for (perf syntax).
+    pub events: Vec<String>,
+    /// Regression threshold, percent.
+    pub threshold_pct: f64,
+    /// Confidence level of verdicts (e.g. 0.99).
+    pub confidence: f64,
+    /// The metrics whose verdicts decide the overall verdict and the exit code.
+    #[serde(default)]
+    pub gate: Vec<String>,
+}
+
+/// Units of a metric's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// Nanoseconds.
+    Ns,
+    /// An event count.
+    Count,
+    /// Kibibytes.
+    Kib,
+}
+
+/// One metric over the runs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Metric {
+    /// `wall-time`, `user-time`, `sys-time`, `max-rss`, or the event's name.
+    pub name: String,
+    /// Unit of every value below.
+    pub unit: Unit,
+    /// Whether it could be counted here (false: perf's `<not supported>`).
+    pub supported: bool,
+    /// Whether some counts were scaled for multiplexing (estimates).
+    #[serde(default)]
+    pub scaled: bool,
+    /// Per-run values, in run order (empty when not supported).
+    pub values: Vec<f64>,
+    /// Median of `values`.
+    pub median: Option<f64>,
+    /// Median absolute deviation from the median (unscaled).
+    pub mad: Option<f64>,
+    /// Smallest value.
+    pub min: Option<f64>,
+    /// Largest value.
+    pub max: Option<f64>,
+    /// 95% percentile-bootstrap confidence interval of the median, `[low, high]`.
+    pub ci95: Option<[f64; 2]>,
+}
+
+/// A comparison of this run's metrics with a baseline's.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Comparison {
+    /// `baseline` (a saved file) or `ab` (`--compare`, interleaved runs).
+    pub mode: String,
+    /// `regression`, `improvement` or `no_change`.
+    pub verdict: String,
+    /// Notes on the comparison (different machine or command, too few runs...).
+    pub warnings: Vec<String>,
+    /// One entry per metric present on both sides.
+    pub metrics: Vec<MetricChange>,
+}
+
+/// How one metric changed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MetricChange {
+    /// Metric name.
+    pub name: String,
+    /// Unit of the medians.
+    pub unit: Unit,
+    /// Baseline median.
+    pub baseline_median: f64,
+    /// This run's median.
+    pub median: f64,
+    /// `median / baseline_median - 1` in percent; null when the baseline is 0 and this
+    /// run is not.
+    pub change_pct: Option<f64>,
+    /// Bootstrap interval of the change at `confidence`, percent, `[low, high]`.
+    pub change_ci: Option<[f64; 2]>,
+    /// Two-sided Mann-Whitney U p-value.
+    pub p_value: f64,
+    /// `p_value` after Holm's correction over the compared metrics (what the verdict uses).
+    pub p_adjusted: f64,
+    /// `regression`, `improvement`, `negligible` (significant but within the threshold)
+    /// or `no_change` (not significant).
+    pub verdict: String,
+    /// Whether this metric decides the overall verdict (`--gate`).
+    pub gating: bool,
+}
+
+impl Machine {
+    /// This machine.
+    pub fn this() -> Machine {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let cpu = hwprof_pmu::cpu::CpuId::host();
+        Machine {
+            hostname: read("/proc/sys/kernel/hostname"),
+            cpu: cpu.as_ref().map(|c| c.brand.clone()).unwrap_or_default(),
+            cpuid: cpu.as_ref().map(|c| c.perf_cpuid()).unwrap_or_default(),
+            cpus: hwprof_pmu::sysfs::online_cpus().len() as u32,
+            kernel: read("/proc/sys/kernel/osrelease"),
+            pmu: hwprof_pmu::sysfs::has_cpu_pmu(&hwprof_pmu::sysfs::pmus()),
+        }
+    }
+
+    /// What differs between `self` (the baseline's machine) and `other` in ways that
+    /// change timings and counts: CPU, core count, kernel, PMU.
+    pub fn differences(&self, other: &Machine) -> Vec<String> {
+        let mut d = Vec::new();
+        if self.cpu != other.cpu || self.cpuid != other.cpuid {
+            d.push(format!("CPU '{}' vs '{}'", self.cpu, other.cpu));
+        }
+        if self.cpus != other.cpus {
+            d.push(format!("{} vs {} CPUs", self.cpus, other.cpus));
+        }
+        if self.kernel != other.kernel {
+            d.push(format!("kernel {} vs {}", self.kernel, other.kernel));
+        }
+        if self.pmu != other.pmu {
+            let s = |p: bool| {
+                if p {
+                    "a hardware PMU"
+                } else {
+                    "no hardware PMU"
+                }
+            };
+            d.push(format!("{} vs {}", s(self.pmu), s(other.pmu)));
+        }
+        d
+    }
+}
+
+/// Where baseline `name` lives: `name` itself when it looks like a path (has a `/` or
+/// ends in `.json`), else `DIR/NAME.json`.
+pub fn baseline_path(name: &str, dir: &Path) -> PathBuf {
+    if name.contains('/') || name.ends_with(".json") {
+        PathBuf::from(name)
+    } else {
+        dir.join(format!("{name}.json"))
+    }
+}
+
+/// Loads a baseline document.
+pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
+    let path = baseline_path(name, dir);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return crate::usage(format!(
+                "no baseline '{name}' ({} does not exist); save one first with `hwprof bench --save {name} -- CMD`",
+                path.display()
+            ));
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let doc: Doc = match serde_json::from_str(&text) {
+        Ok(d) => d,
+        Err(e) => {
+            return crate::usage(format!(
+                "{} is not a hwprof bench baseline: {e}",
+                path.display()
+            ));
+        }
+    };
+    if doc.schema.split('/').next() != SCHEMA.split('/').next() {
+        return crate::usage(format!(
+            "{} is not a hwprof bench baseline (schema '{}', expected '{SCHEMA}')",
+            path.display(),
+            doc.schema
+        ));
+    }
+    if doc.schema != SCHEMA {
+        return crate::usage(format!(
+            "{} has schema '{}', which this hwprof ({SCHEMA}) cannot read; re-save the baseline",
+            path.display(),
+            doc.schema
+        ));
+    }
+    Ok(doc)
+}
+
+/// Checks, before any run, that baseline `name` can be saved: creates its directory and
+/// a probe file there (removed at once).
+pub fn check_writable(name: &str, dir: &Path) -> anyhow::Result<()> {
+    let path = baseline_path(name, dir);
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)
+        .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
+    let probe = parent.join(format!(".hwprof-write-check.{}", std::process::id()));
+    std::fs::File::create(&probe)
+        .with_context(|| format!("cannot save baseline {}", path.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Saves `doc` (without its comparison) as baseline `name`, atomically. Returns the path.
+pub fn save(doc: &Doc, name: &str, dir: &Path) -> anyhow::Result<PathBuf> {
+    let path = baseline_path(name, dir);
+    let mut d = doc.clone();
+    d.baseline = None;
+    d.comparison = None;
+    d.name = Some(name.to_string());
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
+    }
+    let mut bytes = serde_json::to_vec_pretty(&d).context("encoding the baseline")?;
+    bytes.push(b'\n');
+    crate::flamegraph::write_atomic(&path, &bytes)
+        .with_context(|| format!("cannot save baseline {}", path.display()))?;
+    Ok(path)
+}
+
+/// Now as RFC 3339 UTC (`2026-11-23T09:41:07Z`).
+pub fn now_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(20_415), (2025, 11, 23));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn baseline_paths() {
+        let dir = Path::new(".hwprof/baselines");
+        assert_eq!(
+            baseline_path("main", dir),
+            Path::new(".hwprof/baselines/main.json")
+        );
+        assert_eq!(
+            baseline_path("ci/main.json", dir),
+            Path::new("ci/main.json")
+        );
+        assert_eq!(baseline_path("x.json", dir), Path::new("x.json"));
+    }
+
+    #[test]
+    fn machine_differences() {
+        let a = Machine {
+            cpu: "Xeon".into(),
+            kernel: "6.1".into(),
+            pmu: true,
+            cpus: 8,
+            ..Machine::default()
+        };
+        let mut b = a.clone();
+        b.hostname = "other".into();
+        assert!(
+            a.differences(&b).is_empty(),
+            "host names alone do not matter"
+        );
+        b.pmu = false;
+        b.kernel = "6.8".into();
+        let d = a.differences(&b).join("; ");
+        assert_eq!(d, "kernel 6.1 vs 6.8; a hardware PMU vs no hardware PMU");
+    }
+}
