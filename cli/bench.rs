@@ -177,8 +177,15 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
         sides.push(x);
     }
     sides.push(a.command.clone());
-    let results = measure(&runner, &sides, a.warmup, a.runs)?;
     let event_names = runner.event_names();
+    let mut all_metrics: Vec<String> = ["wall-time", "user-time", "sys-time"]
+        .map(String::from)
+        .to_vec();
+    all_metrics.extend(event_names.iter().cloned());
+    all_metrics.push("max-rss".to_string());
+    // Bad --gate names are usage errors before anything runs.
+    gate_of(a.gate.as_deref(), &all_metrics, &all_metrics, false)?;
+    let results = measure(&runner, &sides, a.warmup, a.runs)?;
     note_unsupported(
         &results[0][0],
         &event_names,
@@ -186,11 +193,6 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
         enc.host_has_cpu_pmu(),
     );
 
-    let mut all_metrics: Vec<String> = ["wall-time", "user-time", "sys-time"]
-        .map(String::from)
-        .to_vec();
-    all_metrics.extend(event_names.iter().cloned());
-    all_metrics.push("max-rss".to_string());
     let counted: Vec<String> = all_metrics
         .iter()
         .filter(|m| {

@@ -55,9 +55,9 @@ pub fn compare(
         }
         if base.command != cur.command {
             warnings.push(format!(
-                "the baseline measured a different command: '{}' (this run: '{}')",
-                base.command.join(" "),
-                cur.command.join(" ")
+                "the baseline measured a different command: {} (this run: {})",
+                super::output::shell_words(&base.command),
+                super::output::shell_words(&cur.command)
             ));
         }
     }

@@ -222,30 +222,30 @@ pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
         }
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    let doc: Doc = match serde_json::from_str(&text) {
-        Ok(d) => d,
-        Err(e) => {
+    let not_baseline = |why: String| -> anyhow::Result<Doc> {
+        crate::usage(format!(
+            "{} is not a hwprof bench baseline: {why}",
+            path.display()
+        ))
+    };
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => return not_baseline(e.to_string()),
+    };
+    match value.get("schema").and_then(|s| s.as_str()) {
+        Some(SCHEMA) => {}
+        Some(s) if s.starts_with("hwprof-bench/") => {
             return crate::usage(format!(
-                "{} is not a hwprof bench baseline: {e}",
+                "{} has schema '{s}', which this hwprof (reads {SCHEMA}) cannot read; re-save the baseline with this version",
                 path.display()
             ));
         }
-    };
-    if doc.schema.split('/').next() != SCHEMA.split('/').next() {
-        return crate::usage(format!(
-            "{} is not a hwprof bench baseline (schema '{}', expected '{SCHEMA}')",
-            path.display(),
-            doc.schema
-        ));
+        _ => return not_baseline(format!("no \"schema\": \"{SCHEMA}\" field")),
     }
-    if doc.schema != SCHEMA {
-        return crate::usage(format!(
-            "{} has schema '{}', which this hwprof ({SCHEMA}) cannot read; re-save the baseline",
-            path.display(),
-            doc.schema
-        ));
+    match serde_json::from_value(value) {
+        Ok(d) => Ok(d),
+        Err(e) => not_baseline(e.to_string()),
     }
-    Ok(doc)
 }
 
 /// Checks, before any run, that baseline `name` can be saved: creates its directory and

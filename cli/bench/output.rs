@@ -159,19 +159,37 @@ fn runs_line(doc: &Doc) -> String {
     format!("{} runs, {warm}", s.runs)
 }
 
+/// A command line as a shell would read it back: words with spaces or shell
+/// characters in single quotes.
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn title(doc: &Doc) -> String {
-    let cmd = doc.command.join(" ");
+    let cmd = shell_words(&doc.command);
     match (&doc.baseline, &doc.comparison) {
         (Some(b), Some(c)) if c.mode == "ab" => {
-            format!("A: '{}'  vs  B: '{cmd}' (interleaved)", b.command.join(" "))
+            format!("A: {}  vs  B: {cmd} (interleaved)", shell_words(&b.command))
         }
         (Some(b), Some(_)) => format!(
-            "'{cmd}' vs baseline '{}' ({}, {} runs)",
+            "{cmd} vs baseline '{}' ({}, {} runs)",
             b.name.as_deref().unwrap_or("?"),
             b.created,
             b.values_len()
         ),
-        _ => format!("'{cmd}'"),
+        _ => cmd,
     }
 }
 
@@ -381,7 +399,19 @@ pub fn summary_line(cmp: &Comparison, threshold: f64, confidence: f64) -> String
 pub fn markdown(w: &mut dyn Write, doc: &Doc) -> std::io::Result<()> {
     let s = &doc.settings;
     let m = &doc.machine;
-    writeln!(w, "#### hwprof bench: {}\n", title(doc).replace('\'', "`"))?;
+    let cmd = |argv: &[String]| format!("`{}`", shell_words(argv));
+    let heading = match (&doc.baseline, &doc.comparison) {
+        (Some(b), Some(c)) if c.mode == "ab" => {
+            format!("A: {}  vs  B: {}", cmd(&b.command), cmd(&doc.command))
+        }
+        (Some(b), Some(_)) => format!(
+            "{} vs baseline `{}`",
+            cmd(&doc.command),
+            b.name.as_deref().unwrap_or("?")
+        ),
+        _ => cmd(&doc.command),
+    };
+    writeln!(w, "#### hwprof bench: {heading}\n")?;
     let machine = format!(
         "{} ({} CPUs), kernel {}, {}",
         if m.cpu.is_empty() {
@@ -489,6 +519,14 @@ mod tests {
         assert_eq!(pct(Some(-100.0)), "-100%");
         assert_eq!(pct(None), "+inf%");
         assert_eq!(p_text(0.0001), "<0.001");
+    }
+
+    #[test]
+    fn commands_are_shown_quoted() {
+        let argv: Vec<String> = ["sh", "-c", "echo a; it's", "x.json"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(shell_words(&argv), r#"sh -c 'echo a; it'\''s' x.json"#);
     }
 
     #[test]
