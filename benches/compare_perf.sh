@@ -9,6 +9,7 @@
 #   benches/compare_perf.sh flamegraph  SVG from a big file vs perf script | inferno (>= 200k samples)
 #   benches/compare_perf.sh probe     per-call overhead of `hwprof probe` vs perf stat on perf probe events
 #   benches/compare_perf.sh offcpu    off-CPU recording overhead on a sleep/wake-heavy workload
+#   benches/compare_perf.sh bench     harness cost per run of `hwprof bench -r N` vs `perf stat -r N`
 #   benches/compare_perf.sh all       all of the above
 #
 # Environment:
@@ -23,6 +24,8 @@
 #   N_SCRIPT=3     runs per variant of the script comparison
 #   REPORT_SECS=12 seconds of the 2-thread `perf record -F 20000 -g` behind the report bench
 #   N_REPORT=3     runs per variant of the report comparison
+#   N_BENCH=200    runs (-r) inside one `hwprof bench` / `perf stat -r` invocation
+#   N_BENCH_REP=5  invocations per tool of the bench comparison
 #
 # Runs are interleaved (A B A B ...) so that drift (frequency, cache, other load) hits
 # every variant alike. Times are wall clock, from bash's $EPOCHREALTIME (no fork per
@@ -37,7 +40,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|all" >&2
+    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|bench|all" >&2
     exit 2
 }
 
@@ -502,6 +505,53 @@ bench_offcpu() {
     echo "offcpu overhead: hwprof $(ratio "$h" "$b")x bare, perf record $(ratio "$p" "$b")x bare, hwprof/perf $(ratio "$h" "$p")"
 }
 
+# The harness itself: what one measured run costs beyond the command, for the same
+# events on both sides (hwprof bench also computes its statistics and bootstrap
+# intervals, included in its time).
+bench_harness() {
+    find_perf
+    find_hwprof
+    local n=${N_BENCH:-200} rep=${N_BENCH_REP:-5}
+    local ev=task-clock,page-faults,context-switches,instructions,cycles,branch-misses,cache-misses
+    cc -O2 -o "$WORK/work" "$ROOT/tests/workloads/work.c" || die "cannot compile tests/workloads/work.c"
+    "$HWPROF" bench -r 2 -e "$ev" -- true >/dev/null 2>&1 || die "'$HWPROF bench -- true' fails"
+    echo "hwprof: $HWPROF"
+    echo "perf:   $PERF ($("$PERF" --version))"
+    echo "cpus:   $(nproc), kernel $(uname -r)"
+    echo
+    CMD_hw_true=("$HWPROF" bench -r "$n" --warmup 0 -e "$ev" -- true)
+    CMD_perf_true=("$PERF" stat -r "$n" -e "$ev" -- true)
+    interleave "$rep" hw_true perf_true
+    local hw pf
+    hw=$(mean_ms hw_true)
+    pf=$(mean_ms perf_true)
+    local hw_run pf_run
+    hw_run=$(awk -v t="$hw" -v n="$n" 'BEGIN { printf "%.3f", t / n }')
+    pf_run=$(awk -v t="$pf" -v n="$n" 'BEGIN { printf "%.3f", t / n }')
+    echo "== bench harness: -r $n of \`true\` with -e $ev, $rep invocations each, interleaved"
+    printf '%-34s %12s %12s\n' variant "total ms" "ms per run"
+    printf '%-34s %12s %12s\n' "hwprof bench -r $n" "$hw" "$hw_run"
+    printf '%-34s %12s %12s\n' "perf stat -r $n" "$pf" "$pf_run"
+    echo "bench harness per run: hwprof $hw_run ms, perf stat -r $pf_run ms, ratio $(ratio "$hw_run" "$pf_run")"
+    echo
+    # The same on a 20 ms CPU-bound command: the harness must not slow the command.
+    local m=$((n / 10))
+    CMD_hw_work=("$HWPROF" bench -r "$m" --warmup 0 -e "$ev" -- "$WORK/work" 20)
+    CMD_perf_work=("$PERF" stat -r "$m" -e "$ev" -- "$WORK/work" 20)
+    CMD_bare_work=(bash -c "for ((i = 0; i < $m; i++)); do '$WORK/work' 20; done")
+    interleave "$rep" bare_work hw_work perf_work
+    local b h p
+    b=$(mean_ms bare_work)
+    h=$(mean_ms hw_work)
+    p=$(mean_ms perf_work)
+    echo "== bench on work 20 (~20 ms of CPU), -r $m, $rep invocations each, interleaved"
+    printf '%-34s %12s %12s\n' variant "total ms" "vs bare"
+    printf '%-34s %12s %12s\n' "bare (bash loop)" "$b" "1.00"
+    printf '%-34s %12s %12s\n' "hwprof bench -r $m" "$h" "$(ratio "$h" "$b")"
+    printf '%-34s %12s %12s\n' "perf stat -r $m" "$p" "$(ratio "$p" "$b")"
+    echo "bench on work: hwprof $(ratio "$h" "$b")x bare, perf $(ratio "$p" "$b")x bare, hwprof/perf $(ratio "$h" "$p")"
+}
+
 [[ $# -ge 1 ]] || usage
 case "$1" in
     stat) bench_stat ;;
@@ -521,11 +571,14 @@ case "$1" in
         bench_probe
         echo
         bench_offcpu
+        echo
+        bench_harness
         ;;
     report) bench_report ;;
     offcpu) bench_offcpu ;;
     flamegraph) bench_flamegraph ;;
     probe) bench_probe ;;
+    bench) bench_harness ;;
     -h | --help) usage ;;
     *) usage ;;
 esac
