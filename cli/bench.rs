@@ -40,6 +40,9 @@ const DEFAULT_BASELINE_DIR: &str = ".hwprof/baselines";
 
 /// Flags of `hwprof bench`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 no regression, 1 regression, 2 usage error (bad flag or event, missing or malformed baseline), 3 the benchmark could not be measured (the command failed or could not start)."
+)]
 pub struct BenchArgs {
     /// Counters per run, comma-separated, perf syntax (repeatable). Default: task-clock,
     /// instructions, cycles, branch-misses, cache-misses, page-faults, context-switches
@@ -333,7 +336,8 @@ fn measure(
             } else {
                 format!("run {}", i - warmup + 1)
             };
-            runner.progress(&format!("hwprof bench: {label}/{runs}{}", tag(k)));
+            let of = if i < warmup { warmup } else { runs };
+            runner.progress(&format!("hwprof bench: {label}/{of}{}", tag(k)));
             let r = runner.run(argv, &label)?;
             if sys::interrupted() {
                 break 'outer;
