@@ -65,10 +65,45 @@ impl Rng {
     }
 }
 
-fn resample_median(xs: &[f64], rng: &mut Rng, buf: &mut Vec<f64>) -> f64 {
-    buf.clear();
-    buf.extend((0..xs.len()).map(|_| xs[rng.below(xs.len())]));
-    median_in_place(buf)
+/// Bootstrap medians of one sample. The sample is sorted once; a resample is a count per
+/// sorted position, so its median is one scan (no copy, no selection).
+struct Resampler {
+    sorted: Vec<f64>,
+    counts: Vec<u32>,
+}
+
+impl Resampler {
+    fn new(xs: &[f64]) -> Resampler {
+        let mut sorted = xs.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Resampler {
+            counts: vec![0; sorted.len()],
+            sorted,
+        }
+    }
+
+    /// The median of one resample (n draws with replacement); the sample is not empty.
+    fn median(&mut self, rng: &mut Rng) -> f64 {
+        let n = self.sorted.len();
+        self.counts.fill(0);
+        for _ in 0..n {
+            self.counts[rng.below(n)] += 1;
+        }
+        // 1-based ranks of the middle pair (the same rank twice when n is odd).
+        let (lo_rank, hi_rank) = (n.div_ceil(2), n / 2 + 1);
+        let mut seen = 0usize;
+        let mut lo = None;
+        for (&x, &c) in self.sorted.iter().zip(&self.counts) {
+            seen += c as usize;
+            if lo.is_none() && seen >= lo_rank {
+                lo = Some(x);
+            }
+            if seen >= hi_rank {
+                return (lo.unwrap_or(x) + x) / 2.0;
+            }
+        }
+        self.sorted[n - 1]
+    }
 }
 
 /// The `level` percentile interval of sorted bootstrap statistics.
@@ -90,10 +125,8 @@ pub fn median_ci(xs: &[f64], level: f64) -> (f64, f64) {
         return (f64::NAN, f64::NAN);
     }
     let mut rng = Rng::new(0x6877_7072_6f66_0001);
-    let mut buf = Vec::with_capacity(xs.len());
-    let stats = (0..RESAMPLES)
-        .map(|_| resample_median(xs, &mut rng, &mut buf))
-        .collect();
+    let mut r = Resampler::new(xs);
+    let stats = (0..RESAMPLES).map(|_| r.median(&mut rng)).collect();
     percentile_interval(stats, level)
 }
 
@@ -113,11 +146,11 @@ pub fn change_ci(base: &[f64], new: &[f64], level: f64) -> (f64, f64) {
         return (f64::NAN, f64::NAN);
     }
     let mut rng = Rng::new(0x6877_7072_6f66_0002);
-    let (mut ba, mut bb) = (Vec::new(), Vec::new());
+    let (mut ra, mut rb) = (Resampler::new(base), Resampler::new(new));
     let stats = (0..RESAMPLES)
         .map(|_| {
-            let a = resample_median(base, &mut rng, &mut ba);
-            let b = resample_median(new, &mut rng, &mut bb);
+            let a = ra.median(&mut rng);
+            let b = rb.median(&mut rng);
             change_pct(a, b)
         })
         .collect();
@@ -356,6 +389,25 @@ mod tests {
         assert!(clo > 80.0 && chi < 120.0, "{clo} {chi}");
         // Deterministic.
         assert_eq!(change_ci(&xs, &ys, 0.99), (clo, chi));
+    }
+
+    #[test]
+    fn resampled_medians_are_medians_of_resamples() {
+        // Against the direct method: draw the same indices, copy, take the median.
+        for n in [1usize, 2, 5, 6, 31] {
+            let xs: Vec<f64> = (0..n)
+                .map(|i| ((i * 37) % 11) as f64 + i as f64 / 100.0)
+                .collect();
+            let mut sorted = xs.clone();
+            sorted.sort_by(f64::total_cmp);
+            let mut r = Resampler::new(&xs);
+            let (mut a, mut b) = (Rng::new(7), Rng::new(7));
+            for _ in 0..200 {
+                let fast = r.median(&mut a);
+                let draw: Vec<f64> = (0..n).map(|_| sorted[b.below(n)]).collect();
+                assert_eq!(fast, median(&draw), "n = {n}");
+            }
+        }
     }
 
     #[test]
