@@ -181,11 +181,7 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
     }
     sides.push(a.command.clone());
     let event_names = runner.event_names();
-    let mut all_metrics: Vec<String> = ["wall-time", "user-time", "sys-time"]
-        .map(String::from)
-        .to_vec();
-    all_metrics.extend(event_names.iter().cloned());
-    all_metrics.push("max-rss".to_string());
+    let all_metrics = run::metric_names(&event_names);
     // Bad --gate names are usage errors before anything runs.
     gate_of(a.gate.as_deref(), &all_metrics, &all_metrics, false)?;
     let results = measure(&runner, &sides, a.warmup, a.runs)?;

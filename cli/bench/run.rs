@@ -155,14 +155,26 @@ fn metric(name: &str, unit: Unit, values: Option<Vec<f64>>, scaled: bool) -> Met
     }
 }
 
+/// The metrics measured before the events, and after them.
+const TIMES: [&str; 3] = ["wall-time", "user-time", "sys-time"];
+const RSS: &str = "max-rss";
+
+/// The names of the metrics [`metrics`] returns, in the same order.
+pub fn metric_names(event_names: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = TIMES.map(String::from).to_vec();
+    names.extend(event_names.iter().cloned());
+    names.push(RSS.to_string());
+    names
+}
+
 /// The metrics of a series of runs, in display order: wall, user and system time, the
 /// events, peak RSS.
 pub fn metrics(runs: &[RunResult], event_names: &[String]) -> Vec<Metric> {
     let col = |f: fn(&RunResult) -> f64| Some(runs.iter().map(f).collect::<Vec<f64>>());
     let mut out = vec![
-        metric("wall-time", Unit::Ns, col(|r| r.wall_ns), false),
-        metric("user-time", Unit::Ns, col(|r| r.user_ns), false),
-        metric("sys-time", Unit::Ns, col(|r| r.sys_ns), false),
+        metric(TIMES[0], Unit::Ns, col(|r| r.wall_ns), false),
+        metric(TIMES[1], Unit::Ns, col(|r| r.user_ns), false),
+        metric(TIMES[2], Unit::Ns, col(|r| r.sys_ns), false),
     ];
     for (i, name) in event_names.iter().enumerate() {
         let counts: Option<Vec<Count>> = runs
@@ -173,17 +185,14 @@ pub fn metrics(runs: &[RunResult], event_names: &[String]) -> Vec<Metric> {
             .as_ref()
             .is_some_and(|c| c.iter().any(Count::is_scaled));
         let values = counts.and_then(|c| c.iter().map(Count::scaled).collect::<Option<Vec<f64>>>());
-        let unit = if matches!(name.as_str(), "task-clock" | "cpu-clock")
-            || name.starts_with("task-clock:")
-            || name.starts_with("cpu-clock:")
-        {
+        let unit = if crate::render::is_clock(name) {
             Unit::Ns
         } else {
             Unit::Count
         };
         out.push(metric(name, unit, values, scaled));
     }
-    out.push(metric("max-rss", Unit::Kib, col(|r| r.max_rss_kb), false));
+    out.push(metric(RSS, Unit::Kib, col(|r| r.max_rss_kb), false));
     out
 }
 
@@ -220,6 +229,7 @@ mod tests {
             .to_vec();
         let m = metrics(&runs, &names);
         let got: Vec<&str> = m.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(got, metric_names(&names));
         assert_eq!(
             got,
             [
