@@ -47,6 +47,27 @@ pub fn binary_stdout() -> anyhow::Result<Output> {
     Ok(Output::from_stream(std::fs::File::from(data), "-"))
 }
 
+/// When `out` is the very file stdout is (`-o /dev/stdout`), points fd 1 at stderr as
+/// [`binary_stdout`] does, so that a workload's output cannot mix into binary data.
+pub fn keep_stdout_clean(out: &Output) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let stdout = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|f| f.metadata());
+    let same = match (stdout, out.file().metadata()) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    };
+    if same {
+        rustix::stdio::dup2_stdout(std::io::stderr().as_fd()).map_err(|e| {
+            anyhow::Error::new(std::io::Error::from(e)).context("redirecting stdout")
+        })?;
+    }
+    Ok(())
+}
+
 /// perf.data outputs.
 pub const PERF_DATA: Options = output::Options::PERF_DATA;
 /// Reports: SVG, folded stacks, counts, baselines.

@@ -264,7 +264,11 @@ fn open_output(path: &std::path::Path) -> anyhow::Result<Output> {
     if path.as_os_str() == "-" {
         return crate::outfile::binary_stdout();
     }
-    crate::outfile::create(path, &crate::outfile::PERF_DATA)
+    let out = crate::outfile::create(path, &crate::outfile::PERF_DATA)?;
+    if !out.is_seekable() {
+        crate::outfile::keep_stdout_clean(&out)?;
+    }
+    Ok(out)
 }
 
 fn notice(a: &RecordArgs, msg: &str) {

@@ -53,6 +53,9 @@ pub const HEADER_SIZE: u64 = 104;
 const SECTION_SIZE: u64 = 16;
 /// The output buffer: large, so the sampling hot path rarely reaches a syscall.
 const BUFFER: usize = 1 << 20;
+/// The output buffer in pipe mode: smaller, so a reader at the other end sees records
+/// while the recording runs.
+const PIPE_BUFFER: usize = 64 << 10;
 /// `sizeof(struct perf_pipe_file_header)`.
 pub const PIPE_HEADER_SIZE: u64 = 16;
 /// perf 6.1's `HEADER_LAST_FEATURE`: the feature id of the mark that ends the feature
@@ -198,7 +201,10 @@ impl Writer {
         Writer {
             path: out.path().to_path_buf(),
             tmp: out.temp_path().map(Path::to_path_buf),
-            out: Some(BufWriter::with_capacity(BUFFER, out)),
+            out: Some(BufWriter::with_capacity(
+                if pipe { PIPE_BUFFER } else { BUFFER },
+                out,
+            )),
             attr_size: 0,
             events,
             pipe,
@@ -429,4 +435,118 @@ fn user_record_size(size: usize, what: &str, name: &str) -> Result<u16> {
             "pipe mode: the {what} record of {name} would be {size} bytes, more than a record holds (65535): too many CPUs x threads; write a file instead"
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perfdata::reader::PerfData;
+    use crate::record::Body;
+    use hwprof_pmu::attr::sample;
+
+    fn entry(name: &str, ids: Vec<u64>) -> EventEntry {
+        let mut attr = Attr::new(1, 0); // cpu-clock
+        attr.sample_period = 4000;
+        attr.freq = true;
+        attr.sample_type = sample::IP | sample::TID | sample::ID;
+        EventEntry {
+            attr,
+            name: name.to_string(),
+            ids,
+        }
+    }
+
+    /// A COMM record (no sample_id trailer).
+    fn comm() -> Vec<u8> {
+        let mut b = Vec::new();
+        put_header(&mut b, kind::COMM, 24);
+        b.extend_from_slice(&7u32.to_le_bytes());
+        b.extend_from_slice(&7u32.to_le_bytes());
+        b.extend_from_slice(b"app\0\0\0\0\0");
+        b
+    }
+
+    fn stream() -> (tempfile::NamedTempFile, Output) {
+        let f = tempfile::NamedTempFile::new().expect("temp file");
+        let out = Output::from_stream(f.reopen().expect("reopen"), "-");
+        (f, out)
+    }
+
+    #[test]
+    fn pipe_mode_reads_back_as_perf_writes_it() {
+        let (f, out) = stream();
+        let mut features = Features {
+            hostname: Some("host".into()),
+            ..Features::default()
+        };
+        let tracing = b"\x17\x08\x44tracing0.6\0 (not parsed here)".to_vec();
+        features.other.push((feat::TRACING_DATA, tracing.clone()));
+        let events = vec![entry("cpu-clock", vec![11, 12]), entry("other", vec![13])];
+        let mut w = Writer::pipe(out, events, &features).unwrap();
+        assert!(w.is_pipe());
+        w.write_record(&comm()).unwrap();
+        w.finished_init().unwrap();
+        w.write_record(&comm()).unwrap();
+        w.finish(&Features::default()).unwrap();
+
+        let bytes = std::fs::read(f.path()).unwrap();
+        assert_eq!(&bytes[..8], b"PERFILE2");
+        assert_eq!(bytes[8..16], 16u64.to_le_bytes());
+        // perf 6.1 finds the ids 128 bytes into a HEADER_ATTR whatever attr.size says.
+        assert_eq!(u16::from_le_bytes([bytes[22], bytes[23]]), 8 + 128 + 16);
+        assert_eq!(bytes[16 + 8 + 128..16 + 8 + 128 + 8], 11u64.to_le_bytes());
+
+        let pd = PerfData::from_bytes(bytes, "pipe").unwrap();
+        assert!(pd.is_pipe());
+        let names: Vec<&str> = pd.attrs().iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["cpu-clock", "other"], "names from EVENT_DESC");
+        assert_eq!(pd.attrs()[0].ids, [11, 12]);
+        assert_eq!(pd.features().hostname.as_deref(), Some("host"));
+        let mut ids = pd.feature_ids().to_vec();
+        ids.sort_unstable();
+        assert_eq!(ids, [feat::HOSTNAME, feat::EVENT_DESC, LAST_FEATURE]);
+        let mut kinds = Vec::new();
+        pd.for_each_record(|_, r| -> Result<()> {
+            kinds.push(match &r.body {
+                Body::HeaderAttr { .. } => "attr",
+                Body::HeaderFeature { .. } => "feature",
+                Body::TracingData { size } => {
+                    assert_eq!(*size as usize, tracing.len().next_multiple_of(8));
+                    "tracing"
+                }
+                Body::FinishedInit => "init",
+                Body::Comm { .. } => "comm",
+                _ => "other",
+            });
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            kinds,
+            [
+                "attr", "attr", "feature", "feature", "feature", "tracing", "comm", "init", "comm"
+            ]
+        );
+    }
+
+    #[test]
+    fn file_mode_needs_a_seekable_output() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        let ok = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok);
+        // O_RDWR keeps the open from blocking without a reader.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        let out = Output::from_stream(f, &fifo);
+        assert!(!out.is_seekable());
+        let e = Writer::new(out, vec![entry("cpu-clock", vec![])]).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ESPIPE), "{e}");
+    }
 }
