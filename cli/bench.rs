@@ -141,9 +141,11 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
         Some(name) => Some(doc::load(name, &a.baseline_dir)?),
         None => None,
     };
-    if let Some(name) = &a.save {
-        doc::check_writable(name, &a.baseline_dir)?;
-    }
+    // The baseline's output is opened now: it cannot be saved → nothing runs.
+    let mut saver = match &a.save {
+        Some(name) => Some(doc::prepare_save(name, &a.baseline_dir)?),
+        None => None,
+    };
     let enc = crate::encode::encoder(None, &a.event_file)?;
     let explicit = !a.events.is_empty();
     let events = if explicit {
@@ -262,8 +264,8 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
         output::human(&mut out, &cur)?;
     }
     out.flush()?;
-    if let Some(name) = &a.save {
-        let path = doc::save(&cur, name, &a.baseline_dir)?;
+    if let (Some(name), Some(saver)) = (&a.save, saver.take()) {
+        let path = doc::save(&cur, name, saver)?;
         eprintln!(
             "hwprof: saved baseline '{name}' to {} ({} runs)",
             path.display(),

@@ -2,8 +2,11 @@
 //! (differential), or from a command recorded on the spot.
 //!
 //! Every input becomes folded stacks ([`fold`]), then one renderer draws them ([`svg`],
-//! inferno). Outputs are written atomically (a temporary file in the same directory,
-//! renamed into place), so a failure never leaves a half-written graph.
+//! inferno). Outputs go through [`crate::outfile`]: a temporary file in the same directory
+//! renamed over a regular file (so a failure never leaves a half-written graph), or
+//! straight into a device or FIFO; mode `0666 & ~umask`. When a command is recorded the
+//! output is opened before it starts, and the recording lives in a private scratch
+//! directory (0700) removed afterwards.
 //!
 //! Outputs: `-o FILE` (default `flamegraph.svg`); with `--all` one file per event,
 //! `flamegraph.EVENT.svg`. `--folded` writes folded stacks to stdout unless `-o` names
@@ -19,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_pmu::attr::types;
+use hwprof_sampler::output::{Output, ScratchDir};
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::{FlameWeight, FlamegraphArgs, RecordArgs};
@@ -48,7 +52,7 @@ pub fn run(a: FlamegraphArgs) -> anyhow::Result<u8> {
     if recording {
         return record_and_draw(&a);
     }
-    draw_file(&a, &a.input)?;
+    draw_file(&a, &a.input, None)?;
     Ok(0)
 }
 
@@ -196,7 +200,8 @@ fn count_name_of(a: &FlamegraphArgs, p: &Profile, ev: u32) -> String {
     svg::count_name(&unit, weight_of(a).1)
 }
 
-fn draw_file(a: &FlamegraphArgs, path: &Path) -> anyhow::Result<()> {
+/// Draws `path`. `early` is the output opened before recording (used for a single graph).
+fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyhow::Result<()> {
     let profile = load(path, &sym_options(a))?;
     let (events, note) = select_events(a, &profile, path)?;
     let several = events.len() > 1;
@@ -242,7 +247,7 @@ fn draw_file(a: &FlamegraphArgs, path: &Path) -> anyhow::Result<()> {
                 o.write_all(text.as_bytes())?;
                 o.flush()?;
             } else {
-                write_atomic(&out, text.as_bytes())?;
+                write_output(&out, early.take(), text.as_bytes())?;
                 eprintln!("hwprof: wrote {} ({title})", out.display());
             }
         } else {
@@ -253,7 +258,8 @@ fn draw_file(a: &FlamegraphArgs, path: &Path) -> anyhow::Result<()> {
                 sources: &folded.sources,
             };
             let bytes = svg::render(folded.lines(), &r).context("drawing the flame graph")?;
-            write_atomic(&out, &bytes)?;
+            let early = if several { None } else { early.take() };
+            write_output(&out, early, &bytes)?;
             eprintln!("hwprof: wrote {} ({title})", out.display());
         }
         drawn += 1;
@@ -324,7 +330,7 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
             o.write_all(text.as_bytes())?;
             o.flush()?;
         } else {
-            write_atomic(&a.output, text.as_bytes())?;
+            write_output(&a.output, None, text.as_bytes())?;
             eprintln!("hwprof: wrote {}", a.output.display());
         }
         return Ok(());
@@ -352,16 +358,23 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
         sources: &sources,
     };
     let bytes = svg::render(lines.iter().copied(), &r).context("drawing the flame graph")?;
-    write_atomic(&a.output, &bytes)?;
+    write_output(&a.output, None, &bytes)?;
     eprintln!("hwprof: wrote {} ({title})", a.output.display());
     Ok(())
 }
 
 /// Records (as `hwprof record -F 999 -g -q`), draws, removes the recording unless
-/// `--data-file` keeps it, and returns the command's exit code.
+/// `--data-file` keeps it, and returns the command's exit code. The graph's output is
+/// opened first, so a wrong `-o` fails before the command starts.
 fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
-    let (data, temporary) = match &a.data_file {
-        Some(f) => (f.clone(), false),
+    let early = if folded_to_stdout(a) {
+        None
+    } else {
+        Some(crate::outfile::create(&a.output, &crate::outfile::REPORT)?)
+    };
+    let mut scratch = None;
+    let data = match &a.data_file {
+        Some(f) => f.clone(),
         None => {
             let dir = if folded_to_stdout(a) {
                 std::env::temp_dir()
@@ -371,10 +384,10 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
                     _ => PathBuf::from("."),
                 }
             };
-            (
-                dir.join(format!(".hwprof-flamegraph.{}.data", std::process::id())),
-                true,
-            )
+            let s = ScratchDir::new(&dir).map_err(crate::outfile::convert)?;
+            let data = s.path().join("perf.data");
+            scratch = Some(s);
+            data
         }
     };
     let rec = RecordArgs {
@@ -406,44 +419,24 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
         quiet: true,
         command: a.command.clone(),
     };
-    let recorded = crate::record::run(rec);
-    let code = match recorded {
-        Ok(code) => code,
-        Err(e) => {
-            if temporary {
-                let _ = std::fs::remove_file(&data);
-            }
-            return Err(e);
-        }
-    };
-    let drawn = draw_file(a, &data);
-    if temporary {
-        let _ = std::fs::remove_file(&data);
-        let _ = std::fs::remove_file(data.with_extension("data.old"));
-    }
-    drawn?;
+    let code = crate::record::run(rec)?;
+    // --all draws one graph per event under other names: `early` only proved -o.
+    let early = if a.all { None } else { early };
+    draw_file(a, &data, early)?;
+    drop(scratch);
     Ok(code)
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory, renamed into
-/// place; the temporary file is removed on failure.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+/// Writes `bytes` to `path` ([`crate::outfile`], reports' mode), into `early` when the
+/// output was opened before recording.
+pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = match early {
+        Some(o) => o,
+        None => crate::outfile::create(path, &crate::outfile::REPORT)?,
     };
-    let name = path
-        .file_name()
-        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let res = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", path.display()));
-    }
-    Ok(())
+    out.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::outfile::commit(out)
 }
 
 /// `--off-cpu`: the wall-clock view of `hwprof offcpu --wall`, recorded now or drawn

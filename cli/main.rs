@@ -11,6 +11,7 @@ mod flamegraph;
 mod input;
 mod list;
 mod offcpu;
+mod outfile;
 mod probe;
 mod record;
 mod render;

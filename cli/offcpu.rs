@@ -10,13 +10,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use hwprof_sampler::output::{Output, ScratchDir};
 use hwprof_sampler::record::Body;
 use hwprof_symbolize::{Frame, FrameId, FrameKind, Options as SymOptions, Profile};
 
 use crate::args::RecordArgs;
 use crate::flamegraph::fold::{self, CountBy, FoldOptions};
 use crate::flamegraph::svg::{self, Render};
-use crate::flamegraph::write_atomic;
+use crate::flamegraph::write_output;
 use crate::usage;
 use pair::Switch;
 
@@ -71,12 +72,22 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
             "nothing to trace: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof offcpu -- ./app`)",
         );
     }
-    let (data, temporary) = match &a.data_file {
-        Some(f) => (f.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!(".hwprof-offcpu.{}.data", std::process::id())),
-            true,
-        ),
+    // The output first, so a wrong -o fails before the command starts; the recording
+    // goes to a private scratch directory (0700), removed at the end.
+    let early = if to_stdout(&a) {
+        None
+    } else {
+        Some(crate::outfile::create(&a.output, &crate::outfile::REPORT)?)
+    };
+    let mut scratch = None;
+    let data = match &a.data_file {
+        Some(f) => f.clone(),
+        None => {
+            let s = ScratchDir::new(&std::env::temp_dir()).map_err(crate::outfile::convert)?;
+            let data = s.path().join("perf.data");
+            scratch = Some(s);
+            data
+        }
     };
     let rec = RecordArgs {
         // cpu-clock samples say when a thread runs: they end its block (see `pair`), and
@@ -106,13 +117,10 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
         quiet: true,
         command: a.command.clone(),
     };
-    let recorded = crate::record::run(rec);
-    let result = recorded.and_then(|code| draw(&a, &data).map(|()| code));
-    if temporary {
-        let _ = std::fs::remove_file(&data);
-        let _ = std::fs::remove_file(data.with_extension("data.old"));
-    }
-    result
+    let code = crate::record::run(rec)?;
+    draw_into(&a, &data, early)?;
+    drop(scratch);
+    Ok(code)
 }
 
 /// The off-CPU profile: the switch-out samples that ended, each with its time off CPU
@@ -250,7 +258,18 @@ fn human_us(us: u64) -> String {
     }
 }
 
+/// Where the output goes: stdout for `-o -`, or `--folded`/`--report` without `-o`.
+fn to_stdout(a: &OffcpuArgs) -> bool {
+    a.output.as_os_str() == "-" || ((a.folded || a.report) && a.output.as_os_str() == DEFAULT_OUT)
+}
+
+/// Draws the recording `data` to `-o` (or stdout).
 pub(crate) fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
+    draw_into(a, data, None)
+}
+
+/// [`draw`], into `early` when the output was opened before recording.
+fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Result<()> {
     let opts = SymOptions {
         inline: true,
         kernel: !a.no_kernel,
@@ -294,8 +313,7 @@ pub(crate) fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
             svg::thousands(folded.samples)
         )
     };
-    let to_stdout = a.output.as_os_str() == "-"
-        || ((a.folded || a.report) && a.output.as_os_str() == DEFAULT_OUT);
+    let to_stdout = to_stdout(a);
     let out_bytes = if a.report {
         report::table(&folded, &title).into_bytes()
     } else if a.folded {
@@ -316,7 +334,7 @@ pub(crate) fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
         o.write_all(&out_bytes)?;
         o.flush()?;
     } else {
-        write_atomic(&a.output, &out_bytes)?;
+        write_output(&a.output, early, &out_bytes)?;
         eprintln!("hwprof: wrote {} ({title})", a.output.display());
     }
     Ok(())

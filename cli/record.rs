@@ -2,10 +2,14 @@
 //!
 //! Flow: parse events (default `cycles:P`, falling back to `cpu-clock` where there is no
 //! hardware PMU) → set their attrs as perf does ([`hwprof_sampler::config`]) → open the
-//! session (the command is forked but held before exec) → create the output file (so an
-//! unwritable `-o` fails before the target runs) → synthesize what already exists →
-//! let the target run while one drain thread streams ring records into the file →
-//! build ids and header features → rename the finished file into place.
+//! output (so a wrong or unwritable `-o` fails before any event opens or the target
+//! runs) → open the session (the command is forked but held before exec) → synthesize
+//! what already exists → let the target run while one drain thread streams ring records
+//! into the file → build ids and header features → rename the finished file into place.
+//!
+//! `-o -` and an `-o` that cannot seek (a FIFO, a terminal) get perf's pipe mode: the
+//! header features (all but BUILD_ID) and the tracing data are written first, and the
+//! workload's stdout goes to stderr so that only perf.data reaches the pipe.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -14,6 +18,7 @@ use anyhow::{Context, anyhow};
 use hwprof_pmu::EventList;
 use hwprof_pmu::event::Class;
 use hwprof_sampler::config::{self, CallGraph, RecordOptions, Sampling};
+use hwprof_sampler::output::Output;
 use hwprof_sampler::perfdata::features::{ANON_GROUP, Features, GroupDesc, id as feature_id};
 use hwprof_sampler::perfdata::tracing;
 use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
@@ -49,6 +54,12 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
     // Options are checked before anything is said or opened.
     let mut opts = record_options(&a, &target, default_event)?;
     let data_pages = ring_pages(a.mmap_pages.as_deref())?;
+    // The output before anything opens or runs: a wrong -o costs nothing.
+    let output = if a.dry_run {
+        None
+    } else {
+        Some(open_output(&a.output)?)
+    };
     let mut list = if default_event {
         if enc.host_has_cpu_pmu() {
             enc.parse("cycles:P")?
@@ -152,8 +163,20 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
             ids: ids.clone(),
         })
         .collect();
-    let mut writer = Writer::create(&a.output, entries.clone())
-        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    let mut features = Features::for_this_machine(&cmdline(), &[], group_desc(&list));
+    // EVENT_DESC is left to the writer, which fills it from the events it was created with.
+    if let Some(t) = tracing_data(&list)? {
+        features.other.push((feature_id::TRACING_DATA, t));
+    }
+    let Some(output) = output else {
+        return Err(anyhow!("no output opened"));
+    };
+    let mut writer = if output.is_seekable() && output.path() != std::path::Path::new("-") {
+        Writer::new(output, entries.clone())
+    } else {
+        Writer::pipe(output, entries.clone(), &features)
+    }
+    .with_context(|| format!("cannot write {}", a.output.display()))?;
     let decoder = Decoder::new(
         &entries
             .iter()
@@ -180,6 +203,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
         note_dso(&decoder, r, &mut dsos);
         writer.write_record(r)?;
     }
+    writer.finished_init()?;
 
     let mut sink_err: Option<anyhow::Error> = None;
     let stats = session.run(|bytes: &[u8]| {
@@ -197,12 +221,10 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
         (Err(e), None) => return Err(e).context("recording"),
     };
 
-    let mut features = Features::for_this_machine(&cmdline(), &[], group_desc(&list));
-    // EVENT_DESC is left to the writer, which fills it from the events it was created with.
-    features.build_ids = buildid::build_id_entries(dsos);
-    if let Some(t) = tracing_data(&list)? {
-        features.other.push((feature_id::TRACING_DATA, t));
+    if !writer.is_pipe() {
+        features.build_ids = buildid::build_id_entries(dsos);
     }
+    let pipe = writer.is_pipe();
     let bytes = writer.data_size();
     writer
         .finish(&features)
@@ -216,11 +238,16 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
     }
     if !a.quiet {
         eprintln!(
-            "[ hwprof record: {} samples, {} lost, {:.3} MB written to {} ]",
+            "[ hwprof record: {} samples, {} lost, {:.3} MB written to {}{} ]",
             stats.samples,
             stats.lost + stats.lost_samples,
             bytes as f64 / 1e6,
-            a.output.display()
+            if a.output.as_os_str() == "-" {
+                "stdout".to_string()
+            } else {
+                a.output.display().to_string()
+            },
+            if pipe { " (pipe mode)" } else { "" }
         );
     }
     Ok(match stats.exit {
@@ -230,6 +257,18 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
         Some(x) => u8::try_from(x.code).unwrap_or(1),
         None => 0,
     })
+}
+
+/// The perf.data output: stdout for `-`, else [`Output::create`] (0600, `.old` kept).
+fn open_output(path: &std::path::Path) -> anyhow::Result<Output> {
+    if path.as_os_str() == "-" {
+        return crate::outfile::binary_stdout();
+    }
+    let out = crate::outfile::create(path, &crate::outfile::PERF_DATA)?;
+    if !out.is_seekable() {
+        crate::outfile::keep_stdout_clean(&out)?;
+    }
+    Ok(out)
 }
 
 fn notice(a: &RecordArgs, msg: &str) {

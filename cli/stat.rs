@@ -1,9 +1,8 @@
 //! `hwprof stat`: count events for a command, running PIDs/TIDs, or CPUs.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -12,6 +11,7 @@ use hwprof_pmu::event::Class;
 use hwprof_pmu::metrics::Context as MetricCtx;
 use hwprof_pmu::sys::{self, ExecError, Workload};
 use hwprof_pmu::{Counter, EventList, Slot, Status, sysfs};
+use hwprof_sampler::output::Output;
 
 use crate::args::StatArgs;
 use crate::render::{self, Format, Line, Times};
@@ -186,15 +186,12 @@ fn cpu_list_text(cpus: &[u32]) -> String {
     parts.join(",")
 }
 
-/// Where the counts go: stderr, or a file written atomically (temp file + rename).
+/// Where the counts go: stderr, or `-o FILE` through [`crate::outfile`] (a temporary
+/// file renamed over a regular file, or straight into a device or FIFO; opened before
+/// the target starts, removed on any error).
 enum Sink {
     Stderr(std::io::Stderr),
-    File {
-        tmp: PathBuf,
-        dest: PathBuf,
-        w: BufWriter<File>,
-        committed: bool,
-    },
+    File(BufWriter<Output>),
 }
 
 impl Sink {
@@ -202,62 +199,26 @@ impl Sink {
         let Some(dest) = path else {
             return Ok(Sink::Stderr(std::io::stderr()));
         };
-        let name = dest
-            .file_name()
-            .ok_or_else(|| anyhow::anyhow!("-o {}: not a file name", dest.display()))?;
-        let tmp = dest.with_file_name(format!(
-            ".{}.hwprof-{}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let f = File::create(&tmp)
-            .with_context(|| format!("cannot write output file {}", dest.display()))?;
-        Ok(Sink::File {
-            tmp,
-            dest: dest.to_path_buf(),
-            w: BufWriter::new(f),
-            committed: false,
-        })
+        let out = crate::outfile::create(dest, &crate::outfile::REPORT)?;
+        Ok(Sink::File(BufWriter::new(out)))
     }
 
     fn w(&mut self) -> &mut dyn Write {
         match self {
             Sink::Stderr(s) => s,
-            Sink::File { w, .. } => w,
+            Sink::File(w) => w,
         }
     }
 
-    fn commit(&mut self) -> anyhow::Result<()> {
-        if let Sink::File {
-            tmp,
-            dest,
-            w,
-            committed,
-        } = self
-        {
-            w.flush()
-                .with_context(|| format!("writing {}", dest.display()))?;
-            w.get_ref()
-                .sync_all()
-                .with_context(|| format!("writing {}", dest.display()))?;
-            std::fs::rename(&*tmp, &*dest)
-                .with_context(|| format!("renaming into {}", dest.display()))?;
-            *committed = true;
+    fn commit(self) -> anyhow::Result<()> {
+        if let Sink::File(w) = self {
+            let dest = w.get_ref().path().display().to_string();
+            let out = w.into_inner().map_err(|e| {
+                anyhow::Error::new(e.into_error()).context(format!("writing {dest}"))
+            })?;
+            crate::outfile::commit(out)?;
         }
         Ok(())
-    }
-}
-
-impl Drop for Sink {
-    fn drop(&mut self) {
-        if let Sink::File {
-            tmp,
-            committed: false,
-            ..
-        } = self
-        {
-            let _ = std::fs::remove_file(tmp);
-        }
     }
 }
 

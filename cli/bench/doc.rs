@@ -4,9 +4,11 @@
 //!
 //! The schema is stable: fields are only ever added. README.md documents every field.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use hwprof_sampler::output::Output;
 use serde::{Deserialize, Serialize};
 
 /// The schema name and major version every document carries.
@@ -248,37 +250,41 @@ pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
     }
 }
 
-/// Checks, before any run, that baseline `name` can be saved: creates its directory and
-/// a probe file there (removed at once).
-pub fn check_writable(name: &str, dir: &Path) -> anyhow::Result<()> {
+/// Opens, before any run, the output baseline `name` will be saved to: creates its
+/// directory, then the output itself ([`crate::outfile`]: a temporary file next to it,
+/// renamed into place by [`save`], or a device or FIFO written directly). That is the
+/// check that it can be saved; dropped unsaved (a failed or interrupted run), nothing
+/// is left behind.
+pub fn prepare_save(name: &str, dir: &Path) -> anyhow::Result<(PathBuf, Output)> {
     let path = baseline_path(name, dir);
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent)
-        .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
-    let probe = parent.join(format!(".hwprof-write-check.{}", std::process::id()));
-    std::fs::File::create(&probe)
-        .with_context(|| format!("cannot save baseline {}", path.display()))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    // Only when the path is not a directory itself: `--save some/dir/` is refused
+    // below as a usage error, not half-created.
+    if !path.is_dir() {
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
+    }
+    let out = crate::outfile::create(&path, &crate::outfile::REPORT)
+        .with_context(|| format!("cannot save baseline '{name}'"))?;
+    Ok((path, out))
 }
 
-/// Saves `doc` (without its comparison) as baseline `name`, atomically. Returns the path.
-pub fn save(doc: &Doc, name: &str, dir: &Path) -> anyhow::Result<PathBuf> {
-    let path = baseline_path(name, dir);
+/// Saves `doc` (without its comparison) as baseline `name` into `out` (from
+/// [`prepare_save`]), atomically. Returns the path.
+pub fn save(doc: &Doc, name: &str, (path, mut out): (PathBuf, Output)) -> anyhow::Result<PathBuf> {
     let mut d = doc.clone();
     d.baseline = None;
     d.comparison = None;
     d.name = Some(name.to_string());
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
-    }
     let mut bytes = serde_json::to_vec_pretty(&d).context("encoding the baseline")?;
     bytes.push(b'\n');
-    crate::flamegraph::write_atomic(&path, &bytes)
+    out.write_all(&bytes)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("cannot save baseline {}", path.display()))?;
+    crate::outfile::commit(out)
         .with_context(|| format!("cannot save baseline {}", path.display()))?;
     Ok(path)
 }

@@ -3,7 +3,8 @@
 //! This crate owns sampling: the lock-free mmap ring reader ([`ring`]), the one safe
 //! decoder from bytes to records for every `PERF_RECORD_*` type and `PERF_SAMPLE_*`
 //! field ([`record`]), sampling sessions on commands, PIDs, TIDs and CPUs ([`session`]),
-//! and perf.data reading and writing ([`perfdata`]). It resolves no symbols.
+//! perf.data reading and writing ([`perfdata`]), and the one way every output file of
+//! hwprof is written ([`output`]). It resolves no symbols.
 //!
 //! The only `unsafe` code is in [`ring`] (the mmap'd ring and its control page) and in
 //! `hwprof_pmu::sys` (syscalls).
@@ -11,6 +12,7 @@
 pub mod buildid;
 pub mod config;
 pub mod error;
+pub mod output;
 pub mod perfdata;
 pub mod record;
 pub mod ring;

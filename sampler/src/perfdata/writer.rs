@@ -1,6 +1,6 @@
-//! Writing perf.data files, atomically.
+//! Writing perf.data files, atomically, in file mode or pipe mode.
 //!
-//! The layout is perf's file mode:
+//! File mode is perf's seekable layout:
 //!
 //! ```text
 //! 0     perf_file_header (104 bytes): magic, size, attr_size,
@@ -12,17 +12,30 @@
 //!       feature sections, in feature id order
 //! ```
 //!
-//! Everything goes to a temporary file next to the output (`.NAME.hwprof-PID.tmp`);
+//! It goes through an [`Output`]: a temporary file next to the output
+//! (`.NAME.hwprof-PID-RANDOM.tmp`, mode 0600), or straight into a seekable device;
 //! [`Writer::finish`] writes the features and the final header, fsyncs, moves an
 //! existing output to `NAME.old` (as perf does) and renames the temporary file into
 //! place. A [`Writer`] dropped without `finish` removes its temporary file: there is
 //! never a half-written output.
 //!
+//! Pipe mode ([`Writer::pipe`]) is what perf writes to a pipe or FIFO, where nothing can
+//! be rewritten later: a 16-byte `perf_pipe_file_header` (magic, size 16), then, as user
+//! records, `PERF_RECORD_HEADER_ATTR` per event (attr + its ids), one
+//! `PERF_RECORD_HEADER_FEATURE` per header feature perf synthesizes in pipe mode (every
+//! one but TRACING_DATA, BUILD_ID, BRANCH_STACK, AUXTRACE, STAT, CACHE, DIR_FORMAT,
+//! HYBRID_TOPOLOGY), the end-of-features mark (feature id [`LAST_FEATURE`]),
+//! `PERF_RECORD_HEADER_TRACING_DATA` followed by the tracing data when tracepoints are
+//! recorded, then the records (with `PERF_RECORD_FINISHED_INIT` after the synthesized
+//! ones, see [`Writer::finished_init`]). This is perf 6.1's `perf_event__synthesize_for_pipe`
+//! (tools/perf/util/synthetic-events.c) byte for byte in layout.
+//!
 //! Attrs are written with the smallest `perf_event_attr` ABI size that holds their
 //! fields (see [`file_attr_size`]), because perf refuses attrs larger than the struct
-//! it was built with (perf 6.1 knows 128 bytes, hwprof 136).
+//! it was built with (perf 6.1 knows 128 bytes, hwprof 136). In pipe mode they are at
+//! least 128 bytes: perf up to 6.3 finds a `HEADER_ATTR`'s ids after
+//! `sizeof(struct perf_event_attr)` (128) whatever the attr's own `size` says.
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -31,6 +44,8 @@ use hwprof_pmu::attr::Attr;
 use super::MAGIC;
 use super::features::{EventDesc, Features, attr_file_bytes, file_attr_size, id as feat};
 use crate::error::{Error, Result};
+use crate::output::{self, Output};
+use crate::record::kind;
 
 /// `sizeof(struct perf_file_header)`.
 pub const HEADER_SIZE: u64 = 104;
@@ -38,6 +53,28 @@ pub const HEADER_SIZE: u64 = 104;
 const SECTION_SIZE: u64 = 16;
 /// The output buffer: large, so the sampling hot path rarely reaches a syscall.
 const BUFFER: usize = 1 << 20;
+/// The output buffer in pipe mode: smaller, so a reader at the other end sees records
+/// while the recording runs.
+const PIPE_BUFFER: usize = 64 << 10;
+/// `sizeof(struct perf_pipe_file_header)`.
+pub const PIPE_HEADER_SIZE: u64 = 16;
+/// perf 6.1's `HEADER_LAST_FEATURE`: the feature id of the mark that ends the feature
+/// records of a pipe-mode stream (`perf report` checks it equals its own).
+pub const LAST_FEATURE: u32 = 32;
+/// The attr size perf 6.1 assumes in `PERF_RECORD_HEADER_ATTR` (`PERF_ATTR_SIZE_VER7`).
+const PIPE_ATTR_MIN: usize = 128;
+/// Features perf does not synthesize in pipe mode (`FEAT_OPN` in tools/perf/util/header.c):
+/// their readers seek in a file, or they come as records of their own (tracing data).
+const NOT_IN_PIPE: [u32; 8] = [
+    feat::TRACING_DATA,
+    feat::BUILD_ID,
+    feat::BRANCH_STACK,
+    feat::AUXTRACE,
+    feat::STAT,
+    feat::CACHE,
+    feat::DIR_FORMAT,
+    feat::HYBRID_TOPOLOGY,
+];
 
 /// One event of the file: its attr, name (for `HEADER_EVENT_DESC`) and sample ids.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,59 +88,167 @@ pub struct EventEntry {
     pub ids: Vec<u64>,
 }
 
-/// An atomic, streaming perf.data writer (file mode).
+/// An atomic, streaming perf.data writer (file mode or pipe mode).
 #[derive(Debug)]
 pub struct Writer {
-    /// The output path.
+    /// The output path (for messages).
     path: PathBuf,
-    /// The temporary file being written.
-    tmp: PathBuf,
-    /// The buffered temporary file; `None` once consumed.
-    out: Option<BufWriter<File>>,
+    /// The temporary file, when the output is one.
+    tmp: Option<PathBuf>,
+    /// The buffered output; `None` once consumed.
+    out: Option<BufWriter<Output>>,
     events: Vec<EventEntry>,
+    /// Pipe mode: everything is streamed, nothing is rewritten.
+    pipe: bool,
     /// `perf_file_header.attr_size` (attr bytes + 16).
     attr_size: u64,
     attrs_offset: u64,
     data_offset: u64,
     data_size: u64,
     records: u64,
-    /// Set once the output is in place: the temporary file is then not removed.
-    done: bool,
 }
 
 impl Writer {
-    /// Creates a temporary file next to `path` (same directory, named
-    /// `.NAME.hwprof-PID.tmp`), which fails at once with an [`Error::Io`] naming the
-    /// directory when it is missing or not writable (so a caller can check before
-    /// starting a workload), then writes the header placeholder, each event's ids and
-    /// the attrs.
+    /// Creates the output at `path` ([`Output::create`] with
+    /// [`output::Options::PERF_DATA`]: a temporary file next to it, mode 0600, or
+    /// straight into a seekable device), which fails at once with an [`Error::Io`]
+    /// naming the path when it cannot be written (so a caller can check before starting
+    /// a workload), then writes the header placeholder, each event's ids and the attrs.
+    /// An output that cannot seek (a FIFO) is refused: use [`Writer::pipe`].
     pub fn create(path: &Path, events: Vec<EventEntry>) -> Result<Writer> {
-        let name = path.file_name().ok_or_else(|| {
-            Error::io(
-                format!("perf.data output {}", path.display()),
-                io::Error::new(io::ErrorKind::InvalidInput, "not a file name"),
-            )
-        })?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let base = format!(".{}.hwprof-{}", name.to_string_lossy(), std::process::id());
-        let (tmp, file) = create_unique(&dir, &base)?;
-        let mut w = Writer {
-            path: path.to_path_buf(),
-            tmp,
-            out: Some(BufWriter::with_capacity(BUFFER, file)),
-            attr_size: file_attr_size(events.iter().map(|e| &e.attr)) as u64 + SECTION_SIZE,
+        let out = Output::create(path, &output::Options::PERF_DATA)?;
+        Writer::new(out, events)
+    }
+
+    /// File mode into `out` (which must be seekable).
+    pub fn new(out: Output, events: Vec<EventEntry>) -> Result<Writer> {
+        if !out.is_seekable() {
+            return Err(Error::io(
+                format!(
+                    "{}: file-mode perf.data needs a seekable output",
+                    out.path().display()
+                ),
+                io::Error::from_raw_os_error(libc::ESPIPE),
+            ));
+        }
+        let mut w = Writer::bare(out, events, false);
+        w.attr_size = file_attr_size(w.events.iter().map(|e| &e.attr)) as u64 + SECTION_SIZE;
+        w.write_prologue()?;
+        Ok(w)
+    }
+
+    /// Pipe mode into `out` (a pipe, FIFO, or anything else): writes the pipe header,
+    /// the attrs with their ids, `features` (those perf synthesizes in pipe mode, then
+    /// the end mark; `HEADER_EVENT_DESC` is made from `events` when `features` has none)
+    /// and the tracing data when `features` holds some, all at once: in pipe mode the
+    /// header features come first and [`Writer::finish`] adds nothing.
+    pub fn pipe(out: Output, events: Vec<EventEntry>, features: &Features) -> Result<Writer> {
+        let mut w = Writer::bare(out, events, true);
+        w.attr_size = file_attr_size(w.events.iter().map(|e| &e.attr)).max(PIPE_ATTR_MIN) as u64
+            + SECTION_SIZE;
+        let mut buf = Vec::new();
+        buf.extend_from_slice(&MAGIC.to_le_bytes());
+        buf.extend_from_slice(&PIPE_HEADER_SIZE.to_le_bytes());
+        let attr_bytes = (w.attr_size - SECTION_SIZE) as usize;
+        for e in &w.events {
+            let size = 8 + attr_bytes + 8 * e.ids.len();
+            let size = user_record_size(size, "HEADER_ATTR", &e.name)?;
+            put_header(&mut buf, kind::HEADER_ATTR, size);
+            buf.extend_from_slice(&attr_file_bytes(&e.attr, attr_bytes));
+            for id in &e.ids {
+                buf.extend_from_slice(&id.to_le_bytes());
+            }
+        }
+        let features = w.with_event_desc(features);
+        let mut tracing = None;
+        for (f, bytes) in features.to_sections() {
+            if f == feat::TRACING_DATA {
+                tracing = Some(bytes);
+                continue;
+            }
+            if f >= LAST_FEATURE || NOT_IN_PIPE.contains(&f) {
+                continue;
+            }
+            // A section too large for one record is left out, as a reader without it
+            // falls back (EVENT_DESC: names from the attrs).
+            let Ok(size) = u16::try_from(16 + bytes.len()) else {
+                continue;
+            };
+            put_header(&mut buf, kind::HEADER_FEATURE, size);
+            buf.extend_from_slice(&u64::from(f).to_le_bytes());
+            buf.extend_from_slice(&bytes);
+        }
+        put_header(&mut buf, kind::HEADER_FEATURE, 16);
+        buf.extend_from_slice(&u64::from(LAST_FEATURE).to_le_bytes());
+        if let Some(t) = tracing {
+            // perf_event__synthesize_tracing_data: a 16-byte record whose `size` is the
+            // 8-aligned length of the data that follows it, zero-padded.
+            let aligned = t.len().next_multiple_of(8);
+            let size32 = u32::try_from(aligned)
+                .map_err(|_| Error::Unsupported(format!("tracing data of {} bytes", t.len())))?;
+            put_header(&mut buf, kind::HEADER_TRACING_DATA, 16);
+            buf.extend_from_slice(&size32.to_le_bytes());
+            buf.extend_from_slice(&[0; 4]);
+            buf.extend_from_slice(&t);
+            buf.resize(buf.len() + aligned - t.len(), 0);
+        }
+        w.data_offset = PIPE_HEADER_SIZE;
+        w.write_all(&buf)?;
+        Ok(w)
+    }
+
+    fn bare(out: Output, events: Vec<EventEntry>, pipe: bool) -> Writer {
+        Writer {
+            path: out.path().to_path_buf(),
+            tmp: out.temp_path().map(Path::to_path_buf),
+            out: Some(BufWriter::with_capacity(
+                if pipe { PIPE_BUFFER } else { BUFFER },
+                out,
+            )),
+            attr_size: 0,
             events,
+            pipe,
             attrs_offset: 0,
             data_offset: 0,
             data_size: 0,
             records: 0,
-            done: false,
-        };
-        w.write_prologue()?;
-        Ok(w)
+        }
+    }
+
+    /// True in pipe mode.
+    pub fn is_pipe(&self) -> bool {
+        self.pipe
+    }
+
+    /// In pipe mode, writes `PERF_RECORD_FINISHED_INIT`, which perf puts after the
+    /// records synthesized for what existed before recording (kernel and process
+    /// mappings); nothing in file mode, where hwprof's files never had it and perf
+    /// does not need it.
+    pub fn finished_init(&mut self) -> Result<()> {
+        if !self.pipe {
+            return Ok(());
+        }
+        let mut b = Vec::with_capacity(8);
+        put_header(&mut b, kind::FINISHED_INIT, 8);
+        self.write_record(&b)
+    }
+
+    /// `features` with `HEADER_EVENT_DESC` made from the writer's events when absent.
+    fn with_event_desc(&self, features: &Features) -> Features {
+        let mut features = features.clone();
+        if features.event_desc.is_none() && !self.events.is_empty() {
+            features.event_desc = Some(
+                self.events
+                    .iter()
+                    .map(|e| EventDesc {
+                        attr: e.attr.clone(),
+                        name: e.name.clone(),
+                        ids: e.ids.clone(),
+                    })
+                    .collect(),
+            );
+        }
+        features
     }
 
     /// Header placeholder, ids, attrs; sets `attrs_offset` and `data_offset`.
@@ -128,13 +273,13 @@ impl Writer {
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
-        let tmp = &self.tmp;
+        let path = &self.path;
         match self.out.as_mut() {
             Some(out) => out
                 .write_all(bytes)
-                .map_err(|e| Error::io(format!("writing {}", tmp.display()), e)),
+                .map_err(|e| Error::io(format!("writing {}", path.display()), e)),
             None => Err(Error::io(
-                format!("writing {}", tmp.display()),
+                format!("writing {}", path.display()),
                 io::Error::other("writer already finished"),
             )),
         }
@@ -179,31 +324,31 @@ impl Writer {
         &self.path
     }
 
-    /// The temporary file being written (removed when the writer is dropped unfinished).
+    /// The temporary file being written (removed when the writer is dropped
+    /// unfinished); the output itself when it is written directly (a device or FIFO).
     pub fn temp_path(&self) -> &Path {
-        &self.tmp
+        self.tmp.as_deref().unwrap_or(&self.path)
     }
 
     /// Writes the feature sections after the data (`features`; `HEADER_EVENT_DESC` is
     /// made from the writer's events when `features` has none), then the final header
     /// (data offset and size, attrs section, feature bitmap); fsyncs; moves an existing
     /// non-empty output to `PATH.old`, as perf does, and renames the temporary file
-    /// over `path`. On error the temporary file is removed and no output is left
+    /// over `path`. In pipe mode `features` were written at the start: this only
+    /// flushes. On error the temporary file is removed and no output is left
     /// half-written.
     pub fn finish(mut self, features: &Features) -> Result<()> {
-        let mut features = features.clone();
-        if features.event_desc.is_none() && !self.events.is_empty() {
-            features.event_desc = Some(
-                self.events
-                    .iter()
-                    .map(|e| EventDesc {
-                        attr: e.attr.clone(),
-                        name: e.name.clone(),
-                        ids: e.ids.clone(),
-                    })
-                    .collect(),
-            );
+        let ctx = format!("writing {}", self.path.display());
+        if self.pipe {
+            let Some(out) = self.out.take() else {
+                return Err(Error::io(ctx, io::Error::other("writer already finished")));
+            };
+            let out = out
+                .into_inner()
+                .map_err(|e| Error::io(ctx.clone(), e.into_error()))?;
+            return Ok(out.commit()?);
         }
+        let features = self.with_event_desc(features);
         let sections: Vec<(u32, Vec<u8>)> = features
             .to_sections()
             .into_iter()
@@ -228,7 +373,6 @@ impl Writer {
         }
         self.write_all(&tail)?;
 
-        let ctx = format!("writing {}", self.tmp.display());
         let Some(out) = self.out.take() else {
             return Err(Error::io(ctx, io::Error::other("writer already finished")));
         };
@@ -238,12 +382,8 @@ impl Writer {
         let header = self.header(&bitmap);
         file.seek(SeekFrom::Start(0))
             .and_then(|_| file.write_all(&header))
-            .and_then(|_| file.sync_all())
             .map_err(|e| Error::io(ctx, e))?;
-        drop(file);
-        self.put_in_place()?;
-        self.done = true;
-        Ok(())
+        Ok(file.commit()?)
     }
 
     /// The final `perf_file_header`.
@@ -268,87 +408,145 @@ impl Writer {
         }
         h
     }
-
-    /// Moves an existing non-empty output to `.old`, renames the temporary file into
-    /// place and syncs the directory.
-    fn put_in_place(&self) -> Result<()> {
-        let mut old = self.path.clone().into_os_string();
-        old.push(".old");
-        let old = PathBuf::from(old);
-        let moved = match std::fs::metadata(&self.path) {
-            Ok(m) if m.is_file() && m.len() > 0 => {
-                std::fs::rename(&self.path, &old).map_err(|e| {
-                    Error::io(
-                        format!("moving {} to {}", self.path.display(), old.display()),
-                        e,
-                    )
-                })?;
-                true
-            }
-            _ => false,
-        };
-        if let Err(e) = std::fs::rename(&self.tmp, &self.path) {
-            if moved {
-                // Put the previous file back rather than leave nothing.
-                let _ = std::fs::rename(&old, &self.path);
-            }
-            return Err(Error::io(
-                format!("renaming {} to {}", self.tmp.display(), self.path.display()),
-                e,
-            ));
-        }
-        if let Some(dir) = self.path.parent() {
-            let dir = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            };
-            // Best effort: the rename is durable once the directory is synced.
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
-    }
 }
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        if self.done {
-            return;
-        }
         if let Some(out) = self.out.take() {
-            // Discard the buffer rather than flush it into a file about to be removed.
-            let (file, _) = out.into_parts();
-            drop(file);
+            // Discard the buffer rather than flush it into a file about to be removed;
+            // the unfinished Output removes its temporary file.
+            let (out, _) = out.into_parts();
+            drop(out);
         }
-        let _ = std::fs::remove_file(&self.tmp);
     }
 }
 
-/// Creates `dir/base.tmp` (or `dir/base-N.tmp` when a stale one exists) exclusively.
-fn create_unique(dir: &Path, base: &str) -> Result<(PathBuf, File)> {
-    let mut last = None;
-    for n in 0..64 {
-        let name = if n == 0 {
-            format!("{base}.tmp")
-        } else {
-            format!("{base}-{n}.tmp")
-        };
-        let tmp = dir.join(name);
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => {
-                return Err(Error::io(
-                    format!("cannot create the output in {}", dir.display()),
-                    e,
-                ));
-            }
+/// Appends a `perf_event_header` (misc 0).
+fn put_header(buf: &mut Vec<u8>, type_: u32, size: u16) {
+    buf.extend_from_slice(&type_.to_le_bytes());
+    buf.extend_from_slice(&0u16.to_le_bytes());
+    buf.extend_from_slice(&size.to_le_bytes());
+}
+
+/// A user record's size, which must fit the header's u16.
+fn user_record_size(size: usize, what: &str, name: &str) -> Result<u16> {
+    u16::try_from(size).map_err(|_| {
+        Error::Unsupported(format!(
+            "pipe mode: the {what} record of {name} would be {size} bytes, more than a record holds (65535): too many CPUs x threads; write a file instead"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perfdata::reader::PerfData;
+    use crate::record::Body;
+    use hwprof_pmu::attr::sample;
+
+    fn entry(name: &str, ids: Vec<u64>) -> EventEntry {
+        let mut attr = Attr::new(1, 0); // cpu-clock
+        attr.sample_period = 4000;
+        attr.freq = true;
+        attr.sample_type = sample::IP | sample::TID | sample::ID;
+        EventEntry {
+            attr,
+            name: name.to_string(),
+            ids,
         }
     }
-    Err(Error::io(
-        format!("cannot create a temporary file in {}", dir.display()),
-        last.unwrap_or_else(|| io::Error::other("too many stale temporary files")),
-    ))
+
+    /// A COMM record (no sample_id trailer).
+    fn comm() -> Vec<u8> {
+        let mut b = Vec::new();
+        put_header(&mut b, kind::COMM, 24);
+        b.extend_from_slice(&7u32.to_le_bytes());
+        b.extend_from_slice(&7u32.to_le_bytes());
+        b.extend_from_slice(b"app\0\0\0\0\0");
+        b
+    }
+
+    fn stream() -> (tempfile::NamedTempFile, Output) {
+        let f = tempfile::NamedTempFile::new().expect("temp file");
+        let out = Output::from_stream(f.reopen().expect("reopen"), "-");
+        (f, out)
+    }
+
+    #[test]
+    fn pipe_mode_reads_back_as_perf_writes_it() {
+        let (f, out) = stream();
+        let mut features = Features {
+            hostname: Some("host".into()),
+            ..Features::default()
+        };
+        let tracing = b"\x17\x08\x44tracing0.6\0 (not parsed here)".to_vec();
+        features.other.push((feat::TRACING_DATA, tracing.clone()));
+        let events = vec![entry("cpu-clock", vec![11, 12]), entry("other", vec![13])];
+        let mut w = Writer::pipe(out, events, &features).unwrap();
+        assert!(w.is_pipe());
+        w.write_record(&comm()).unwrap();
+        w.finished_init().unwrap();
+        w.write_record(&comm()).unwrap();
+        w.finish(&Features::default()).unwrap();
+
+        let bytes = std::fs::read(f.path()).unwrap();
+        assert_eq!(&bytes[..8], b"PERFILE2");
+        assert_eq!(bytes[8..16], 16u64.to_le_bytes());
+        // perf 6.1 finds the ids 128 bytes into a HEADER_ATTR whatever attr.size says.
+        assert_eq!(u16::from_le_bytes([bytes[22], bytes[23]]), 8 + 128 + 16);
+        assert_eq!(bytes[16 + 8 + 128..16 + 8 + 128 + 8], 11u64.to_le_bytes());
+
+        let pd = PerfData::from_bytes(bytes, "pipe").unwrap();
+        assert!(pd.is_pipe());
+        let names: Vec<&str> = pd.attrs().iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["cpu-clock", "other"], "names from EVENT_DESC");
+        assert_eq!(pd.attrs()[0].ids, [11, 12]);
+        assert_eq!(pd.features().hostname.as_deref(), Some("host"));
+        let mut ids = pd.feature_ids().to_vec();
+        ids.sort_unstable();
+        assert_eq!(ids, [feat::HOSTNAME, feat::EVENT_DESC, LAST_FEATURE]);
+        let mut kinds = Vec::new();
+        pd.for_each_record(|_, r| -> Result<()> {
+            kinds.push(match &r.body {
+                Body::HeaderAttr { .. } => "attr",
+                Body::HeaderFeature { .. } => "feature",
+                Body::TracingData { size } => {
+                    assert_eq!(*size as usize, tracing.len().next_multiple_of(8));
+                    "tracing"
+                }
+                Body::FinishedInit => "init",
+                Body::Comm { .. } => "comm",
+                _ => "other",
+            });
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            kinds,
+            [
+                "attr", "attr", "feature", "feature", "feature", "tracing", "comm", "init", "comm"
+            ]
+        );
+    }
+
+    #[test]
+    fn file_mode_needs_a_seekable_output() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        let ok = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok);
+        // O_RDWR keeps the open from blocking without a reader.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        let out = Output::from_stream(f, &fifo);
+        assert!(!out.is_seekable());
+        let e = Writer::new(out, vec![entry("cpu-clock", vec![])]).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ESPIPE), "{e}");
+    }
 }
