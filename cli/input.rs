@@ -26,7 +26,10 @@ pub fn open(path: &Path) -> anyhow::Result<PerfData> {
             };
             return Err(Usage(format!("{e}{hint}")).into());
         }
-        Err(e @ (SErr::File(_) | SErr::Io { .. })) => return Err(e.into()),
+        // These name the file already.
+        Err(e @ (SErr::File(_) | SErr::Io { .. } | SErr::NotPerfData { .. })) => {
+            return Err(e.into());
+        }
         Err(e) => return Err(e).context(format!("reading {}", path.display())),
     };
     for w in data.warnings() {

@@ -153,6 +153,28 @@ fn perf_data_that_is_not_a_regular_file_is_refused() {
 }
 
 #[test]
+fn a_large_file_that_is_not_perf_data_costs_its_header() {
+    let Some(s) = Scratch::new("large") else {
+        return;
+    };
+    // 8 GiB of zeros (sparse: no disk space), far past the memory limit.
+    let big = s.dir.join("big.data");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(8 << 30))
+        .unwrap();
+    let input = big.display().to_string();
+    let svg = s.path("out.svg");
+    for cmd in [
+        argv(&["script", "-i", &input]),
+        argv(&["report", "-i", &input]),
+        argv(&["flamegraph", "-i", &input, "-o", &svg]),
+    ] {
+        let r = limited(&cmd, None);
+        one_line_error(&r, 1, &[&input, "not a perf.data file"]);
+    }
+}
+
+#[test]
 fn garbage_on_stdin_stops_at_the_header() {
     let Some(s) = Scratch::new("stdin") else {
         return;

@@ -149,7 +149,13 @@ pub fn read(path: &Path, max: u64) -> Result<Vec<u8>, FileError> {
             max,
         });
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(usize::try_from(meta.len()).unwrap_or(usize::MAX))
+        .map_err(|e| FileError::Read {
+            path: path.display().to_string(),
+            source: io::Error::new(io::ErrorKind::OutOfMemory, e.to_string()),
+        })?;
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|source| FileError::Read {

@@ -15,14 +15,16 @@
 //! visited. Big-endian files are rejected with [`Error::Unsupported`].
 //!
 //! What is read: [`PerfData::open`] reads only regular files (a FIFO, a device or a
-//! directory is refused before anything is read, see [`hwprof_pmu::file`]). A pipe-mode
-//! stream ([`PerfData::from_reader`], `-` for stdin) must be held whole, because its
-//! attrs and features may come anywhere in it; so it is checked as it arrives. The magic
-//! and the header are checked as soon as their 16 bytes are in (`/dev/zero`, random
-//! bytes or a file-mode file on a pipe stop there). Each record's header is checked as
-//! soon as it is in (a size that holds the header; a known type, or a size that is a
-//! multiple of 8 as perf requires of the types it skips), and the user records (attrs,
-//! features, tracing data) as soon as they are whole. Reading stops at most one chunk
+//! directory is refused before anything is read, see [`hwprof_pmu::file`]), and checks
+//! the magic and header before reading the rest (a 50 GB log given as `-i` costs 16
+//! bytes, and so does `/proc/self/pagemap`, which reads on and on). A pipe-mode stream
+//! ([`PerfData::from_reader`], `-` for stdin) must be held whole, because its attrs and
+//! features may come anywhere in it; so it is checked as it arrives. The magic and the
+//! header are checked as soon as their 16 bytes are in (`/dev/zero`, random bytes or a
+//! file-mode file on a pipe stop there). Each record's header is checked as soon as it
+//! is in (a size that holds the header; a known type, or a size that is a multiple of 8
+//! as perf requires of the types it skips), and the user records (attrs, features,
+//! tracing data) as soon as they are whole. Reading stops at most one chunk
 //! ([`STREAM_CHUNK`]) past a bad record: only a stream of valid-looking records grows
 //! in memory.
 //!
@@ -130,21 +132,19 @@ fn section<'a>(b: &'a [u8], off: u64, len: u64, at: u64, what: &'static str) -> 
 impl PerfData {
     /// Reads the perf.data file at `path` (`-` = stdin: a pipe-mode stream, or any
     /// perf.data when stdin is a regular file). Only a regular file is opened (see
-    /// [`hwprof_pmu::file::open`]): anything else is an [`Error::File`].
+    /// [`hwprof_pmu::file::open`]): anything else is an [`Error::File`]. Its magic and
+    /// header are checked before the rest is read (a large file that is not perf.data
+    /// costs 16 bytes), and a pipe-mode file is checked as it is read.
     pub fn open(path: &Path) -> Result<PerfData> {
         if path.as_os_str() == "-" {
             return PerfData::from_stdin();
         }
-        let (mut file, meta) = hwprof_pmu::file::open(path)?;
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        file.read_to_end(&mut bytes)
-            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-        PerfData::from_bytes(bytes, &path.display().to_string())
+        let (file, meta) = hwprof_pmu::file::open(path)?;
+        PerfData::read_stream(file, &path.display().to_string(), true, meta.len())
     }
 
-    /// Stdin: a regular file (`-i - < perf.data`) is read whole, in either mode; anything
-    /// else (a pipe, a terminal, a device) must carry a pipe-mode stream, checked as it
-    /// arrives ([`PerfData::from_reader`]).
+    /// Stdin: a regular file (`-i - < perf.data`) may hold either mode; anything else (a
+    /// pipe, a terminal, a device) must carry a pipe-mode stream.
     fn from_stdin() -> Result<PerfData> {
         use std::os::fd::AsFd;
         let stdin = std::io::stdin();
@@ -154,16 +154,11 @@ impl PerfData {
             .ok()
             .map(std::fs::File::from)
             .and_then(|f| f.metadata().ok())
-            .is_some_and(|m| m.is_file());
-        if regular {
-            let mut bytes = Vec::new();
-            stdin
-                .lock()
-                .read_to_end(&mut bytes)
-                .map_err(|e| Error::io("cannot read perf.data from stdin", e))?;
-            return PerfData::from_bytes(bytes, "<stdin>");
+            .filter(std::fs::Metadata::is_file);
+        match regular {
+            Some(m) => PerfData::read_stream(stdin.lock(), "<stdin>", true, m.len()),
+            None => PerfData::from_reader(stdin.lock()),
         }
-        PerfData::from_reader(stdin.lock())
     }
 
     /// Reads a pipe-mode stream from `r`, checking it as it arrives (see the module
@@ -171,35 +166,48 @@ impl PerfData {
     /// records as soon as they are whole, so that input that is not pipe-mode perf.data
     /// is refused after at most [`STREAM_CHUNK`] bytes past its first bad record. A
     /// file-mode header is refused too: file mode needs the whole file (`open` it).
-    pub fn from_reader(mut r: impl Read) -> Result<PerfData> {
-        const NAME: &str = "<stdin>";
+    pub fn from_reader(r: impl Read) -> Result<PerfData> {
+        PerfData::read_stream(r, "<stdin>", false, 0)
+    }
+
+    /// Reads perf.data from `r` (`name` in errors): the magic after 8 bytes, the header
+    /// size after 16, then a file-mode file whole (when `file_mode` allows it) or a
+    /// pipe-mode stream checked as it arrives. `size` (0: unknown) sizes the buffer.
+    fn read_stream(mut r: impl Read, name: &str, file_mode: bool, size: u64) -> Result<PerfData> {
         let mut bytes = Vec::new();
-        // The magic first, then the header size: each checked as soon as it is in.
-        let mut eof = fill(&mut r, &mut bytes, 8)?;
+        let mut eof = fill(&mut r, &mut bytes, 8, name)?;
         if bytes.len() < 8 {
             return Err(Error::NotPerfData {
-                path: NAME.to_string(),
+                path: name.to_string(),
                 msg: "shorter than a perf.data header".to_string(),
             });
         }
-        check_magic(&bytes, NAME)?;
+        check_magic(&bytes, name)?;
         if !eof {
-            eof = fill(&mut r, &mut bytes, PIPE_HEADER_SIZE)?;
+            eof = fill(&mut r, &mut bytes, PIPE_HEADER_SIZE, name)?;
         }
         let header_size = u64_at(&bytes, 8, "perf.data header")?;
+        // The whole file at once where memory allows; else reading fails on the way
+        // with an out-of-memory error.
+        let _ = bytes.try_reserve_exact(usize::try_from(size).unwrap_or(0));
         if header_size != PIPE_HEADER_SIZE {
-            if header_size == FILE_HEADER_SIZE || header_size == FILE_HEADER_SIZE_NO_FEATURES {
+            if header_size != FILE_HEADER_SIZE && header_size != FILE_HEADER_SIZE_NO_FEATURES {
+                return Err(bad_header_size(header_size));
+            }
+            if !file_mode {
                 return Err(Error::Unsupported(format!(
-                    "{NAME}: a file-mode perf.data on a pipe: give the file itself (-i FILE); a pipe carries pipe mode (`perf record -o -`)"
+                    "{name}: a file-mode perf.data on a pipe: give the file itself (-i FILE); a pipe carries pipe mode (`perf record -o -`)"
                 )));
             }
-            return Err(bad_header_size(header_size));
+            r.read_to_end(&mut bytes)
+                .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+            return PerfData::from_bytes(bytes, name);
         }
         let mut scan = PipeScan::new();
         while !eof {
             scan.advance(&bytes, false)?;
             let want = (bytes.len() as u64).saturating_add(STREAM_CHUNK);
-            eof = fill(&mut r, &mut bytes, want)?;
+            eof = fill(&mut r, &mut bytes, want, name)?;
         }
         scan.advance(&bytes, true)?;
         PerfData::build(bytes, header_size, Some(scan))
@@ -524,15 +532,15 @@ fn bad_header_size(hs: u64) -> Error {
 }
 
 /// Reads from `r` into `bytes` until it holds `want` bytes or `r` ends; returns whether
-/// `r` ended.
-fn fill(r: &mut impl Read, bytes: &mut Vec<u8>, want: u64) -> Result<bool> {
+/// `r` ended. `name` names the input in errors.
+fn fill(r: &mut impl Read, bytes: &mut Vec<u8>, want: u64, name: &str) -> Result<bool> {
     while (bytes.len() as u64) < want {
         let missing = want - bytes.len() as u64;
         match r.by_ref().take(missing).read_to_end(bytes) {
             Ok(0) => return Ok(true),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::io("cannot read perf.data from stdin", e)),
+            Err(e) => return Err(Error::io(format!("cannot read {name}"), e)),
         }
     }
     Ok(false)
