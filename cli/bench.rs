@@ -106,7 +106,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<u8> {
         if crate::exit_code_of(&e) == 2 {
             e
         } else {
-            ExitWith(3, format!("{e:#}")).into()
+            ExitWith(3, crate::error_line(&e)).into()
         }
     })
 }

@@ -3,22 +3,32 @@
 use std::path::Path;
 
 use anyhow::Context;
+use hwprof_pmu::file::FileError;
 use hwprof_sampler::Error as SErr;
 use hwprof_sampler::perfdata::reader::PerfData;
 
+use crate::Usage;
+
 /// Opens `path` (`-`: a pipe-mode stream on stdin) and prints the reader's warnings (a
-/// damaged header feature, say) once. A file that cannot be opened is one line,
-/// `cannot open FILE: No such file or directory`, without Rust's "(os error 2)".
+/// damaged header feature, say) once. Only a regular file is read: a FIFO, a device or
+/// a directory is a usage error (exit 2) naming what it is, and nothing is read from
+/// it; a file that cannot be opened is one line, `cannot open FILE: No such file or
+/// directory`.
 pub fn open(path: &Path) -> anyhow::Result<PerfData> {
     let data = match PerfData::open(path) {
         Ok(d) => d,
-        Err(SErr::Io { context, source }) => {
-            let msg = source.to_string();
-            let msg = match msg.find(" (os error") {
-                Some(n) => &msg[..n],
-                None => &msg,
+        Err(SErr::File(e)) if e.is_bad_input() => {
+            let hint = match &e {
+                FileError::NotRegular { kind, .. } if *kind == "a FIFO" => {
+                    "; for a pipe-mode stream, give `-i -` with the stream on stdin"
+                }
+                _ => "",
             };
-            anyhow::bail!("{context}: {msg}");
+            return Err(Usage(format!("{e}{hint}")).into());
+        }
+        // These name the file already.
+        Err(e @ (SErr::File(_) | SErr::Io { .. } | SErr::NotPerfData { .. })) => {
+            return Err(e.into());
         }
         Err(e) => return Err(e).context(format!("reading {}", path.display())),
     };

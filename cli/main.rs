@@ -74,7 +74,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("hwprof: {err:#}");
+            eprintln!("hwprof: {}", error_line(&err));
             ExitCode::from(exit_code_of(&err))
         }
     }
@@ -95,6 +95,45 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
     }
 }
 
+/// The one line an error prints: its chain of causes joined with `: `, each said once.
+///
+/// Errors that carry a source often print it in their own message too (`cannot write
+/// X: No such file or directory`, then the I/O error itself), so a cause whose text is
+/// already in the line is left out; and Rust's ` (os error N)` after an OS error's text
+/// is dropped (the text says it). Every error hwprof prints goes through here.
+pub fn error_line(err: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for e in err.chain() {
+        let text = without_os_error_code(&e.to_string()).replace('\n', " ");
+        let text = text.trim();
+        if text.is_empty() || parts.iter().any(|p| p.contains(text)) {
+            continue;
+        }
+        parts.push(text.to_string());
+    }
+    parts.join(": ")
+}
+
+/// `text` without Rust's ` (os error N)` markers.
+fn without_os_error_code(text: &str) -> String {
+    const MARK: &str = " (os error ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        let after = &rest[at + MARK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(')') {
+            out.push_str(&rest[..at]);
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(&rest[..at + MARK.len()]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()
@@ -104,7 +143,6 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 
 /// 2 for errors in the user's input (events, flags), 1 for everything else.
 fn exit_code_of(err: &anyhow::Error) -> u8 {
-    use hwprof_pmu::Error as E;
     for e in err.chain() {
         if e.downcast_ref::<Usage>().is_some() {
             return 2;
@@ -112,21 +150,48 @@ fn exit_code_of(err: &anyhow::Error) -> u8 {
         if let Some(ExitWith(code, _)) = e.downcast_ref::<ExitWith>() {
             return *code;
         }
-        if let Some(pe) = e.downcast_ref::<E>() {
-            return match pe {
-                E::Syntax { .. }
-                | E::UnknownEvent { .. }
-                | E::BadModifier { .. }
-                | E::UnknownPmu { .. }
-                | E::UnknownTerm { .. }
-                | E::TermOverflow { .. }
-                | E::UnknownModel(_)
-                | E::UnknownTracepoint { .. }
-                | E::Probe { .. }
-                | E::EventFile { .. } => 2,
-                _ => 1,
-            };
+        if let Some(pe) = e.downcast_ref::<hwprof_pmu::Error>() {
+            return pmu_exit_code(pe);
         }
     }
     1
+}
+
+/// 2 when a pmu error is about the user's input (an event, a uprobe target, an event
+/// file), else 1.
+pub fn pmu_exit_code(e: &hwprof_pmu::Error) -> u8 {
+    use hwprof_pmu::Error as E;
+    match e {
+        E::Syntax { .. }
+        | E::UnknownEvent { .. }
+        | E::BadModifier { .. }
+        | E::UnknownPmu { .. }
+        | E::UnknownTerm { .. }
+        | E::TermOverflow { .. }
+        | E::UnknownModel(_)
+        | E::UnknownTracepoint { .. }
+        | E::Probe { .. }
+        | E::EventFile { .. } => 2,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_errors_print_once() {
+        let io = || std::io::Error::from_raw_os_error(libc::ENOENT);
+        let inner = hwprof_sampler::Error::io("cannot create the output in /nonexistent", io());
+        let err = anyhow::Error::from(inner).context("cannot write /nonexistent/x");
+        assert_eq!(
+            error_line(&err),
+            "cannot write /nonexistent/x: cannot create the output in /nonexistent: No such file or directory"
+        );
+        let plain = anyhow::Error::from(io()).context("reading x");
+        assert_eq!(error_line(&plain), "reading x: No such file or directory");
+        let text = anyhow::anyhow!("a (os error x) b (os error 12) c (os error 3");
+        assert_eq!(error_line(&text), "a (os error x) b c (os error 3");
+    }
 }

@@ -35,11 +35,12 @@ pub struct OffcpuArgs {
     /// Every thread of the system.
     #[arg(short = 'a', long = "all-cpus")]
     pub all_cpus: bool,
-    /// Stop after this many seconds (the command, if any, is then ended).
-    #[arg(long = "duration", value_name = "SECS")]
-    pub duration: Option<f64>,
-    /// Drop blocks shorter than this (µs).
-    #[arg(long = "min-block", value_name = "USEC", default_value_t = 1)]
+    /// Stop after this many seconds (the command, if any, is then ended; units allowed:
+    /// 500ms, 10m).
+    #[arg(long = "duration", value_name = "SECS", value_parser = crate::args::secs)]
+    pub duration: Option<std::time::Duration>,
+    /// Drop blocks shorter than this (µs; units allowed: 2ms).
+    #[arg(long = "min-block", value_name = "USEC", default_value = "1", value_parser = crate::args::block_us)]
     pub min_block: u64,
     /// The SVG to write (with --folded: the file for the folded stacks; default stdout).
     #[arg(short = 'o', long = "output", value_name = "FILE", default_value = DEFAULT_OUT)]

@@ -35,15 +35,16 @@ pub struct ProbeArgs {
     /// Attach to running processes (comma-separated PIDs) until they exit, SIGINT or --duration.
     #[arg(short = 'p', long = "pid", value_name = "PID,..")]
     pub pid: Option<String>,
-    /// Stop after SECS seconds (fractions allowed).
-    #[arg(long = "duration", value_name = "SECS")]
-    pub duration: Option<f64>,
+    /// Stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m).
+    #[arg(long = "duration", value_name = "SECS", value_parser = crate::args::secs)]
+    pub duration: Option<Duration>,
     /// Print a log2 latency histogram (as bcc's funclatency) with p50/p90/p99/max.
     #[arg(long = "hist")]
     pub hist: bool,
-    /// Report the calls slower than this (e.g. 10ms, 500us, 2s, 1500ns).
-    #[arg(long = "threshold", value_name = "DURATION")]
-    pub threshold: Option<String>,
+    /// Report the calls slower than this (e.g. 10ms, 500us, 2s, 1500ns; a bare number is
+    /// milliseconds).
+    #[arg(long = "threshold", value_name = "DURATION", value_parser = crate::args::threshold_ns)]
+    pub threshold: Option<u64>,
     /// With --threshold: print the call stack of each slow call.
     #[arg(long = "stacks")]
     pub stacks: bool,
@@ -64,26 +65,6 @@ pub struct Func {
     pub entry: usize,
     /// Index of the uretprobe (return) event.
     pub ret: usize,
-}
-
-/// Parses a duration like `10ms`, `500us`, `2s`, `1500ns` (a bare number is
-/// milliseconds) into nanoseconds.
-pub fn parse_duration(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let mul = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" | "" => 1e6,
-        "s" => 1e9,
-        _ => return None,
-    };
-    let ns = v * mul;
-    (ns.is_finite() && ns >= 0.0).then_some(ns as u64)
 }
 
 /// Splits the probe arguments into functions, each with an entry and a return spec.
@@ -129,9 +110,10 @@ fn functions(specs: &[String]) -> anyhow::Result<(Vec<String>, Vec<Func>)> {
 }
 
 /// `true` when the ELF file at `path` has no `.symtab` section (SHT_SYMTAB), read from
-/// its section headers; `false` when it has one or cannot be read.
+/// its section headers; `false` when it has one or cannot be read (also when it is not
+/// a regular file or over 1 GiB).
 fn stripped(path: &str) -> bool {
-    let Ok(d) = std::fs::read(path) else {
+    let Ok(d) = hwprof_pmu::file::read(std::path::Path::new(path), 1 << 30) else {
         return false;
     };
     let u16at = |o: usize| d.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
@@ -164,7 +146,7 @@ fn parse_events(events: &[String], funcs: &[Func]) -> anyhow::Result<hwprof_pmu:
             .find(|p| msg.contains("no function") && stripped(p))
             .map(|p| format!(" ({p} is stripped: only its dynamic symbols are known)"))
             .unwrap_or_default();
-        ExitWith(1, format!("{msg}{note}")).into()
+        ExitWith(crate::pmu_exit_code(&e), format!("{msg}{note}")).into()
     })
 }
 
@@ -176,16 +158,9 @@ fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
         ),
         (None, false) => Ok(Target::Command(a.command.clone())),
         (Some(p), true) => {
-            let mut out = Vec::new();
-            for s in p.split(',').map(str::trim) {
-                let pid: i32 =
-                    s.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-                        crate::Usage(format!("bad -p value '{s}': not a process id"))
-                    })?;
-                if !hwprof_pmu::sys::process_exists(pid) {
-                    return Err(ExitWith(1, format!("no such process {pid} (-p {p})")).into());
-                }
-                out.push(pid);
+            let out = crate::args::id_list(p, "-p")?;
+            if let Some(&pid) = out.iter().find(|&&x| !hwprof_pmu::sys::process_exists(x)) {
+                return Err(ExitWith(1, format!("no such process {pid} (-p {p})")).into());
             }
             Ok(Target::Pids(out))
         }
@@ -222,14 +197,7 @@ fn open_error(e: hwprof_sampler::Error, target: &Target) -> anyhow::Error {
 }
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
-    let threshold = match &a.threshold {
-        Some(t) => Some(parse_duration(t).ok_or_else(|| {
-            crate::Usage(format!(
-                "bad --threshold '{t}': expected a duration like 10ms, 500us, 2s"
-            ))
-        })?),
-        None => None,
-    };
+    let threshold = a.threshold;
     if a.stacks && threshold.is_none() {
         return usage(
             "--stacks needs --threshold DURATION (the stacks of the calls slower than it)",
@@ -260,7 +228,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
     let sopts = SessionOptions {
         data_pages: (1 << 20) / hwprof_pmu::sys::page_size().max(1),
         inherit: true,
-        duration: a.duration.map(Duration::from_secs_f64),
+        duration: a.duration,
     };
     let session =
         Session::open(&list, target.clone(), sopts).map_err(|e| open_error(e, &target))?;
@@ -336,16 +304,6 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("10ms"), Some(10_000_000));
-        assert_eq!(parse_duration("500us"), Some(500_000));
-        assert_eq!(parse_duration("2s"), Some(2_000_000_000));
-        assert_eq!(parse_duration("1.5ms"), Some(1_500_000));
-        assert_eq!(parse_duration("7"), Some(7_000_000));
-        assert_eq!(parse_duration("10 parsecs"), None);
-    }
 
     #[test]
     fn uretprobes_are_added() {

@@ -12,7 +12,6 @@
 //! workload's stdout goes to stderr so that only perf.data reaches the pipe.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use hwprof_pmu::EventList;
@@ -93,7 +92,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
     let sopts = SessionOptions {
         data_pages,
         inherit: !a.no_inherit,
-        duration: a.duration.map(Duration::from_secs_f64),
+        duration: a.duration,
     };
     // perf's fallbacks, each at most once: the default cycles becomes cpu-clock where
     // there is no hardware PMU, and events the user wrote without modifiers sample user
@@ -312,17 +311,9 @@ fn target_of(a: &RecordArgs) -> anyhow::Result<Target> {
 }
 
 fn pid_list(s: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
-    let mut out = Vec::new();
-    for p in s.split(',').map(str::trim) {
-        let pid: i32 = p
-            .parse()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| crate::Usage(format!("bad {flag} value '{p}': not a process id")))?;
-        if !hwprof_pmu::sys::process_exists(pid) {
-            return Err(ExitWith(1, format!("no such process {pid} ({flag} {s})")).into());
-        }
-        out.push(pid);
+    let out = crate::args::id_list(s, flag)?;
+    if let Some(&pid) = out.iter().find(|&&p| !hwprof_pmu::sys::process_exists(p)) {
+        return Err(ExitWith(1, format!("no such process {pid} ({flag} {s})")).into());
     }
     Ok(out)
 }

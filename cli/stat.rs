@@ -107,21 +107,6 @@ struct Opts {
     inherit: bool,
 }
 
-fn parse_ids(s: &str, what: &str) -> anyhow::Result<Vec<i32>> {
-    let ids: Result<Vec<i32>, _> = s
-        .split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(str::parse::<i32>)
-        .collect();
-    match ids {
-        Ok(v) if !v.is_empty() && v.iter().all(|&p| p > 0) => Ok(v),
-        _ => usage(format!(
-            "bad {what} list '{s}': expected numbers like 1234,5678"
-        )),
-    }
-}
-
 fn target_of(a: &StatArgs) -> anyhow::Result<Target> {
     let system_wide = a.all_cpus || a.cpus.is_some();
     let n_targets =
@@ -157,10 +142,10 @@ fn target_of(a: &StatArgs) -> anyhow::Result<Target> {
         });
     }
     if let Some(p) = &a.pid {
-        return Ok(Target::Pids(parse_ids(p, "PID")?));
+        return Ok(Target::Pids(crate::args::id_list(p, "-p")?));
     }
     if let Some(t) = &a.tid {
-        return Ok(Target::Tids(parse_ids(t, "TID")?));
+        return Ok(Target::Tids(crate::args::id_list(t, "-t")?));
     }
     match cpus {
         Some(c) => Ok(Target::Cpus(c)),

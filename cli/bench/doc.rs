@@ -211,18 +211,28 @@ pub fn baseline_path(name: &str, dir: &Path) -> PathBuf {
     }
 }
 
-/// Loads a baseline document.
+/// The largest baseline read (a baseline of 10,000 runs is about 2 MiB).
+pub const MAX_BASELINE: u64 = 64 << 20;
+
+/// Loads a baseline document. Everything wrong with it is a usage error (exit 2) that
+/// names the file and the problem: missing or unreadable, not a regular file (a
+/// directory, a FIFO or a device is never read), larger than [`MAX_BASELINE`], not text,
+/// not JSON, another schema, or values no measurement gives ([`check_values`]).
 pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
     let path = baseline_path(name, dir);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let bytes = match hwprof_pmu::file::read(&path, MAX_BASELINE) {
+        Ok(b) => b,
+        Err(e)
+            if e.io_error()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound) =>
+        {
             return crate::usage(format!(
                 "no baseline '{name}' ({} does not exist); save one first with `hwprof bench --save {name} -- CMD`",
                 path.display()
             ));
         }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        // Not a regular file, too large, unreadable: the comparison cannot be made.
+        Err(e) => return crate::usage(format!("bad baseline '{name}': {e}")),
     };
     let not_baseline = |why: String| -> anyhow::Result<Doc> {
         crate::usage(format!(
@@ -230,9 +240,21 @@ pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
             path.display()
         ))
     };
-    let value: serde_json::Value = match serde_json::from_str(&text) {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return not_baseline("the file is empty".to_string());
+    }
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return not_baseline(format!(
+                "not text (byte {} is not UTF-8: a binary file?)",
+                e.valid_up_to()
+            ));
+        }
+    };
+    let value: serde_json::Value = match serde_json::from_str(text) {
         Ok(v) => v,
-        Err(e) => return not_baseline(e.to_string()),
+        Err(e) => return not_baseline(format!("not JSON ({e})")),
     };
     match value.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
@@ -244,10 +266,61 @@ pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
         }
         _ => return not_baseline(format!("no \"schema\": \"{SCHEMA}\" field")),
     }
-    match serde_json::from_value(value) {
-        Ok(d) => Ok(d),
-        Err(e) => not_baseline(e.to_string()),
+    let doc: Doc = match serde_json::from_value(value) {
+        Ok(d) => d,
+        Err(e) => return not_baseline(e.to_string()),
+    };
+    match check_values(&doc) {
+        Ok(()) => Ok(doc),
+        Err(why) => not_baseline(why),
     }
+}
+
+/// What a measurement can give: at least one metric, every metric counted here has
+/// values, and every value and statistic is a finite number ≥ 0 (times, counts and
+/// sizes; JSON has no NaN). Returns the first problem.
+pub fn check_values(doc: &Doc) -> Result<(), String> {
+    if doc.metrics.is_empty() {
+        return Err("it has no metrics".to_string());
+    }
+    for m in &doc.metrics {
+        if m.supported && m.values.is_empty() {
+            return Err(format!(
+                "metric '{}' has no values (an empty \"values\" list)",
+                m.name
+            ));
+        }
+        if let Some((i, v)) = m
+            .values
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !(v.is_finite() && **v >= 0.0))
+        {
+            return Err(format!(
+                "metric '{}' has value {v} in run {}; values are times, counts or sizes, never negative",
+                m.name,
+                i + 1
+            ));
+        }
+        let stats = [
+            ("median", m.median),
+            ("mad", m.mad),
+            ("min", m.min),
+            ("max", m.max),
+            ("ci95", m.ci95.map(|c| c[0])),
+            ("ci95", m.ci95.map(|c| c[1])),
+        ];
+        if let Some((what, Some(v))) = stats
+            .iter()
+            .find(|(_, v)| v.is_some_and(|v| !(v.is_finite() && v >= 0.0)))
+        {
+            return Err(format!(
+                "metric '{}' has {what} {v}, which is negative",
+                m.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Opens, before any run, the output baseline `name` will be saved to: creates its

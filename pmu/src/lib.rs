@@ -4,7 +4,8 @@
 //! hw-cache names, `rNNNN`, `pmu/term=val/`, vendor names, tracepoints, uprobes,
 //! breakpoints, modifiers and groups), PMU discovery in sysfs, the built-in Intel and AMD
 //! event tables and the perfmon JSON loader, counters and groups with multiplexing
-//! scaling, and derived metrics. It samples nothing and writes no files.
+//! scaling, and derived metrics. It samples nothing and writes no files; [`file`] is how
+//! every hwprof crate opens the files it reads (regular files only, never blocking).
 //!
 //! The only `unsafe` code is in [`sys`].
 //!
@@ -20,6 +21,7 @@ pub mod cpu;
 pub mod criterion;
 pub mod error;
 pub mod event;
+pub mod file;
 pub mod format;
 pub mod metrics;
 pub mod probe;

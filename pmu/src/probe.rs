@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use object::read::ReadCache;
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
 /// A resolved uprobe location.
@@ -18,10 +19,15 @@ pub struct Resolved {
 /// Resolves `func+offset` (or, with an empty `func`, the virtual address `offset`) in
 /// the ELF file at `path`. Errors are one-line reasons; a missing symbol lists the nearest
 /// names.
+///
+/// Only a regular file is opened, without blocking (a FIFO or `/dev/zero` is refused,
+/// see [`crate::file::open`]), and it is read lazily: only the headers and symbol tables
+/// it needs, never the whole file.
 pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> {
     let abs = std::fs::canonicalize(Path::new(path)).map_err(|e| format!("{path}: {e}"))?;
-    let data = std::fs::read(&abs).map_err(|e| format!("{}: {e}", abs.display()))?;
-    let file = object::File::parse(&*data)
+    let (f, _) = crate::file::open(&abs).map_err(|e| e.to_string())?;
+    let data = ReadCache::new(f);
+    let file = object::File::parse(&data)
         .map_err(|e| format!("{} is not an ELF file we can read ({e})", abs.display()))?;
     let vaddr = if func.is_empty() {
         offset

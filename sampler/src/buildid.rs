@@ -4,7 +4,6 @@
 //! debug info) a recording saw, even after the file on disk changed.
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use object::Object;
@@ -21,9 +20,10 @@ const BUILD_ID_MAX: usize = 20;
 
 /// The `NT_GNU_BUILD_ID` note of the ELF file at `path` (any class, endianness or
 /// architecture), read lazily (a large binary is not read whole). `None` when the
-/// file cannot be read, is not ELF or has no build id.
+/// file cannot be read, is not a regular file (a FIFO or a device is never opened, so
+/// this never blocks: see [`hwprof_pmu::file::open`]), is not ELF or has no build id.
 pub fn read_build_id(path: &Path) -> Option<Vec<u8>> {
-    let file = File::open(path).ok()?;
+    let (file, _) = hwprof_pmu::file::open(path).ok()?;
     let cache = ReadCache::new(file);
     let obj = object::File::parse(&cache).ok()?;
     let id = obj.build_id().ok()??;
@@ -151,6 +151,22 @@ mod tests {
         }
         assert_eq!(read_build_id(Path::new("/nonexistent/x")), None);
         assert_eq!(read_build_id(Path::new("/proc/self/status")), None);
+    }
+
+    #[test]
+    fn fifos_and_directories_are_never_opened() {
+        let d = std::env::temp_dir().join(format!("hwprof-buildid-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let fifo = d.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            // Nobody writes to it: a plain open() would block forever.
+            assert_eq!(read_build_id(&fifo), None);
+        } else {
+            println!("SKIPPED: mkfifo failed here");
+        }
+        assert_eq!(read_build_id(&d), None);
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

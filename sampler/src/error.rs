@@ -39,6 +39,10 @@ pub enum Error {
     /// An error from the PMU layer (opening events...).
     #[error(transparent)]
     Pmu(#[from] hwprof_pmu::Error),
+    /// An input file that cannot be read: missing, not a regular file (a FIFO, a device,
+    /// a directory), or too large.
+    #[error(transparent)]
+    File(#[from] hwprof_pmu::file::FileError),
 }
 
 impl Error {
@@ -64,6 +68,7 @@ impl Error {
         match self {
             Error::Io { source, .. } => source.raw_os_error(),
             Error::Pmu(e) => e.raw_os_error(),
+            Error::File(e) => e.io_error().and_then(io::Error::raw_os_error),
             _ => None,
         }
     }

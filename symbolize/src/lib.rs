@@ -7,6 +7,11 @@
 //! code with `/tmp/perf-PID.map`. Failing to resolve is a result, not an error: such
 //! addresses become `[unknown]` frames that still name their module.
 //!
+//! A recording names files by path, and a path may now be anything: only regular files
+//! are opened, never blocking (a FIFO, a device or a directory named by an MMAP2 record
+//! resolves to `[unknown]` in its module), and DWARF is read only when every separate
+//! debug file blazesym would open is a regular file ([`debugfiles`]).
+//!
 //! Its output is a [`Profile`]: interned frames and samples whose stacks are frame ids,
 //! the one input of `hwprof report` and `hwprof flamegraph`. It renders nothing.
 //!
@@ -24,6 +29,7 @@
 //! ```
 
 mod build;
+pub mod debugfiles;
 pub mod error;
 pub mod kallsyms;
 mod maps;

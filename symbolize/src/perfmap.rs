@@ -2,6 +2,9 @@
 
 use std::path::Path;
 
+/// The largest perf map read (a busy JIT writes some 100 bytes per compiled function).
+pub const MAX_PERF_MAP: u64 = 1 << 30;
+
 /// One JIT function.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JitSym {
@@ -40,11 +43,12 @@ impl PerfMap {
         PerfMap { syms }
     }
 
-    /// Reads the map at `path`, `None` when it cannot be read.
+    /// Reads the map at `path`, `None` when it cannot be read, is not a regular file (a
+    /// FIFO is never opened) or is larger than [`MAX_PERF_MAP`].
     pub fn load(path: &Path) -> Option<PerfMap> {
-        std::fs::read_to_string(path)
+        hwprof_pmu::file::read(path, MAX_PERF_MAP)
             .ok()
-            .map(|t| PerfMap::parse(&t))
+            .map(|b| PerfMap::parse(&String::from_utf8_lossy(&b)))
     }
 
     /// The function containing `addr`. A later entry wins over an earlier overlapping one

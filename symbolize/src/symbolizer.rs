@@ -117,8 +117,9 @@ pub struct Symbolizer {
     perf_maps: HashMap<u32, Option<PerfMap>>,
     modules: Vec<Module>,
     module_ids: HashMap<Module, ModuleId>,
-    /// Per file module: the ELF to read symbols from, `None` when none matches.
-    sources: HashMap<ModuleId, Option<PathBuf>>,
+    /// Per file module: the ELF to read symbols from, `None` when none matches, and
+    /// whether its DWARF may be read ([`crate::debugfiles::dwarf_is_safe`]).
+    sources: HashMap<ModuleId, Option<(PathBuf, bool)>>,
     cache: HashMap<(ModuleId, u64, bool), Vec<Frame>>,
     lookups: u64,
 }
@@ -145,6 +146,7 @@ impl Symbolizer {
             .enable_inlined_fns(inline)
             .enable_demangling(true)
             .enable_auto_reload(false)
+            .set_debug_dirs(Some(crate::debugfiles::DEBUG_DIRS))
             .build();
         Symbolizer {
             inline,
@@ -241,14 +243,23 @@ impl Symbolizer {
     }
 
     /// The ELF file to read a file module's symbols from: the mapped path when its build
-    /// id is the recorded one (or none was recorded), else the build-id debug file.
-    fn source(&mut self, id: ModuleId, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
+    /// id is the recorded one (or none was recorded), else the build-id debug file; and
+    /// whether its DWARF may be read. Only a regular file is ever chosen or opened (a
+    /// FIFO, device or directory at the path gives `None`: `[unknown]` frames).
+    fn source(
+        &mut self,
+        id: ModuleId,
+        path: &str,
+        build_id: Option<&[u8]>,
+    ) -> Option<(PathBuf, bool)> {
         if let Some(s) = self.sources.get(&id) {
             return s.clone();
         }
         let local = Path::new(path);
         let found = match build_id {
-            None => local.is_file().then(|| local.to_path_buf()),
+            None => hwprof_pmu::file::open(local)
+                .is_ok()
+                .then(|| local.to_path_buf()),
             Some(want) => {
                 if buildid::read_build_id(local).is_some_and(|have| same_build_id(&have, want)) {
                     Some(local.to_path_buf())
@@ -259,6 +270,10 @@ impl Symbolizer {
                 }
             }
         };
+        let found = found.map(|p| {
+            let dwarf = crate::debugfiles::dwarf_is_safe(&p);
+            (p, dwarf)
+        });
         self.sources.insert(id, found.clone());
         found
     }
@@ -275,14 +290,16 @@ impl Symbolizer {
                 .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
                 .collect()
         };
-        let Some(src_path) = self.source(id, path, build_id) else {
+        let Some((src_path, dwarf)) = self.source(id, path, build_id) else {
             return unknowns();
         };
         let query: Vec<u64> = todo
             .iter()
             .map(|&(o, r)| if r { o.saturating_sub(1) } else { o })
             .collect();
-        let src = Source::Elf(Elf::new(&src_path));
+        let mut elf = Elf::new(&src_path);
+        elf.debug_syms = dwarf;
+        let src = Source::Elf(elf);
         // Debug info that cannot be read (a compression blazesym lacks) must not cost the
         // ELF symbols: retry without it.
         let syms = match self.blaze.symbolize(&src, Input::FileOffset(&query)) {

@@ -14,14 +14,26 @@ use serde_json::Value;
 use super::{Category, EventDef, EventTable};
 use crate::error::{Error, Result};
 
+/// The largest event file read: Intel's largest perfmon files are a few MiB.
+pub const MAX_EVENT_FILE: u64 = 64 << 20;
+
 /// Loads a perfmon JSON file (either `{"Header":..,"Events":[..]}` or a bare array).
 /// `pmu` is the PMU the events belong to (`cpu` unless a hybrid core type is meant).
+/// Only a regular file of at most [`MAX_EVENT_FILE`] bytes is read (never a FIFO or a
+/// device, see [`crate::file`]).
 pub fn load_perfmon_json(path: &Path, pmu: &str) -> Result<EventTable> {
     let err = |reason: String| Error::EventFile {
         path: path.display().to_string(),
         reason,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let text = crate::file::read_to_string(path, MAX_EVENT_FILE).map_err(|e| {
+        err(match e {
+            // "cannot load event file F: No such file or directory", not "cannot read F: .."
+            crate::file::FileError::Io { source, .. }
+            | crate::file::FileError::Read { source, .. } => source.to_string(),
+            e => e.to_string(),
+        })
+    })?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| err(format!("not JSON: {e}")))?;
     let list = match &doc {
         Value::Array(a) => a,

@@ -14,6 +14,20 @@
 //! [`PerfData::attrs`] and [`PerfData::features`] are complete before the records are
 //! visited. Big-endian files are rejected with [`Error::Unsupported`].
 //!
+//! What is read: [`PerfData::open`] reads only regular files (a FIFO, a device or a
+//! directory is refused before anything is read, see [`hwprof_pmu::file`]), and checks
+//! the magic and header before reading the rest (a 50 GB log given as `-i` costs 16
+//! bytes, and so does `/proc/self/pagemap`, which reads on and on). A pipe-mode stream
+//! ([`PerfData::from_reader`], `-` for stdin) must be held whole, because its attrs and
+//! features may come anywhere in it; so it is checked as it arrives. The magic and the
+//! header are checked as soon as their 16 bytes are in (`/dev/zero`, random bytes or a
+//! file-mode file on a pipe stop there). Each record's header is checked as soon as it
+//! is in (a size that holds the header; a known type, or a size that is a multiple of 8
+//! as perf requires of the types it skips), and the user records (attrs, features,
+//! tracing data) as soon as they are whole. Reading stops at most one chunk
+//! ([`STREAM_CHUNK`]) past a bad record: only a stream of valid-looking records grows
+//! in memory.
+//!
 //! ```no_run
 //! use hwprof_sampler::perfdata::reader::PerfData;
 //! use hwprof_sampler::record::Body;
@@ -49,6 +63,9 @@ const PIPE_HEADER_SIZE: u64 = 16;
 const MAGIC_V1: u64 = 0x454c_4946_4652_4550;
 /// Decompressed data kept pending may not grow past this (a corrupt stream).
 const MAX_PENDING: usize = 1 << 30;
+/// A stream is read this much at a time; each chunk's records are checked before the
+/// next chunk is read.
+pub const STREAM_CHUNK: u64 = 1 << 20;
 
 /// One event of the file: its attr, sample ids and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,48 +130,112 @@ fn section<'a>(b: &'a [u8], off: u64, len: u64, at: u64, what: &'static str) -> 
 }
 
 impl PerfData {
-    /// Reads the file at `path` (`-` = pipe-mode data on stdin).
+    /// Reads the perf.data file at `path` (`-` = stdin: a pipe-mode stream, or any
+    /// perf.data when stdin is a regular file). Only a regular file is opened (see
+    /// [`hwprof_pmu::file::open`]): anything else is an [`Error::File`]. Its magic and
+    /// header are checked before the rest is read (a large file that is not perf.data
+    /// costs 16 bytes), and a pipe-mode file is checked as it is read.
     pub fn open(path: &Path) -> Result<PerfData> {
         if path.as_os_str() == "-" {
-            return PerfData::from_reader(std::io::stdin().lock());
+            return PerfData::from_stdin();
         }
-        let bytes = std::fs::read(path)
-            .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
-        PerfData::from_bytes(bytes, &path.display().to_string())
+        let (file, meta) = hwprof_pmu::file::open(path)?;
+        PerfData::read_stream(file, &path.display().to_string(), true, meta.len())
     }
 
-    /// Reads a whole file or stream from `r`.
-    pub fn from_reader(mut r: impl Read) -> Result<PerfData> {
+    /// Stdin: a regular file (`-i - < perf.data`) may hold either mode; anything else (a
+    /// pipe, a terminal, a device) must carry a pipe-mode stream.
+    fn from_stdin() -> Result<PerfData> {
+        use std::os::fd::AsFd;
+        let stdin = std::io::stdin();
+        let regular = stdin
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .map(std::fs::File::from)
+            .and_then(|f| f.metadata().ok())
+            .filter(std::fs::Metadata::is_file);
+        match regular {
+            Some(m) => PerfData::read_stream(stdin.lock(), "<stdin>", true, m.len()),
+            None => PerfData::from_reader(stdin.lock()),
+        }
+    }
+
+    /// Reads a pipe-mode stream from `r`, checking it as it arrives (see the module
+    /// doc): the magic and header after 16 bytes, each record's framing and the user
+    /// records as soon as they are whole, so that input that is not pipe-mode perf.data
+    /// is refused after at most [`STREAM_CHUNK`] bytes past its first bad record. A
+    /// file-mode header is refused too: file mode needs the whole file (`open` it).
+    pub fn from_reader(r: impl Read) -> Result<PerfData> {
+        PerfData::read_stream(r, "<stdin>", false, 0)
+    }
+
+    /// Reads perf.data from `r` (`name` in errors): the magic after 8 bytes, the header
+    /// size after 16, then a file-mode file whole (when `file_mode` allows it) or a
+    /// pipe-mode stream checked as it arrives. `size` (0: unknown) sizes the buffer.
+    fn read_stream(mut r: impl Read, name: &str, file_mode: bool, size: u64) -> Result<PerfData> {
         let mut bytes = Vec::new();
-        r.read_to_end(&mut bytes)
-            .map_err(|e| Error::io("reading perf.data", e))?;
-        PerfData::from_bytes(bytes, "<stdin>")
+        let mut eof = fill(&mut r, &mut bytes, 8, name)?;
+        if bytes.len() < 8 {
+            return Err(Error::NotPerfData {
+                path: name.to_string(),
+                msg: "shorter than a perf.data header".to_string(),
+            });
+        }
+        check_magic(&bytes, name)?;
+        if !eof {
+            eof = fill(&mut r, &mut bytes, PIPE_HEADER_SIZE, name)?;
+        }
+        let header_size = u64_at(&bytes, 8, "perf.data header")?;
+        // The whole file at once where memory allows; else reading fails on the way
+        // with an out-of-memory error.
+        let _ = bytes.try_reserve_exact(usize::try_from(size).unwrap_or(0));
+        if header_size != PIPE_HEADER_SIZE {
+            if header_size != FILE_HEADER_SIZE && header_size != FILE_HEADER_SIZE_NO_FEATURES {
+                return Err(bad_header_size(header_size));
+            }
+            if !file_mode {
+                return Err(Error::Unsupported(format!(
+                    "{name}: a file-mode perf.data on a pipe: give the file itself (-i FILE); a pipe carries pipe mode (`perf record -o -`)"
+                )));
+            }
+            r.read_to_end(&mut bytes)
+                .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+            return PerfData::from_bytes(bytes, name);
+        }
+        let mut scan = PipeScan::new();
+        while !eof {
+            scan.advance(&bytes, false)?;
+            let want = (bytes.len() as u64).saturating_add(STREAM_CHUNK);
+            eof = fill(&mut r, &mut bytes, want, name)?;
+        }
+        scan.advance(&bytes, true)?;
+        PerfData::build(bytes, header_size, Some(scan))
     }
 
     /// Parses perf.data held in `bytes`; `name` names it in errors.
     pub fn from_bytes(bytes: Vec<u8>, name: &str) -> Result<PerfData> {
-        let not = |msg: &str| Error::NotPerfData {
-            path: name.to_string(),
-            msg: msg.to_string(),
-        };
-        let magic = match bytes.get(..8) {
-            Some(_) => u64_at(&bytes, 0, "perf.data header")?,
-            None => return Err(not("shorter than a perf.data header")),
-        };
-        if magic == MAGIC.swap_bytes() {
-            return Err(Error::Unsupported(format!(
-                "{name}: big-endian perf.data (magic 2ELIFREP) is not supported"
-            )));
+        if bytes.len() < 8 {
+            return Err(Error::NotPerfData {
+                path: name.to_string(),
+                msg: "shorter than a perf.data header".to_string(),
+            });
         }
-        if magic == MAGIC_V1 {
-            return Err(Error::Unsupported(format!(
-                "{name}: perf.data version 1 (PERFFILE, perf before 3.0) is not supported"
-            )));
-        }
-        if magic != MAGIC {
-            return Err(not("no PERFILE2 magic"));
-        }
+        check_magic(&bytes, name)?;
         let header_size = u64_at(&bytes, 8, "perf.data header")?;
+        let scan = if header_size == PIPE_HEADER_SIZE {
+            let mut scan = PipeScan::new();
+            scan.advance(&bytes, true)?;
+            Some(scan)
+        } else {
+            None
+        };
+        PerfData::build(bytes, header_size, scan)
+    }
+
+    /// The reader over `bytes`, whose magic is checked; `scan` holds what the pipe-mode
+    /// scan found (`None` in file mode: the header is read here).
+    fn build(bytes: Vec<u8>, header_size: u64, scan: Option<PipeScan>) -> Result<PerfData> {
         let mut pd = PerfData {
             bytes,
             pipe: header_size == PIPE_HEADER_SIZE,
@@ -169,12 +250,16 @@ impl PerfData {
             decoder: Decoder::default(),
             truncated: None,
         };
-        if pd.pipe {
-            pd.data_offset = PIPE_HEADER_SIZE;
-            pd.data_size = pd.bytes.len() as u64 - PIPE_HEADER_SIZE;
-            pd.scan_pipe()?;
-        } else {
-            pd.read_file_header()?;
+        match scan {
+            Some(scan) if pd.pipe => {
+                pd.data_offset = PIPE_HEADER_SIZE;
+                pd.data_size = (pd.bytes.len() as u64).saturating_sub(PIPE_HEADER_SIZE);
+                pd.attrs = scan.attrs;
+                pd.features = scan.features;
+                pd.feature_bits = scan.feature_bits;
+                pd.warnings = scan.warnings;
+            }
+            _ => pd.read_file_header()?,
         }
         pd.name_events();
         let attrs: Vec<(Attr, Vec<u64>)> = pd
@@ -190,11 +275,7 @@ impl PerfData {
         let b = &self.bytes;
         let hs = self.header_size;
         if hs != FILE_HEADER_SIZE && hs != FILE_HEADER_SIZE_NO_FEATURES {
-            return Err(Error::malformed(
-                "perf.data header",
-                8,
-                format!("header size {hs}, expected {FILE_HEADER_SIZE} (or 16 for pipe mode)"),
-            ));
+            return Err(bad_header_size(hs));
         }
         let h = |o: u64| u64_at(b, o, "perf.data header");
         let attr_size = h(16)?;
@@ -295,50 +376,6 @@ impl PerfData {
         self.feature_bits = bits;
         self.warnings = warnings;
         self.truncated = truncated_at;
-        Ok(())
-    }
-
-    /// Pipe mode: collects the attrs and features from the stream's user records.
-    fn scan_pipe(&mut self) -> Result<()> {
-        let b = &self.bytes;
-        let mut off = PIPE_HEADER_SIZE;
-        let end = b.len() as u64;
-        let dec = Decoder::default();
-        let mut attrs = Vec::new();
-        let mut features = Features::default();
-        let mut warnings = Vec::new();
-        while off < end {
-            let rec = record_at(b, off, end)?;
-            let (type_, _, size) = peek_header(rec).unwrap_or((0, 0, 0));
-            let mut skip = 0;
-            match type_ {
-                kind::HEADER_ATTR
-                | kind::HEADER_FEATURE
-                | kind::HEADER_TRACING_DATA
-                | kind::AUXTRACE => match dec.decode(rec, off)?.body {
-                    Body::HeaderAttr { attr, ids } => attrs.push(EventAttr {
-                        attr: *attr,
-                        ids: ids.to_vec(),
-                        name: String::new(),
-                    }),
-                    Body::HeaderFeature { feature, data } => {
-                        let f = u32::try_from(feature).unwrap_or(u32::MAX);
-                        if let Err(e) = features.parse_section(f, data, off + 16) {
-                            warnings.push(format!("feature {feature}: {e}"));
-                        }
-                        self.feature_bits.push(f);
-                    }
-                    Body::TracingData { size } => skip = u64::from(size).next_multiple_of(8),
-                    Body::Auxtrace { size, .. } => skip = size,
-                    _ => {}
-                },
-                _ => {}
-            }
-            off = next_offset(off, size, skip, end)?;
-        }
-        self.attrs = attrs;
-        self.features = features;
-        self.warnings = warnings;
         Ok(())
     }
 
@@ -464,18 +501,56 @@ impl PerfData {
     }
 }
 
-/// The record at `off` (checked against `end` and its own size field).
-fn record_at(b: &[u8], off: u64, end: u64) -> Result<&[u8]> {
-    let start = usize::try_from(off).unwrap_or(usize::MAX);
-    let stop = usize::try_from(end).unwrap_or(usize::MAX).min(b.len());
-    let avail = b.get(start..stop).unwrap_or(&[]);
-    let (_, _, size) = peek_header(avail).ok_or_else(|| {
-        Error::malformed(
-            "record",
-            off,
-            format!("{} bytes left, a record header needs 8", avail.len()),
-        )
-    })?;
+/// Checks the `PERFILE2` magic at the start of `bytes` (at least 8 bytes).
+fn check_magic(bytes: &[u8], name: &str) -> Result<()> {
+    let magic = u64_at(bytes, 0, "perf.data header")?;
+    if magic == MAGIC.swap_bytes() {
+        return Err(Error::Unsupported(format!(
+            "{name}: big-endian perf.data (magic 2ELIFREP) is not supported"
+        )));
+    }
+    if magic == MAGIC_V1 {
+        return Err(Error::Unsupported(format!(
+            "{name}: perf.data version 1 (PERFFILE, perf before 3.0) is not supported"
+        )));
+    }
+    if magic != MAGIC {
+        return Err(Error::NotPerfData {
+            path: name.to_string(),
+            msg: "no PERFILE2 magic".to_string(),
+        });
+    }
+    Ok(())
+}
+
+fn bad_header_size(hs: u64) -> Error {
+    Error::malformed(
+        "perf.data header",
+        8,
+        format!("header size {hs}, expected {FILE_HEADER_SIZE} (or 16 for pipe mode)"),
+    )
+}
+
+/// Reads from `r` into `bytes` until it holds `want` bytes or `r` ends; returns whether
+/// `r` ended. `name` names the input in errors.
+fn fill(r: &mut impl Read, bytes: &mut Vec<u8>, want: u64, name: &str) -> Result<bool> {
+    while (bytes.len() as u64) < want {
+        let missing = want - bytes.len() as u64;
+        match r.by_ref().take(missing).read_to_end(bytes) {
+            Ok(0) => return Ok(true),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(format!("cannot read {name}"), e)),
+        }
+    }
+    Ok(false)
+}
+
+/// The frame checks of the record header at `off`, as soon as its 8 bytes are in: a
+/// size that holds the header, and for a type this reader does not know (past
+/// `COMPRESSED2`), a size that is a multiple of 8, as perf requires of every record it
+/// skips. (A record of a known type is decoded, and checked, when it is visited.)
+fn check_frame(type_: u32, size: u16, off: u64) -> Result<()> {
     if size < 8 {
         return Err(Error::malformed(
             "record",
@@ -483,6 +558,31 @@ fn record_at(b: &[u8], off: u64, end: u64) -> Result<&[u8]> {
             format!("record size {size} is smaller than its header"),
         ));
     }
+    if type_ > kind::COMPRESSED2 && size % 8 != 0 {
+        return Err(Error::malformed(
+            "record",
+            off,
+            format!(
+                "unknown record type {type_} of {size} bytes, not a multiple of 8 (not perf.data?)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The record at `off` (checked against `end` and its own size field).
+fn record_at(b: &[u8], off: u64, end: u64) -> Result<&[u8]> {
+    let start = usize::try_from(off).unwrap_or(usize::MAX);
+    let stop = usize::try_from(end).unwrap_or(usize::MAX).min(b.len());
+    let avail = b.get(start..stop).unwrap_or(&[]);
+    let (type_, _, size) = peek_header(avail).ok_or_else(|| {
+        Error::malformed(
+            "record",
+            off,
+            format!("{} bytes left, a record header needs 8", avail.len()),
+        )
+    })?;
+    check_frame(type_, size, off)?;
     avail.get(..usize::from(size)).ok_or_else(|| {
         Error::malformed(
             "record",
@@ -493,6 +593,107 @@ fn record_at(b: &[u8], off: u64, end: u64) -> Result<&[u8]> {
             ),
         )
     })
+}
+
+/// The pipe-mode scan: the attrs and features collected from the stream's user
+/// records, and how far it got. It runs over a stream as the stream arrives
+/// ([`PipeScan::advance`] after each chunk) or once over a whole stream in memory.
+#[derive(Debug)]
+struct PipeScan {
+    /// Offset of the next record to look at.
+    off: u64,
+    /// A record whose trailing data (tracing data, AUX data) runs past the bytes read so
+    /// far: its offset and that data's size.
+    overrun: Option<(u64, u64)>,
+    dec: Decoder,
+    attrs: Vec<EventAttr>,
+    features: Features,
+    feature_bits: Vec<u32>,
+    warnings: Vec<String>,
+}
+
+impl PipeScan {
+    fn new() -> PipeScan {
+        PipeScan {
+            off: PIPE_HEADER_SIZE,
+            overrun: None,
+            dec: Decoder::default(),
+            attrs: Vec::new(),
+            features: Features::default(),
+            feature_bits: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Scans the records of `b` (the stream so far: header included) from where the
+    /// last call stopped. With `complete` false a record cut off at the end waits for
+    /// more bytes (its header is checked already); with `complete` true the stream ends
+    /// here and a cut-off record is an error.
+    fn advance(&mut self, b: &[u8], complete: bool) -> Result<()> {
+        let end = b.len() as u64;
+        while self.off < end {
+            let off = self.off;
+            let avail = usize::try_from(off)
+                .ok()
+                .and_then(|o| b.get(o..))
+                .unwrap_or(&[]);
+            if let Some((type_, _, size)) = peek_header(avail) {
+                check_frame(type_, size, off)?;
+                if !complete && avail.len() < usize::from(size) {
+                    return Ok(());
+                }
+            } else if !complete {
+                return Ok(());
+            }
+            let rec = record_at(b, off, end)?;
+            let (type_, _, size) = peek_header(rec).unwrap_or((0, 0, 0));
+            let mut skip = 0;
+            match type_ {
+                kind::HEADER_ATTR
+                | kind::HEADER_FEATURE
+                | kind::HEADER_TRACING_DATA
+                | kind::AUXTRACE => match self.dec.decode(rec, off)?.body {
+                    Body::HeaderAttr { attr, ids } => self.attrs.push(EventAttr {
+                        attr: *attr,
+                        ids: ids.to_vec(),
+                        name: String::new(),
+                    }),
+                    Body::HeaderFeature { feature, data } => {
+                        let f = u32::try_from(feature).unwrap_or(u32::MAX);
+                        if let Err(e) = self.features.parse_section(f, data, off + 16) {
+                            self.warnings.push(format!("feature {feature}: {e}"));
+                        }
+                        self.feature_bits.push(f);
+                    }
+                    Body::TracingData { size } => skip = u64::from(size).next_multiple_of(8),
+                    Body::Auxtrace { size, .. } => skip = size,
+                    _ => {}
+                },
+                _ => {}
+            }
+            if complete {
+                self.off = next_offset(off, size, skip, end)?;
+            } else {
+                // The trailing data may still be on its way.
+                let next = next_offset(off, size, skip, u64::MAX)?;
+                if next > end {
+                    self.overrun = Some((off, skip));
+                }
+                self.off = next;
+            }
+        }
+        if complete
+            && self.off > end
+            && let Some((off, skip)) = self.overrun
+        {
+            return Err(Error::malformed(
+                "record",
+                off,
+                format!("data of {skip} bytes after the record runs past the end"),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// One zstd stream across `COMPRESSED` records, and the decompressed bytes not yet
@@ -635,4 +836,163 @@ fn next_offset(off: u64, size: u16, skip: u64, end: u64) -> Result<u64> {
                 format!("data of {skip} bytes after the record runs past the end"),
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwprof_pmu::attr::sample;
+
+    /// An endless reader that counts what was taken from it.
+    struct Endless<F: FnMut() -> u8> {
+        byte: F,
+        taken: u64,
+    }
+
+    impl<F: FnMut() -> u8> Read for Endless<F> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            for b in buf.iter_mut() {
+                *b = (self.byte)();
+            }
+            self.taken += buf.len() as u64;
+            Ok(buf.len())
+        }
+    }
+
+    fn endless(prefix: Vec<u8>, mut byte: impl FnMut() -> u8) -> Endless<impl FnMut() -> u8> {
+        let mut i = 0;
+        Endless {
+            byte: move || {
+                i += 1;
+                prefix.get(i - 1).copied().unwrap_or_else(&mut byte)
+            },
+            taken: 0,
+        }
+    }
+
+    /// xorshift bytes: /dev/urandom without the device.
+    fn random() -> impl FnMut() -> u8 {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        }
+    }
+
+    fn record(type_: u32, body: &[u8]) -> Vec<u8> {
+        let mut r = type_.to_le_bytes().to_vec();
+        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&((8 + body.len()) as u16).to_le_bytes());
+        r.extend_from_slice(body);
+        r
+    }
+
+    /// A pipe-mode stream: one HEADER_ATTR (cpu-clock, IP|TID) then `n` samples.
+    fn pipe_stream(n: usize) -> Vec<u8> {
+        let mut b = b"PERFILE2".to_vec();
+        b.extend_from_slice(&16u64.to_le_bytes());
+        let mut a = Attr::new(1, 0);
+        a.sample_type = sample::IP | sample::TID;
+        b.extend(record(kind::HEADER_ATTR, &a.to_bytes()));
+        for i in 0..n as u64 {
+            let mut body = (0x40_1000 + i).to_le_bytes().to_vec();
+            body.extend_from_slice(&7u32.to_le_bytes());
+            body.extend_from_slice(&7u32.to_le_bytes());
+            b.extend(record(kind::SAMPLE, &body));
+        }
+        b
+    }
+
+    fn samples(pd: &PerfData) -> usize {
+        let mut n = 0;
+        pd.for_each_record(|_, r| {
+            if let Body::Sample(_) = r.body {
+                n += 1;
+            }
+            Ok::<(), Error>(())
+        })
+        .unwrap();
+        n
+    }
+
+    #[test]
+    fn endless_garbage_stops_at_the_header() {
+        let mut zeros = endless(Vec::new(), || 0);
+        let e = PerfData::from_reader(&mut zeros).unwrap_err();
+        assert!(e.to_string().contains("no PERFILE2 magic"), "{e}");
+        assert_eq!(zeros.taken, 8, "the magic is checked after 8 bytes");
+        let mut rnd = endless(Vec::new(), random());
+        assert!(PerfData::from_reader(&mut rnd).is_err());
+        assert_eq!(rnd.taken, 8);
+        // A file-mode header on a pipe: refused after the header.
+        let mut file_mode = b"PERFILE2".to_vec();
+        file_mode.extend_from_slice(&104u64.to_le_bytes());
+        let mut fm = endless(file_mode, || 0);
+        let e = PerfData::from_reader(&mut fm).unwrap_err();
+        assert!(
+            e.to_string().contains("file-mode perf.data on a pipe"),
+            "{e}"
+        );
+        assert_eq!(fm.taken, 16);
+    }
+
+    #[test]
+    fn endless_garbage_after_a_valid_header_stops_at_its_first_record() {
+        // Zeros: a record of size 0.
+        let mut z = endless(pipe_stream(3), || 0);
+        let e = PerfData::from_reader(&mut z).unwrap_err();
+        assert!(e.to_string().contains("smaller than its header"), "{e}");
+        assert!(z.taken <= 2 * STREAM_CHUNK, "read {} bytes", z.taken);
+        // Random bytes: unknown types, sizes not a multiple of 8 (after a few that are).
+        let mut r = endless(pipe_stream(3), random());
+        let e = PerfData::from_reader(&mut r).unwrap_err();
+        assert!(e.to_string().contains("malformed record"), "{e}");
+        assert!(r.taken <= 2 * STREAM_CHUNK, "read {} bytes", r.taken);
+    }
+
+    #[test]
+    fn a_stream_read_in_pieces_equals_the_whole() {
+        let stream = pipe_stream(50_000);
+        let whole = PerfData::from_bytes(stream.clone(), "whole").unwrap();
+        // One byte at a time, the worst case for the checks that wait for a whole record.
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(1).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let small = pipe_stream(50);
+        let piece = PerfData::from_reader(Trickle(&small)).unwrap();
+        assert_eq!(piece.attrs(), whole.attrs());
+        assert_eq!(samples(&piece), 50);
+        let streamed = PerfData::from_reader(&stream[..]).unwrap();
+        assert!(streamed.is_pipe());
+        assert_eq!(streamed.attrs(), whole.attrs());
+        assert_eq!(samples(&streamed), 50_000);
+        // Cut inside the last record: the same error as for the whole stream in memory.
+        let cut = &stream[..stream.len() - 3];
+        let a = PerfData::from_reader(cut).unwrap_err().to_string();
+        let b = PerfData::from_bytes(cut.to_vec(), "<stdin>")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(a, b);
+        assert!(a.contains("truncated"), "{a}");
+    }
+
+    #[test]
+    fn unknown_types_need_perfs_alignment() {
+        let mut s = pipe_stream(1);
+        s.extend(record(200, &[0; 8]));
+        let pd = PerfData::from_bytes(s.clone(), "aligned").unwrap();
+        assert_eq!(samples(&pd), 1);
+        let mut odd = pipe_stream(1);
+        odd.extend(record(200, &[0; 5]));
+        let e = PerfData::from_bytes(odd, "odd").unwrap_err();
+        assert!(e.to_string().contains("unknown record type 200"), "{e}");
+    }
 }
