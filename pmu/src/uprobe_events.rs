@@ -199,7 +199,7 @@ pub fn install(list: &mut EventList, per_task: bool) -> Installed {
             Installed {
                 probes: None,
                 notice: Some(format!(
-                    "{reason}: counting {} without inheritance, so calls in the target's child processes and new threads are not counted (run as root with tracefs mounted read-write to count them)",
+                    "{reason}: counting {} without inheritance, so calls in the target's child processes and new threads are not counted",
                     names.join(", ")
                 )),
             }
@@ -212,7 +212,7 @@ pub fn install(list: &mut EventList, per_task: bool) -> Installed {
 fn define(list: &mut EventList, need: &[usize]) -> Result<Probes, String> {
     let _lock = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
     let tracefs =
-        crate::sysfs::tracefs().map_err(|e| format!("cannot define inheritable uprobes ({e})"))?;
+        crate::sysfs::tracefs().map_err(|e| format!("cannot define inheritable uprobes: {e}"))?;
     let control = tracefs.join("uprobe_events");
     if !control.is_file() {
         return Err(format!(
@@ -222,7 +222,7 @@ fn define(list: &mut EventList, need: &[usize]) -> Result<Probes, String> {
     }
     let mut f = open_control(&control).map_err(|e| {
         format!(
-            "cannot define inheritable uprobes in {}: {e}",
+            "cannot define inheritable uprobes in {} ({e}; run as root with tracefs mounted read-write)",
             control.display()
         )
     })?;
@@ -236,7 +236,7 @@ fn define(list: &mut EventList, need: &[usize]) -> Result<Probes, String> {
         let path = a.uprobe_path.as_deref().unwrap_or_default();
         if path.is_empty() || path.contains(|c: char| c.is_whitespace() || c == '#') {
             return Err(format!(
-                "cannot define {} in uprobe_events: its path has a space or '#'",
+                "cannot define {} in uprobe_events: its path has a space or '#', which uprobe_events cannot take (run a copy of the binary from a path without them)",
                 e.name
             ));
         }
