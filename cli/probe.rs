@@ -1,6 +1,8 @@
 //! `hwprof probe`: exact call counts and latencies of user functions, from uprobe /
-//! uretprobe pairs opened through the uprobe PMU (no tracefs probe definitions, so
-//! nothing is left behind when the fds close).
+//! uretprobe pairs. The session defines them in tracefs so that the command's children
+//! and threads inherit them ([`hwprof_pmu::uprobe_events`]; the definitions are removed
+//! when it ends), or opens them through the uprobe PMU without inheritance where tracefs
+//! cannot be written.
 //!
 //! Flow: probe specs → one entry (`uprobe`) and one return (`uretprobe`) event per
 //! function, each sampling every hit (period 1, IP|TID|TIME|ID, +CALLCHAIN with
@@ -232,6 +234,9 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
     };
     let session =
         Session::open(&list, target.clone(), sopts).map_err(|e| open_error(e, &target))?;
+    for n in session.notices() {
+        eprintln!("hwprof: note: {n}");
+    }
     let attrs = session.attrs();
     let ids = session.ids();
     let mut event_of: HashMap<u64, usize> = HashMap::new();
@@ -298,7 +303,13 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
     let results = pair(&mut hits, &funcs, threshold);
     let mut sym = stacks::Stacks::new(maps);
     output::print(&a, &funcs, &results, threshold, &mut sym)?;
-    Ok(0)
+    // The command's exit code, as `stat` and `record` pass it on (128 + signal when
+    // killed); --duration ending it with SIGTERM is the plan, not a failure.
+    Ok(match stats.exit {
+        Some(x) if a.duration.is_some() && x.signal == Some(libc::SIGTERM) => 0,
+        Some(x) => u8::try_from(x.code).unwrap_or(1),
+        None => 0,
+    })
 }
 
 #[cfg(test)]

@@ -150,6 +150,11 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
         return Err(open_error(e, &list));
     };
 
+    for n in session.notices() {
+        notice(&a, n);
+    }
+    // Read now: the formats of uprobes defined for this session disappear with it.
+    let tracing = tracing_data(&list, &session)?;
     let attrs = session.attrs();
     let ids = session.ids();
     let entries: Vec<EventEntry> = list
@@ -164,7 +169,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
         .collect();
     let mut features = Features::for_this_machine(&cmdline(), &[], group_desc(&list));
     // EVENT_DESC is left to the writer, which fills it from the events it was created with.
-    if let Some(t) = tracing_data(&list)? {
+    if let Some(t) = tracing {
         features.other.push((feature_id::TRACING_DATA, t));
     }
     let Some(output) = output else {
@@ -460,9 +465,10 @@ fn cmdline() -> Vec<String> {
     v
 }
 
-/// The tracefs formats of the recorded tracepoints (perf needs them to read the file).
-fn tracing_data(list: &EventList) -> anyhow::Result<Option<Vec<u8>>> {
-    let tps: Vec<(&str, &str)> = list
+/// The tracefs formats of the recorded tracepoints (perf needs them to read the file),
+/// including the uprobes the session opened as tracepoints on its own definitions.
+fn tracing_data(list: &EventList, session: &Session) -> anyhow::Result<Option<Vec<u8>>> {
+    let mut tps: Vec<(&str, &str)> = list
         .events
         .iter()
         .filter(|e| e.class == Class::Tracepoint)
@@ -472,9 +478,16 @@ fn tracing_data(list: &EventList) -> anyhow::Result<Option<Vec<u8>>> {
             Some((sys, rest.split(':').next().unwrap_or(rest)))
         })
         .collect();
+    let defs = session.uprobe_definitions();
+    if let Some(d) = defs {
+        tps.extend(d.tracepoints().map(|(_, sys, name)| (sys, name)));
+    }
     if tps.is_empty() {
         return Ok(None);
     }
-    let root = hwprof_pmu::sysfs::tracefs()?;
+    let root = match defs {
+        Some(d) => d.tracefs().to_path_buf(),
+        None => hwprof_pmu::sysfs::tracefs()?,
+    };
     Ok(Some(tracing::tracing_data(&root, &tps)?))
 }

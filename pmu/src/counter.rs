@@ -15,6 +15,7 @@ use crate::attr::read_format as rf;
 use crate::error::{Error, Result};
 use crate::event::{Class, EventList};
 use crate::sys;
+use crate::uprobe_events;
 
 /// One counter value as the kernel returned it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -128,6 +129,10 @@ pub fn prepare(list: &mut EventList, opts: CountOptions) {
 }
 
 /// An opened set of events on one or more slots.
+///
+/// Uprobes that must be inherited (on task slots, with `inherit`) are opened as
+/// tracepoints on `uprobe_events` definitions ([`crate::uprobe_events`]), which are
+/// removed when the counter is dropped.
 #[derive(Debug)]
 pub struct Counter {
     events: EventList,
@@ -137,6 +142,9 @@ pub struct Counter {
     ids: Vec<Vec<u64>>,
     status: Vec<Status>,
     notices: Vec<String>,
+    /// The uprobe definitions the fds use. Last field: dropped after `fds` (a
+    /// definition cannot be deleted while an event uses it).
+    _probes: Option<uprobe_events::Probes>,
 }
 
 /// Counts read from every slot: `values[slot][event]` (`None` when not opened there).
@@ -230,6 +238,11 @@ impl Counter {
         let n = events.events.len();
         let mut status = vec![Status::Counting; n];
         let mut notices = Vec::new();
+        // Declared before the fds so that, on every return, it is dropped after them.
+        let per_task = slots.iter().any(|s| s.pid != -1);
+        let installed = uprobe_events::install(&mut events, per_task);
+        notices.extend(installed.notice);
+        let probes = installed.probes;
         let mut fds: Vec<Vec<Option<OwnedFd>>> = Vec::with_capacity(slots.len());
         let mut ids = Vec::with_capacity(slots.len());
         let groups = events.groups();
@@ -316,6 +329,7 @@ impl Counter {
             ids,
             status,
             notices,
+            _probes: probes,
         })
     }
 

@@ -9,6 +9,10 @@
 //!
 //! The only `unsafe` code is in [`sys`].
 //!
+//! Uprobes that a target's children inherit are defined in tracefs and opened as
+//! tracepoints ([`uprobe_events`]): the uprobe PMU's path pointer cannot be inherited.
+//! [`Counter`] does this itself and removes the definitions when dropped.
+//!
 //! Count a closure with [`Counters`]; open any event list on any target with
 //! [`Encoder::parse`] and [`Counter::open`]. With the `criterion` feature,
 //! `hwprof_pmu::criterion::CounterMeasurement` makes criterion benches count
@@ -28,6 +32,7 @@ pub mod probe;
 pub mod sys;
 pub mod sysfs;
 pub mod tables;
+pub mod uprobe_events;
 
 pub use error::{Error, Result};
 mod measure;

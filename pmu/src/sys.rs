@@ -6,6 +6,7 @@
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
 
 use perf_event_open_sys as pes;
 
@@ -134,6 +135,12 @@ pub fn read(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
 ///
 /// This is how counters see a command from its first instruction: the child is created,
 /// counters are attached to its pid with `enable_on_exec`, then it is let go.
+///
+/// The child dies with its creator (`PR_SET_PDEATHSIG` = SIGKILL): when hwprof is killed,
+/// the command it started does not run on unobserved. The kernel sends that signal when
+/// the *thread* that called [`Workload::prepare`] exits, so prepare a workload on a
+/// thread that outlives it (hwprof uses its main thread). The command's own children are
+/// not affected.
 #[derive(Debug)]
 pub struct Workload {
     pid: i32,
@@ -179,9 +186,12 @@ impl Workload {
         ptrs.push(std::ptr::null());
         let (go_r, go_w) = pipe().map_err(ExecError::Setup)?;
         let (err_r, err_w) = pipe().map_err(ExecError::Setup)?;
+        // SAFETY: getpid has no preconditions and cannot fail.
+        let parent = unsafe { libc::getpid() };
         // SAFETY: fork has no memory-safety preconditions. The child below calls only
-        // async-signal-safe functions (read, dup2, execvp, write, _exit) on memory prepared
-        // before the fork, so it is sound even if other threads held locks.
+        // async-signal-safe functions (prctl, getppid, read, dup2, execvp, write, _exit)
+        // on memory prepared before the fork, so it is sound even if other threads held
+        // locks.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(ExecError::Setup(io::Error::last_os_error()));
@@ -193,6 +203,21 @@ impl Workload {
                 // unsent) would leave us blocked forever on our own copy of the writer.
                 libc::close(go_w.as_raw_fd());
                 libc::close(err_r.as_raw_fd());
+                // Die with hwprof: if it is killed (even with SIGKILL), the kernel sends
+                // us SIGKILL, so no target it started keeps running unobserved. The
+                // setting survives exec (not of set-uid binaries) and is not passed to our
+                // own children. Had the parent already died before prctl, nothing would
+                // ever be sent: getppid() then names another process, and we leave.
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                if libc::getppid() != parent {
+                    libc::_exit(127);
+                }
                 let mut b = [0u8; 1];
                 // Wait for the parent: 1 byte = go, EOF = abort.
                 let n = libc::read(go_r.as_raw_fd(), b.as_mut_ptr().cast(), 1);
@@ -280,6 +305,238 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     check(ret.into())?;
     // SAFETY: both fds are new and owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A watchdog process that undoes kernel settings hwprof made if hwprof dies without
+/// undoing them itself (SIGKILL, a crash).
+///
+/// hwprof tells it, one line at a time over a socket pair ([`Cleaner::send`]), the
+/// commands that undo what it is about to set up (e.g. `-:hwprof_123/f`, which deletes a
+/// uprobe definition). The watchdog only collects them. When every copy of hwprof's end
+/// is closed (hwprof dropped the [`Cleaner`], exited, or was killed: the kernel closes
+/// the fds of a dead process), it reads EOF and writes each line to the control file
+/// given at spawn (`uprobe_events`), one `write` per line (newline included). A line
+/// that fails with EBUSY (the kernel has not released the events yet) is retried every
+/// 50 ms for up to `patience`; any other outcome (done, ENOENT because hwprof already
+/// removed it) ends that line. Then the watchdog exits.
+///
+/// The watchdog is a grandchild (fork, fork, the middle one exits at once and is
+/// reaped here), so it is never a zombie of hwprof and is reaped by init. It starts its
+/// own session (a terminal's Ctrl-C or hangup does not reach it), ignores SIGINT,
+/// SIGHUP and SIGPIPE, and closes every inherited fd but its socket: it keeps no perf
+/// event, ring or pipe of hwprof alive. Between fork and exit it calls only
+/// async-signal-safe functions on memory allocated before the fork, so it is sound to
+/// spawn from a multi-threaded process.
+#[derive(Debug)]
+pub struct Cleaner {
+    sock: OwnedFd,
+}
+
+/// How often the watchdog retries a line the kernel refused with EBUSY.
+const CLEANER_RETRY_NS: i64 = 50_000_000;
+
+impl Cleaner {
+    /// Starts a watchdog that, at EOF, writes up to `capacity` bytes of received lines
+    /// into `control` (bytes past `capacity` are dropped), retrying EBUSY for `patience`.
+    pub fn spawn(
+        control: &std::path::Path,
+        capacity: usize,
+        patience: Duration,
+    ) -> io::Result<Cleaner> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = CString::new(control.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let mut buf = vec![0u8; capacity.max(1)];
+        let max_fd = open_files_limit().map_or(65_536, |l| l.min(1 << 20)) as libc::c_int;
+        let patience_ns = i64::try_from(patience.as_nanos()).unwrap_or(i64::MAX);
+        let (ours, theirs) = socketpair()?;
+        // SAFETY: fork has no memory-safety preconditions. The child and grandchild below
+        // call only async-signal-safe functions (fork, _exit, setsid, sigaction, close,
+        // close_range, read, open, write, clock_gettime, nanosleep) on memory allocated
+        // before the fork (`path`, `buf`), so this is sound even if other threads held
+        // locks (the allocator's included) at the time of the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // SAFETY: see above; `cleaner_main` never returns.
+            unsafe {
+                let grandchild = libc::fork();
+                if grandchild != 0 {
+                    // The middle process: report whether the watchdog exists, and go.
+                    libc::_exit(i32::from(grandchild < 0));
+                }
+                cleaner_main(theirs.as_raw_fd(), &path, &mut buf, patience_ns, max_fd)
+            }
+        }
+        drop(theirs);
+        let middle = wait(pid)?;
+        if middle.code != 0 {
+            return Err(io::Error::other("the watchdog process could not be forked"));
+        }
+        Ok(Cleaner { sock: ours })
+    }
+
+    /// Sends one line (without its newline) for the watchdog to write at EOF; a line
+    /// holding a newline is EINVAL (it would be two commands).
+    pub fn send(&self, line: &str) -> io::Result<()> {
+        if line.contains('\n') {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let mut msg = Vec::with_capacity(line.len() + 1);
+        msg.extend_from_slice(line.as_bytes());
+        msg.push(b'\n');
+        let mut off = 0;
+        while off < msg.len() {
+            let rest = &msg[off..];
+            // SAFETY: sends from a live buffer; MSG_NOSIGNAL turns a gone watchdog into
+            // EPIPE instead of killing us with SIGPIPE.
+            let n = unsafe {
+                libc::send(
+                    self.sock.as_raw_fd(),
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    libc::MSG_NOSIGNAL,
+                )
+            };
+            match check(n as libc::c_long) {
+                Ok(n) => off += n as usize,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A connected `AF_UNIX` stream socket pair, both ends close-on-exec.
+fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: socketpair writes two fds into the array.
+    let ret = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    check(ret.into())?;
+    // SAFETY: both fds are new and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn monotonic_ns() -> i64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into a live local (async-signal-safe).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec.saturating_mul(1_000_000_000) + t.tv_nsec
+}
+
+/// The watchdog's life after the fork (see [`Cleaner`]): collect lines until EOF on
+/// `sock`, then write each into `path`, retrying EBUSY until `patience_ns` passed.
+///
+/// # Safety
+/// Call only in a freshly forked child; it never returns. Everything it touches was
+/// allocated before the fork, and it calls only async-signal-safe functions.
+unsafe fn cleaner_main(
+    sock: RawFd,
+    path: &CStr,
+    buf: &mut [u8],
+    patience_ns: i64,
+    max_fd: libc::c_int,
+) -> ! {
+    // SAFETY: async-signal-safe calls on live locals; see the function's contract.
+    unsafe {
+        libc::setsid();
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = libc::SIG_IGN;
+        libc::sigemptyset(&mut sa.sa_mask);
+        for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGPIPE] {
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+        // Keep nothing of hwprof's open: a perf fd held here would keep its events (and
+        // so the definitions) busy forever, and a pipe or terminal would not see EOF.
+        let ok = sock > 0
+            && libc::syscall(libc::SYS_close_range, 0u32, (sock - 1) as u32, 0u32) == 0
+            && libc::syscall(libc::SYS_close_range, (sock + 1) as u32, u32::MAX, 0u32) == 0;
+        if !ok {
+            for fd in 0..max_fd.max(sock + 1) {
+                if fd != sock {
+                    libc::close(fd);
+                }
+            }
+        }
+        // Collect until EOF; past the buffer, keep reading (to notice EOF) and drop.
+        let mut len = 0usize;
+        let mut spill = [0u8; 256];
+        loop {
+            let n = if len < buf.len() {
+                libc::read(sock, buf.as_mut_ptr().add(len).cast(), buf.len() - len)
+            } else {
+                libc::read(sock, spill.as_mut_ptr().cast(), spill.len())
+            };
+            if n > 0 {
+                if len < buf.len() {
+                    len += n as usize;
+                }
+            } else if n == 0 || *libc::__errno_location() != libc::EINTR {
+                break;
+            }
+        }
+        libc::close(sock);
+        // A partial last line (buffer full) must not run: cut back to the last newline.
+        while len > 0 && buf[len - 1] != b'\n' {
+            len -= 1;
+        }
+        let deadline = monotonic_ns().saturating_add(patience_ns);
+        loop {
+            let fd = libc::open(
+                path.as_ptr(),
+                libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                if *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                break;
+            }
+            let mut busy = false;
+            let mut start = 0usize;
+            while start < len {
+                let mut end = start;
+                while end < len && buf[end] != b'\n' {
+                    end += 1;
+                }
+                // A line whose first byte is 0 is done. Each line is written with its
+                // newline (`end` < `len` is one: `len` was cut back to a newline).
+                if end > start && buf[start] != 0 {
+                    let r = libc::write(fd, buf.as_ptr().add(start).cast(), end + 1 - start);
+                    let e = *libc::__errno_location();
+                    if r < 0 && (e == libc::EBUSY || e == libc::EINTR) {
+                        busy = true;
+                    } else {
+                        buf[start] = 0;
+                    }
+                }
+                start = end + 1;
+            }
+            libc::close(fd);
+            if !busy || monotonic_ns() >= deadline {
+                break;
+            }
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: CLEANER_RETRY_NS,
+            };
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+        libc::_exit(0)
+    }
 }
 
 /// How a waited-for child ended, with its resource usage.

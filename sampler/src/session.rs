@@ -33,6 +33,15 @@
 //!   ignores SIGTERM for 2 s), so that nothing keeps running unobserved.
 //!
 //! Then the events are disabled and every ring is drained to empty.
+//!
+//! # Uprobes
+//!
+//! Uprobes that children inherit are defined in tracefs and opened as tracepoints
+//! ([`hwprof_pmu::uprobe_events`]): the uprobe PMU's path pointer breaks the target's
+//! `fork()` when inherited. The session holds the definitions until its fds and rings
+//! are gone (its last field), and [`Session::uprobe_definitions`] names them for
+//! `HEADER_TRACING_DATA`. When they cannot be written the uprobes are opened without
+//! inheritance and [`Session::notices`] says so.
 
 mod run;
 
@@ -43,6 +52,7 @@ use hwprof_pmu::EventList;
 use hwprof_pmu::attr::Attr;
 use hwprof_pmu::counter::{Slot, open_hint};
 use hwprof_pmu::sys::{self, ExecError, Workload};
+use hwprof_pmu::uprobe_events::{self, Probes};
 
 use crate::error::{Error, Result};
 use crate::ring::Ring;
@@ -131,6 +141,10 @@ pub struct Session {
     argv0: String,
     target: Target,
     opts: SessionOptions,
+    notices: Vec<String>,
+    /// The uprobe definitions the fds use. Last field: dropped after `fds` and `rings`
+    /// (a definition cannot be deleted while an event or a ring mapping uses it).
+    probes: Option<Probes>,
 }
 
 /// The ring settings every attr gets: a byte watermark of an eighth of the ring (earlier
@@ -184,16 +198,19 @@ impl Session {
         }
         let data_size = opts.data_pages.saturating_mul(page);
         let system_wide = matches!(target, Target::SystemWide { .. });
-        let attrs: Vec<Attr> = events
+        let mut list = events.clone();
+        for e in &mut list.events {
+            e.attr.inherit = opts.inherit && !system_wide;
+        }
+        let installed = uprobe_events::install(&mut list, !system_wide);
+        let attrs: Vec<Attr> = list
             .events
             .iter()
-            .map(|e| {
-                let mut a = ring_attr(&e.attr, data_size);
-                a.inherit = opts.inherit && !system_wide;
-                a
-            })
+            .map(|e| ring_attr(&e.attr, data_size))
             .collect();
         let names: Vec<String> = events.events.iter().map(|e| e.name.clone()).collect();
+        // From here on, every early return drops the definitions after what uses them:
+        // nothing is opened before `s` owns them.
 
         let mut workload = None;
         let mut argv0 = String::new();
@@ -238,6 +255,8 @@ impl Session {
             argv0,
             target,
             opts,
+            notices: installed.notice.into_iter().collect(),
+            probes: installed.probes,
         };
         let groups = events.groups();
         let many_tasks = tasks.len() > 1;
@@ -391,5 +410,17 @@ impl Session {
     /// The target.
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// Notices to print once (uprobes opened without inheritance, and why).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The uprobe definitions of this session, when it opened uprobes as tracepoints on
+    /// them: their formats belong in `HEADER_TRACING_DATA` (read them before
+    /// [`Session::run`], which removes the definitions at its end).
+    pub fn uprobe_definitions(&self) -> Option<&Probes> {
+        self.probes.as_ref()
     }
 }
