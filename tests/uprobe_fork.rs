@@ -145,8 +145,8 @@ fn record_completes_with_samples_of_every_task_and_perf_reads_the_file() {
     let data = scratch_path("uprobe_fork_record.data");
     let data_s = data.to_str().expect("utf-8 path");
     let event = format!("uprobe:{bin}:target");
-    // -c 1: a sample per call (the default -F 4000 lets the kernel skip some).
-    let run = hwprof_limited(&["record", "-c", "1", "-e", &event, "-o", data_s, "--", &bin]);
+    // No -c: like perf's probe events, a uprobe samples every hit by default.
+    let run = hwprof_limited(&["record", "-e", &event, "-o", data_s, "--", &bin]);
     assert_program_ran(&run);
     assert_eq!(run.code(), 0, "{}", run.dump());
     assert!(definitions_on(&bin).is_empty(), "definitions left behind");
@@ -193,6 +193,28 @@ fn record_completes_with_samples_of_every_task_and_perf_reads_the_file() {
         pr.dump()
     );
     let _ = fs::remove_file(&data);
+}
+
+#[test]
+fn record_samples_every_uprobe_hit_by_default_like_perf() {
+    if !usable("record --dry-run of a uprobe") {
+        return;
+    }
+    let bin = forker("dry_run");
+    let event = format!("uprobe:{bin}:target");
+    let run = hwprof_limited(&["record", "--dry-run", "-e", &event, "--", &bin]);
+    assert_eq!(run.code(), 0, "{}", run.dump());
+    let attrs: serde_json::Value = serde_json::from_str(&run.stdout).expect("dry-run JSON");
+    let a = &attrs[0]["attr"];
+    // perf's probe events are tracepoints: period 1, no frequency, RAW | CPU | PERIOD.
+    assert_eq!(a["sample_period"], 1, "{a}");
+    assert_eq!(a["freq"], false, "{a}");
+    let st = a["sample_type"].as_u64().expect("sample_type");
+    assert_eq!(
+        st & 0x580,
+        0x580,
+        "RAW, CPU and PERIOD in sample_type {st:#x}"
+    );
 }
 
 #[test]

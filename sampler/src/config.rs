@@ -207,7 +207,9 @@ pub fn configure(list: &mut EventList, o: &RecordOptions) {
     let n = list.events.len();
     for (i, e) in list.events.iter_mut().enumerate() {
         let leader = e.leader == i;
-        let tracepoint = e.class == Class::Tracepoint;
+        // Uprobes are trace events too (perf records them as `probe_x:f` tracepoints):
+        // every hit by default, with their raw data.
+        let tracepoint = matches!(e.class, Class::Tracepoint | Class::Uprobe);
         let a = &mut e.attr;
         let mut st = sample::IP | sample::TID | sample::TIME;
         match (o.sampling, tracepoint) {
