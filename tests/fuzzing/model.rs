@@ -131,15 +131,19 @@ pub fn parse(b: &[u8]) -> Option<Model> {
             .collect();
         attrs.push(ModelAttr { attr, ids });
     }
-    let dlen = if dlen == 0 { b.len() - doff } else { dlen };
+    let dlen = if dlen == 0 {
+        b.len().checked_sub(doff)?
+    } else {
+        dlen
+    };
     let records = split_records(b.get(doff..doff.checked_add(dlen)?)?)?;
     let mut features = Vec::new();
-    let mut t = doff + dlen;
+    let mut t = doff.checked_add(dlen)?;
     for w in 0..4 {
         let word = u64_at(b, 72 + 8 * w)?;
         for bit in 0..64 {
             if word >> bit & 1 != 0 {
-                let (off, len) = (h(t)?, h(t + 8)?);
+                let (off, len) = (h(t)?, h(t.checked_add(8)?)?);
                 features.push((
                     (w * 64 + bit) as u32,
                     b.get(off..off.checked_add(len)?)?.to_vec(),

@@ -45,13 +45,14 @@ fn decompress(mut m: Model) -> Model {
     let mut z = Vec::new();
     for r in &m.records {
         match peek_header(r) {
-            Some((kind::COMPRESSED, _, size)) => z.extend_from_slice(&r[8..usize::from(size)]),
-            Some((kind::COMPRESSED2, _, size)) => {
+            Some((kind::COMPRESSED, _, size)) => {
+                z.extend_from_slice(r.get(8..usize::from(size)).unwrap_or(&[]));
+            }
+            Some((kind::COMPRESSED2, _, _)) => {
                 let n = r.get(8..16).map_or(0, |b| {
                     u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize
                 });
-                z.extend_from_slice(r.get(16..16 + n).unwrap_or(&[]));
-                let _ = size;
+                z.extend_from_slice(r.get(16..16usize.saturating_add(n)).unwrap_or(&[]));
             }
             _ => {}
         }
@@ -465,7 +466,7 @@ fn byte_op(rng: &mut Rng, b: &mut Vec<u8>, lay: &Layout) {
                 0 => *rng.pick(&INTERESTING),
                 1 => old.wrapping_add(1 + rng.below(16) as u64),
                 2 => old.wrapping_sub(1 + rng.below(16) as u64),
-                3 => len as u64 + rng.below(17) as u64 - 8,
+                3 => (len as u64 + rng.below(17) as u64).wrapping_sub(8),
                 _ => old.wrapping_mul(2 + rng.below(1000) as u64),
             };
             let bytes = v.to_le_bytes();
