@@ -1,7 +1,9 @@
-//! Each input the fuzz campaigns found to break a property of the reader (or built from
-//! what they found, minimized), run through the fuzz entry (`tests/fuzzing`): no panic,
-//! errors naming an offset inside the input, peak heap bounded by the input's size,
-//! bounded time. The inputs are written out here byte by byte.
+//! Inputs that broke a property of the fuzz entry (`tests/fuzzing`: no panic, errors
+//! naming an offset inside the input, peak heap bounded by the input's size, bounded
+//! time), run through it: one found by the deterministic campaign (minimized), the others
+//! built while auditing the reader's allocations and loops for what small mutants cannot
+//! reach (a zstd bomb, hundreds of attrs sharing one ids section). Each input is written
+//! out here byte by byte and failed before its fix in `sampler/src/perfdata/reader.rs`.
 
 mod fuzzing;
 
@@ -48,8 +50,8 @@ const IP: u64 = 1;
 const CALLCHAIN: u64 = 1 << 5;
 const RAW: u64 = 1 << 10;
 
-/// Campaign of 2026-11-24, case 19,5xx (a pipe stream of 11,774 bytes, minimized): a
-/// sample inside a COMPRESSED record was cut short; the error named offset 0x2ed4 of an
+/// Found by the deterministic campaign of 2026-11-24 (a pipe stream of 11,774 bytes,
+/// minimized here): a sample inside a COMPRESSED record was cut short; the error named offset 0x2ed4 of an
 /// 0x2dfe-byte input: the compressed record's offset plus the position inside the
 /// decompressed record, which is nowhere in the file.
 #[test]
@@ -85,7 +87,7 @@ fn rle_bomb(blocks: usize) -> Vec<u8> {
     z
 }
 
-/// Found by building on the case above: the inflater kept every byte a compressed
+/// Found auditing the inflater after the case above: it kept every byte a compressed
 /// record decompressed to before visiting any record, so 261 bytes of input held 8 MiB
 /// (16 MiB of capacity) at once.
 #[test]
