@@ -15,38 +15,50 @@
 //! of the bench thread, ns) instead
 //! ```
 //!
+//! `with_counter` keeps the results of each measured event apart
+//! (`target/criterion/counting-instructions/`, `.../counting-task-clock/`...), so a run
+//! that measures another event than the saved baseline (a fallback, another
+//! `HWPROF_BENCH_EVENT`) starts a baseline of its own instead of comparing across
+//! units; it says which on stderr:
+//!
+//! ```text
+//! hwprof: criterion measures task-clock (instead of 'instructions'); baselines of this
+//! event in target/criterion/counting-task-clock
+//! ```
+//!
 //! In your own crate: `hwprof-pmu = { version = "0.1", features = ["criterion"] }` under
 //! `[dev-dependencies]`, a `[[bench]]` with `harness = false`, and the `criterion_group!`
-//! below.
+//! below. (`tests/criterion_baselines.rs` runs `config` and `sum` twice with different
+//! events.)
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use hwprof_pmu::criterion::CounterMeasurement;
+use hwprof_pmu::criterion::{CounterMeasurement, CriterionExt};
 
 /// The measurement: `HWPROF_BENCH_EVENT`, instructions by default.
 fn measurement() -> CounterMeasurement {
-    let m = match std::env::var("HWPROF_BENCH_EVENT") {
+    match std::env::var("HWPROF_BENCH_EVENT") {
         Ok(ev) => CounterMeasurement::new(&ev).unwrap_or_else(|e| {
             eprintln!("HWPROF_BENCH_EVENT: {e}");
             std::process::exit(2)
         }),
         Err(_) => CounterMeasurement::instructions(),
-    };
-    eprintln!("counters: measuring {} per iteration", m.event());
-    m
+    }
 }
 
-fn config() -> Criterion<CounterMeasurement> {
+/// The runner: the measurement, with its results kept apart per measured event.
+pub fn config() -> Criterion<CounterMeasurement> {
     Criterion::default()
-        .with_measurement(measurement())
+        .with_counter(measurement())
         .sample_size(20)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2))
 }
 
-fn sum(c: &mut Criterion<CounterMeasurement>) {
+/// Sums 10,000 u64s.
+pub fn sum(c: &mut Criterion<CounterMeasurement>) {
     let v: Vec<u64> = (0..10_000).collect();
     let mut g = c.benchmark_group("sum");
     g.throughput(Throughput::Elements(v.len() as u64));

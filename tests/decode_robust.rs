@@ -1,46 +1,243 @@
-//! Malformed perf.data never panics the reader or decoder: truncated and bit-flipped
-//! copies of every fixture and of files recorded here by perf are read in-process; each
-//! must give `Ok` or an error, and errors about the data name a byte offset inside the
-//! file. One truncated file also goes through the binary: one line on stderr, exit 1.
+//! Malformed perf.data never panics, hangs or balloons the reader or the decoder: a
+//! bounded, deterministic, structure-aware fuzz campaign (`tests/fuzzing`, the same
+//! entry the coverage-guided run under `fuzz/` uses) over every fixture in
+//! `../shared/fixtures/perfdata`, the small committed corpus `fuzz/seeds` and files
+//! recorded here by `hwprof record` and `perf record` (file mode, pipe mode, zstd,
+//! tracepoints, frame-pointer and DWARF callchains). One truncated file also goes
+//! through the binary: one line on stderr, exit 1.
+//!
+//! `HWPROF_FUZZ_CASES=N` (default 10,000, a few seconds in debug) sets the number of
+//! cases, `HWPROF_FUZZ_SEED` the RNG seed and `HWPROF_FUZZ_THREADS` the threads; the
+//! long run is `HWPROF_FUZZ_CASES=1000000 cargo test --release --test decode_robust`.
+//! Failing inputs are saved under `target/tmp/fuzz-artifacts/` for replay with
+//! `HWPROF_FUZZ_REPLAY=FILE` (see `fuzz/README.md`).
 
 #[macro_use]
 mod common;
+mod fuzzing;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
+use fuzzing::campaign;
+use fuzzing::mutate::Seed;
 use hwprof_sampler::Error;
 use hwprof_sampler::perfdata::reader::PerfData;
-use hwprof_sampler::record::Body;
 
-/// Deterministic xorshift64*.
-struct Rng(u64);
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/perfdata")
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+/// Runs `sh -c CMD` in a private scratch directory (a stray output file lands there);
+/// returns the bytes of `out`, or `None` (and says SKIPPED) when the command failed.
+fn recording(what: &str, tag: &str, cmd: &str) -> Option<Seed> {
+    let dir = common::scratch_path(&format!("fuzzrec-{tag}"));
+    std::fs::create_dir_all(&dir).ok()?;
+    let out = dir.join("out.data");
+    let cmd = cmd.replace("OUT", &out.display().to_string());
+    let r = common::run_cmd(
+        Command::new("sh").args(["-c", &cmd]).current_dir(&dir),
+        common::TIMEOUT,
+    );
+    let bytes = std::fs::read(&out).ok();
+    let _ = std::fs::remove_dir_all(&dir);
+    match bytes {
+        Some(b) if r.status.success() && b.len() > 16 => Some(Seed::new(what, b)),
+        b => {
+            let why = match b {
+                Some(b) if r.status.success() => format!("it wrote {} bytes", b.len()),
+                _ => format!("it failed: {}", r.stderr.trim()),
+            };
+            report!("SKIPPED seed {what}: `{cmd}`: {why}");
+            None
+        }
     }
 }
 
-/// Reads `bytes` fully (open + every record, touching every sample's fields).
-fn read_all(bytes: Vec<u8>) -> Result<usize, Error> {
-    let pd = PerfData::from_bytes(bytes, "mutant")?;
-    let mut n = 0usize;
-    pd.for_each_record(|_, r| {
-        n += 1;
-        if let Body::Sample(s) = &r.body {
-            n += s.callchain.map_or(0, |c| c.iter().count());
-            n += s.branch_stack.map_or(0, |b| b.iter().count());
+/// Files recorded here, in parallel: hwprof's (software events, tracepoints, `-g`,
+/// `--call-graph dwarf`, `-d --weight --switch-events`, pipe mode) and perf's (`-g`,
+/// pipe mode, zstd, tracepoints, DWARF).
+fn recordings() -> Vec<Seed> {
+    let hw = common::hwprof_bin();
+    let spin = common::wl("spin");
+    let sleeper = common::wl("sleeper");
+    let mut cmds: Vec<(String, String)> = vec![
+        (
+            "hwprof task-clock -g".into(),
+            format!("{hw} record -q -e task-clock -c 200000 -g -o OUT -- {spin} 60"),
+        ),
+        (
+            "hwprof dwarf".into(),
+            format!(
+                "{hw} record -q -e cpu-clock -c 400000 --call-graph dwarf,2048 -o OUT -- {spin} 40"
+            ),
+        ),
+        (
+            "hwprof -d --weight --switch-events".into(),
+            format!(
+                "{hw} record -q -e cpu-clock -c 300000 -d --weight --switch-events -o OUT -- {sleeper} 5 2"
+            ),
+        ),
+        (
+            "hwprof pipe".into(),
+            format!("{hw} record -q -e task-clock -c 300000 -g -o - -- {spin} 40 > OUT"),
+        ),
+    ];
+    let tracefs = common::require_tracefs("tracepoint seeds for the fuzz campaign");
+    if tracefs {
+        cmds.push((
+            "hwprof tracepoints".into(),
+            format!(
+                "{hw} record -q -e sched:sched_switch,sched:sched_wakeup -g -o OUT -- {sleeper} 5 2"
+            ),
+        ));
+    }
+    if common::require_perf("perf-recorded seeds for the fuzz campaign") {
+        let p = "perf record -q";
+        cmds.extend([
+            (
+                "perf cpu-clock -g".into(),
+                format!("{p} -e cpu-clock -c 200000 -g -o OUT -- {spin} 60"),
+            ),
+            (
+                "perf pipe".into(),
+                format!("{p} -e cpu-clock -c 200000 -g -o - -- {spin} 40 > OUT"),
+            ),
+            (
+                "perf zstd".into(),
+                format!("{p} -z -e cpu-clock -c 200000 -g -o OUT -- {spin} 40"),
+            ),
+            (
+                "perf dwarf".into(),
+                format!("{p} -e cpu-clock -c 400000 --call-graph dwarf,2048 -o OUT -- {spin} 40"),
+            ),
+        ]);
+        if tracefs {
+            cmds.push((
+                "perf tracepoints".into(),
+                format!("{p} -e sched:sched_switch -g -o OUT -- {sleeper} 5 2"),
+            ));
         }
-        Ok::<(), Error>(())
-    })?;
-    Ok(n)
+    }
+    std::thread::scope(|s| {
+        let hs: Vec<_> = cmds
+            .iter()
+            .enumerate()
+            .map(|(i, (what, cmd))| s.spawn(move || recording(what, &format!("r{i}"), cmd)))
+            .collect();
+        hs.into_iter()
+            .filter_map(|h| h.join().ok().flatten())
+            .collect()
+    })
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn fuzz_reader_and_decoder() {
+    // Replay one saved input instead (a crash found by a campaign or by libFuzzer).
+    if let Ok(f) = std::env::var("HWPROF_FUZZ_REPLAY") {
+        let b = std::fs::read(&f).expect("HWPROF_FUZZ_REPLAY file");
+        let o = fuzzing::fuzz_one(&b);
+        report!("replayed {f}: {o:?}");
+        return;
+    }
+    let mut seeds = Vec::new();
+    match campaign::seeds_in(&fixtures_dir()) {
+        Some(s) => seeds.extend(s),
+        None => report!("SKIPPED seeds: ../shared/fixtures/perfdata not found"),
+    }
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    seeds.extend(campaign::seeds_in(&committed).unwrap_or_default());
+    seeds.extend(recordings());
+    assert!(!seeds.is_empty(), "no seed at all");
+    // Every seed is well-formed: it reads without error as it is.
+    for s in &seeds {
+        assert!(
+            s.model.is_some(),
+            "seed {} is not perf.data hwprof can take apart",
+            s.name
+        );
+        let o = fuzzing::fuzz_one(&s.bytes);
+        assert!(o.error.is_none(), "seed {}: {:?}", s.name, o.error);
+        assert!(o.records > 0, "seed {}: no records", s.name);
+    }
+    let cases = campaign::cases_from_env(10_000);
+    let seed = env_u64("HWPROF_FUZZ_SEED", 0x5eed_0011);
+    let threads = env_u64("HWPROF_FUZZ_THREADS", 1) as usize;
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-artifacts");
+    let st = campaign::run(&seeds, cases, seed, threads, &artifacts);
+    let names: Vec<&str> = seeds.iter().map(|s| s.name.as_str()).collect();
+    report!(
+        "fuzz: {} seeds ({}), RNG seed {seed:#x}",
+        seeds.len(),
+        names.join(", ")
+    );
+    report!("fuzz: {st}");
+    assert!(
+        st.failures.is_empty(),
+        "{} failing inputs:\n{}",
+        st.failures.len(),
+        st.failures.join("\n")
+    );
+    // The mutants reach every path, and both outcomes on each.
+    if cases >= 1000 {
+        for m in [
+            fuzzing::Mode::File,
+            fuzzing::Mode::Pipe,
+            fuzzing::Mode::Decoder,
+        ] {
+            let (ok, err) = st.by_mode.get(&m).copied().unwrap_or_default();
+            assert!(ok > 0 && err > 0, "{m:?}: {ok} read fine, {err} errors");
+        }
+    }
+}
+
+/// The made-up attrs and records the mutator starts from decode cleanly, with every
+/// field the attr asks for: mutants of them reach the paths the seeds do not.
+#[test]
+fn synthetic_records_decode_with_every_field() {
+    use fuzzing::synth;
+    use hwprof_pmu::attr::sample as st;
+    use hwprof_sampler::record::{Body, Decoder};
+    let mut rng = fuzzing::Rng::new(7);
+    let mut fields = 0u64;
+    for _ in 0..2000 {
+        let a = synth::attr(&mut rng);
+        let dec = Decoder::new(&[(a.clone(), vec![5])]);
+        for &t in &synth::KERNEL_TYPES {
+            let rec = synth::kernel_record(&mut rng, t, &a, 5);
+            let r = dec
+                .decode(&rec, 0)
+                .unwrap_or_else(|e| panic!("type {t}, attr {a:?}: {e}"));
+            assert_eq!(r.sample_id.is_some(), a.sample_id_all && t != 9, "{t}");
+            if let Body::Sample(s) = &r.body {
+                let t = a.sample_type;
+                let have = [
+                    (st::READ, s.read.is_some()),
+                    (st::CALLCHAIN, s.callchain.is_some()),
+                    (st::RAW, s.raw.is_some()),
+                    (st::BRANCH_STACK, s.branch_stack.is_some()),
+                    (st::REGS_USER, s.regs_user.is_some()),
+                    (st::STACK_USER, s.stack_user.is_some()),
+                    (st::DATA_SRC, s.data_src.is_some()),
+                    (st::REGS_INTR, s.regs_intr.is_some()),
+                    (st::AUX, s.aux.is_some()),
+                    (st::CODE_PAGE_SIZE, s.code_page_size.is_some()),
+                ];
+                for (bit, present) in have {
+                    assert_eq!(t & bit != 0, present, "bit {bit:#x} of {t:#x}");
+                    fields += u64::from(present);
+                }
+            }
+        }
+    }
+    assert!(fields > 5000, "{fields}");
 }
 
 /// Offsets of every record (the compressed record's offset for records inside one).
@@ -56,202 +253,19 @@ fn record_offsets(bytes: &[u8]) -> Vec<u64> {
     v
 }
 
-#[derive(Default, Debug)]
-struct Tally {
-    ok: usize,
-    errors: usize,
-}
-
-/// Runs one mutant; panics (with `what`) on a panic or an error without an offset.
-fn check(bytes: Vec<u8>, orig_len: usize, what: &str, touched: usize, t: &mut Tally) {
-    let len = bytes.len();
-    match catch_unwind(AssertUnwindSafe(|| read_all(bytes))) {
-        Err(_) => panic!("reader panicked on {what}"),
-        Ok(Ok(_)) => t.ok += 1,
-        Ok(Err(e)) => {
-            t.errors += 1;
-            match &e {
-                Error::Malformed { offset, .. } => assert!(
-                    *offset <= orig_len.max(len) as u64,
-                    "{what}: offset {offset:#x} past the file: {e}"
-                ),
-                // Only a damaged or missing magic/header size may make it "not perf.data"
-                // or an unsupported version.
-                Error::NotPerfData { .. } | Error::Unsupported(_) => {
-                    assert!(touched < 16, "{what}: {e}")
-                }
-                other => panic!("{what}: unexpected error kind: {other}"),
-            }
-        }
-    }
-}
-
-fn torture(name: &str, bytes: &[u8], flips: usize) {
-    let offsets = record_offsets(bytes);
-    let len = bytes.len();
-    let mut t = Tally::default();
-    // Truncations: at and around record boundaries (a spread of them when there are
-    // many), in the header, and at spread offsets.
-    let mut cuts: Vec<usize> = (0..120).collect();
-    let step = (offsets.len() / 300).max(1);
-    for (i, &o) in offsets.iter().enumerate() {
-        if i % step != 0 && i + 20 < offsets.len() {
-            continue;
-        }
-        for d in [-9i64, -1, 0, 1, 4, 8, 9] {
-            cuts.push((o as i64 + d).clamp(0, len as i64) as usize);
-        }
-    }
-    cuts.extend((0..200).map(|i| len * i / 200));
-    cuts.sort();
-    cuts.dedup();
-    for &c in &cuts {
-        check(
-            bytes[..c].to_vec(),
-            len,
-            &format!("{name} cut at {c}"),
-            c,
-            &mut t,
-        );
-    }
-    // Bit flips: half in record headers (type, misc, size), half anywhere.
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ len as u64);
-    for i in 0..flips {
-        let pos = if i % 2 == 0 && !offsets.is_empty() {
-            offsets[rng.below(offsets.len())] as usize + rng.below(8)
-        } else {
-            rng.below(len)
-        };
-        let pos = pos.min(len - 1);
-        let mut m = bytes.to_vec();
-        let bit = rng.below(8);
-        m[pos] ^= 1 << bit;
-        // Sometimes a second flip nearby (sizes and counts spanning bytes).
-        if i % 3 == 0 {
-            let p2 = (pos + 1 + rng.below(16)).min(len - 1);
-            m[p2] ^= 1 << rng.below(8);
-        }
-        check(
-            m,
-            len,
-            &format!("{name} bit {bit} of byte {pos} flipped"),
-            pos,
-            &mut t,
-        );
-    }
-    report!(
-        "{name}: {} truncations, {flips} flips: {} read fine, {} errors with an offset, no panic",
-        cuts.len(),
-        t.ok,
-        t.errors
-    );
-    assert!(t.errors > 0, "{name}: no mutant was rejected");
-}
-
-fn fixtures() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/perfdata");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_none_or(|e| e != "pb_text"))
-        .collect();
-    v.sort();
-    Some(v)
-}
-
-#[test]
-fn truncated_and_flipped_fixtures_never_panic() {
-    let Some(files) = fixtures() else {
-        report!("SKIPPED: ../shared/fixtures/perfdata not found");
-        return;
-    };
-    // Several threads: the debug-build reader is the bottleneck.
-    std::thread::scope(|s| {
-        for f in &files {
-            s.spawn(move || {
-                let bytes = std::fs::read(f).unwrap();
-                let name = f.file_name().unwrap().to_string_lossy().into_owned();
-                torture(&name, &bytes, 2000);
-            });
-        }
-    });
-}
-
-/// Records with perf into a scratch file (`-o -` through the shell for pipe mode).
-fn perf_file(tag: &str, args: &str) -> Option<Vec<u8>> {
-    let out = common::scratch_path(tag);
-    let cmd = format!(
-        "perf record -q {args} -- {} 100 {}",
-        common::wl("spin"),
-        if args.contains("-o -") {
-            format!("> {}", out.display())
-        } else {
-            String::new()
-        }
-    );
-    let cmd = if args.contains("-o -") {
-        cmd
-    } else {
-        cmd.replacen(
-            "perf record -q",
-            &format!("perf record -q -o {}", out.display()),
-            1,
-        )
-    };
-    let r = common::run_cmd(
-        std::process::Command::new("sh").args(["-c", &cmd]),
-        common::TIMEOUT,
-    );
-    let bytes = std::fs::read(&out).ok();
-    let _ = std::fs::remove_file(&out);
-    if !r.status.success() {
-        report!("SKIPPED: `{cmd}` failed: {}", r.stderr.trim());
-        return None;
-    }
-    bytes
-}
-
-#[test]
-fn truncated_and_flipped_perf_files_never_panic() {
-    if !common::require_perf("perf-recorded files for the robustness test") {
-        return;
-    }
-    let files: Vec<(&str, Option<Vec<u8>>)> = vec![
-        (
-            "cpu-clock -g",
-            perf_file("rb_g.data", "-e cpu-clock -c 200000 -g"),
-        ),
-        (
-            "pipe",
-            perf_file("rb_pipe.data", "-e cpu-clock -c 200000 -g -o -"),
-        ),
-        (
-            "zstd",
-            perf_file("rb_z.data", "-z -e cpu-clock -c 200000 -g"),
-        ),
-    ];
-    std::thread::scope(|s| {
-        for (name, bytes) in &files {
-            if let Some(b) = bytes {
-                s.spawn(move || torture(name, b, 1500));
-            }
-        }
-    });
-}
-
 #[test]
 fn binary_reports_a_truncated_file_in_one_line() {
-    let Some(files) = fixtures() else {
+    let Some(files) = campaign::seeds_in(&fixtures_dir()) else {
         report!("SKIPPED: ../shared/fixtures/perfdata not found");
         return;
     };
     let src = files
         .iter()
-        .find(|p| p.ends_with("perf.data.callgraph-3.8"))
+        .find(|s| s.name == "perf.data.callgraph-3.8")
         .expect("callgraph fixture");
-    let bytes = std::fs::read(src).unwrap();
+    let bytes = &src.bytes;
     // Cut inside the data section, mid-record.
-    let offsets = record_offsets(&bytes);
+    let offsets = record_offsets(bytes);
     let cut = offsets[offsets.len() / 2] as usize + 13;
     let out = common::scratch_path("truncated.data");
     std::fs::write(&out, &bytes[..cut]).unwrap();

@@ -9,6 +9,12 @@
 //! `kernel.perf_event_paranoid = 3`), to wall time. [`CounterMeasurement::event`] and
 //! [`CounterMeasurement::fell_back`] tell what was measured; [`CounterMeasurement::exact`]
 //! refuses to fall back.
+//!
+//! Put it in place with [`CriterionExt::with_counter`]: criterion compares a run with the
+//! baseline saved under the same benchmark name whatever was measured, so a baseline
+//! counted in instructions and a rerun that fell back to task-clock would be compared as
+//! one unit; `with_counter` keeps one set of baselines per measured event
+//! (`<criterion home>/counting-<event>/`) and says once which event it measures.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,8 +29,10 @@ use crate::error::{Error, Result};
 use crate::event::{Encoder, Event};
 use crate::{Slot, sys};
 
+mod baseline;
 mod format;
 
+pub use baseline::{CriterionExt, criterion_home};
 use format::Formatter;
 
 /// A criterion [`Measurement`] that counts one perf event on the benchmarking thread.
@@ -61,7 +69,7 @@ use format::Formatter;
 ///
 /// ```no_run
 /// use criterion::{Criterion, criterion_group, criterion_main};
-/// use hwprof_pmu::criterion::CounterMeasurement;
+/// use hwprof_pmu::criterion::{CounterMeasurement, CriterionExt};
 ///
 /// fn sum(c: &mut Criterion<CounterMeasurement>) {
 ///     let v: Vec<u64> = (0..10_000).collect();
@@ -70,7 +78,8 @@ use format::Formatter;
 ///
 /// criterion_group! {
 ///     name = benches;
-///     config = Criterion::default().with_measurement(CounterMeasurement::instructions());
+///     // One set of baselines per measured event (see `CriterionExt::with_counter`).
+///     config = Criterion::default().with_counter(CounterMeasurement::instructions());
 ///     targets = sum
 /// }
 /// criterion_main!(benches);
@@ -82,6 +91,8 @@ pub struct CounterMeasurement {
     event: String,
     formatter: Formatter,
     thread: ThreadId,
+    /// Set by `with_counter`: baselines are kept per measured event.
+    separated: bool,
 }
 
 #[derive(Debug)]
@@ -186,6 +197,7 @@ impl CounterMeasurement {
             formatter: Formatter::for_event(&name),
             event: name,
             thread: thread::current().id(),
+            separated: false,
         }
     }
 
@@ -213,6 +225,7 @@ impl CounterMeasurement {
             event: "wall-time".to_string(),
             formatter: Formatter::Time,
             thread: thread::current().id(),
+            separated: false,
         }
     }
 
@@ -314,6 +327,9 @@ impl Measurement for CounterMeasurement {
             panic!(
                 "hwprof-pmu: a CounterMeasurement counts the thread that created it; create it on the thread that runs the benchmarks"
             );
+        }
+        if !self.separated {
+            baseline::plain_notice(&self.event);
         }
         Reading(self.read())
     }

@@ -138,3 +138,14 @@ fn skipped(msg: &str) {
     use std::io::Write;
     let _ = std::io::stderr().write_all(format!("SKIPPED: {msg}\n").as_bytes());
 }
+
+#[test]
+fn each_event_has_its_own_directory_name() {
+    use super::baseline::event_dir;
+    assert_eq!(event_dir("task-clock"), "counting-task-clock");
+    assert_eq!(event_dir("instructions:u"), "counting-instructions:u");
+    assert_eq!(event_dir("msr/tsc/"), "counting-msr%2Ftsc%2F");
+    assert_eq!(event_dir("a%2F b"), "counting-a%252F%20b");
+    // Distinct names stay distinct (the escape character is escaped too).
+    assert_ne!(event_dir("msr/tsc/"), event_dir("msr%2Ftsc%2F"));
+}

@@ -61,11 +61,14 @@ const FILE_HEADER_SIZE_NO_FEATURES: u64 = 72;
 const PIPE_HEADER_SIZE: u64 = 16;
 /// `PERFFILE`: perf.data version 1, from before perf 3.0.
 const MAGIC_V1: u64 = 0x454c_4946_4652_4550;
-/// Decompressed data kept pending may not grow past this (a corrupt stream).
-const MAX_PENDING: usize = 1 << 30;
 /// A stream is read this much at a time; each chunk's records are checked before the
 /// next chunk is read.
 pub const STREAM_CHUNK: u64 = 1 << 20;
+/// Decompressed bytes allowed per compressed byte (plus [`INFLATE_SLACK`]): perf's
+/// zstd reaches 6 to 55 here (55 with DWARF stack copies); a zstd bomb reaches 32768.
+const MAX_INFLATE_RATIO: u64 = 4096;
+/// Decompressed bytes allowed whatever the compressed size.
+const INFLATE_SLACK: u64 = 16 << 20;
 
 /// One event of the file: its attr, sample ids and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -301,6 +304,9 @@ impl PerfData {
         }
         let attrs_bytes = section(b, attrs_off, attrs_len, 24, "attrs section")?;
         let mut attrs = Vec::new();
+        // Ids sections of different attrs never overlap in a file perf wrote; sections
+        // that do (or add up past the file) would be copied once per attr.
+        let mut ids_total = 0u64;
         let step = usize::try_from(attr_size).unwrap_or(usize::MAX);
         for (i, entry) in attrs_bytes.chunks_exact(step).enumerate() {
             let at = attrs_off + (i * step) as u64;
@@ -316,6 +322,17 @@ impl PerfData {
                 at + step as u64 - 16,
                 "attr ids section",
             )?;
+            ids_total += ids_len;
+            if ids_total > b.len() as u64 {
+                return Err(Error::malformed(
+                    "attr ids section",
+                    at + step as u64 - 16,
+                    format!(
+                        "the attrs' ids sections add up to {ids_total} bytes, more than the file ({:#x}): they overlap",
+                        b.len()
+                    ),
+                ));
+            }
             attrs.push(EventAttr {
                 attr,
                 ids: U64s::new(ids).to_vec(),
@@ -348,6 +365,8 @@ impl PerfData {
         let mut features = Features::default();
         if !killed && !truncated {
             let table = data_off + data_len;
+            // As for ids: sections that overlap would be copied once per feature.
+            let mut total = 0u64;
             for (n, &bit) in bits.iter().enumerate() {
                 let at = table + 16 * n as u64;
                 let (off, len) = match (
@@ -360,6 +379,18 @@ impl PerfData {
                         break;
                     }
                 };
+                total = total.saturating_add(len);
+                if total > file_len {
+                    let e = Error::malformed(
+                        "feature table",
+                        at,
+                        format!(
+                            "feature sections add up to {total} bytes, more than the file ({file_len:#x}): they overlap"
+                        ),
+                    );
+                    warnings.push(format!("feature {bit}: {e}"));
+                    break;
+                }
                 match section(b, off, len, at, "feature section")
                     .and_then(|s| features.parse_section(bit, s, off))
                 {
@@ -382,10 +413,17 @@ impl PerfData {
     fn name_events(&mut self) {
         let descs = self.features.event_desc.as_deref().unwrap_or(&[]);
         let same_len = descs.len() == self.attrs.len();
+        // The first desc with each id list (a map: attrs x descs comparisons would take
+        // quadratic time on a file with many of both).
+        let mut by_ids: std::collections::HashMap<&[u64], &super::features::EventDesc> =
+            std::collections::HashMap::new();
+        for d in descs.iter().filter(|d| !d.ids.is_empty()) {
+            by_ids.entry(&d.ids).or_insert(d);
+        }
         for (i, e) in self.attrs.iter_mut().enumerate() {
-            let by_id = descs
-                .iter()
-                .find(|d| !d.ids.is_empty() && d.ids == e.ids)
+            let by_id = by_ids
+                .get(e.ids.as_slice())
+                .copied()
                 .or_else(|| same_len.then(|| descs.get(i)).flatten());
             e.name = match by_id {
                 Some(d) if !d.name.is_empty() => d.name.clone(),
@@ -471,8 +509,7 @@ impl PerfData {
                     Some(z) => z,
                     None => z.insert(Inflater::new(off)?),
                 };
-                inf.feed(data, off)?;
-                inf.drain(&self.decoder, off, &mut f)?;
+                inf.feed(data, off, &self.decoder, &mut f)?;
             }
             off = next_offset(off, rec.header.size, skip, end)?;
         }
@@ -696,12 +733,18 @@ impl PipeScan {
     }
 }
 
-/// One zstd stream across `COMPRESSED` records, and the decompressed bytes not yet
-/// visited (a record may straddle two compressed records).
+/// One zstd stream across `COMPRESSED` records, and the decompressed bytes of a record
+/// that straddles two compressed records. Records are visited as they come out of zstd,
+/// so memory stays at one buffer and one partial record however much a compressed
+/// record expands; the total expansion is capped (a zstd bomb).
 struct Inflater {
     z: zstd::stream::raw::Decoder<'static>,
     pending: Vec<u8>,
     buf: Vec<u8>,
+    bytes_in: u64,
+    bytes_out: u64,
+    /// Decompressed bytes visited before `pending`.
+    visited: u64,
 }
 
 impl Inflater {
@@ -711,35 +754,55 @@ impl Inflater {
                 .map_err(|e| Error::malformed("compressed record", off, e.to_string()))?,
             pending: Vec::new(),
             buf: vec![0; 256 * 1024],
+            bytes_in: 0,
+            bytes_out: 0,
+            visited: 0,
         })
     }
 
-    fn feed(&mut self, mut data: &[u8], off: u64) -> Result<()> {
+    /// Decompresses `data` (the payload of the compressed record at `off`) and visits
+    /// every whole record in it.
+    fn feed<E, F>(
+        &mut self,
+        mut data: &[u8],
+        off: u64,
+        dec: &Decoder,
+        f: &mut F,
+    ) -> std::result::Result<(), E>
+    where
+        E: From<Error>,
+        F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
+    {
         use zstd::stream::raw::Operation;
+        self.bytes_in += data.len() as u64;
         loop {
             let st = self
                 .z
                 .run_on_buffers(data, &mut self.buf)
                 .map_err(|e| Error::malformed("compressed record", off, format!("zstd: {e}")))?;
-            self.pending
-                .extend_from_slice(self.buf.get(..st.bytes_written).unwrap_or(&[]));
-            if self.pending.len() > MAX_PENDING {
+            self.bytes_out += st.bytes_written as u64;
+            if self.bytes_out > self.bytes_in.saturating_mul(MAX_INFLATE_RATIO) + INFLATE_SLACK {
                 return Err(Error::malformed(
                     "compressed record",
                     off,
-                    "decompressed data keeps growing without a whole record",
-                ));
+                    format!(
+                        "{} compressed bytes inflate to more than {} (more than {MAX_INFLATE_RATIO} times: a corrupt or hostile stream)",
+                        self.bytes_in, self.bytes_out
+                    ),
+                )
+                .into());
             }
+            self.pending
+                .extend_from_slice(self.buf.get(..st.bytes_written).unwrap_or(&[]));
+            self.drain(dec, off, f)?;
             data = data.get(st.bytes_read..).unwrap_or(&[]);
             if data.is_empty() && st.bytes_written < self.buf.len() {
                 return Ok(());
             }
             if st.bytes_read == 0 && st.bytes_written == 0 {
-                return Err(Error::malformed(
-                    "compressed record",
-                    off,
-                    "zstd made no progress",
-                ));
+                return Err(
+                    Error::malformed("compressed record", off, "zstd made no progress").into(),
+                );
             }
         }
     }
@@ -757,18 +820,33 @@ impl Inflater {
                 return Err(Error::malformed(
                     "compressed record",
                     off,
-                    format!("record of size {size} at byte {pos} of the decompressed data"),
+                    format!(
+                        "record of size {size} at byte {} of the decompressed stream",
+                        self.visited + pos as u64
+                    ),
                 )
                 .into());
             }
             let Some(rec_bytes) = self.pending.get(pos..pos + size) else {
                 break;
             };
-            let rec = dec.decode(rec_bytes, off)?;
+            // Offsets inside decompressed data are no file offsets: name the compressed
+            // record, and where in its decompressed data the bad record starts.
+            let rec = dec.decode(rec_bytes, 0).map_err(|e| {
+                Error::malformed(
+                    "compressed record",
+                    off,
+                    format!(
+                        "record at byte {} of the decompressed stream: {e}",
+                        self.visited + pos as u64
+                    ),
+                )
+            })?;
             f(off, &rec)?;
             pos += size;
         }
         self.pending.drain(..pos);
+        self.visited += pos as u64;
         Ok(())
     }
 }
