@@ -135,8 +135,9 @@ fn summary_json_has_every_metric_with_consistent_statistics() {
             "one note for the hardware events\n{}",
             r.dump()
         );
-        report!(
-            "SKIPPED: no hardware PMU: instructions/cycles/branch-misses/cache-misses checked as <not supported> only"
+        skip(
+            Why::NoHardwarePmu,
+            "no hardware PMU: instructions/cycles/branch-misses/cache-misses checked as <not supported> only",
         );
     }
 }

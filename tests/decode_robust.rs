@@ -6,6 +6,8 @@
 #[macro_use]
 mod common;
 
+use common::{Why, skip};
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
@@ -162,7 +164,7 @@ fn fixtures() -> Option<Vec<PathBuf>> {
 #[test]
 fn truncated_and_flipped_fixtures_never_panic() {
     let Some(files) = fixtures() else {
-        report!("SKIPPED: ../shared/fixtures/perfdata not found");
+        skip(Why::Setup, "../shared/fixtures/perfdata not found");
         return;
     };
     // Several threads: the debug-build reader is the bottleneck.
@@ -205,7 +207,10 @@ fn perf_file(tag: &str, args: &str) -> Option<Vec<u8>> {
     let bytes = std::fs::read(&out).ok();
     let _ = std::fs::remove_file(&out);
     if !r.status.success() {
-        report!("SKIPPED: `{cmd}` failed: {}", r.stderr.trim());
+        skip(
+            Why::Setup,
+            format_args!("`{cmd}` failed: {}", r.stderr.trim()),
+        );
         return None;
     }
     bytes
@@ -242,7 +247,7 @@ fn truncated_and_flipped_perf_files_never_panic() {
 #[test]
 fn binary_reports_a_truncated_file_in_one_line() {
     let Some(files) = fixtures() else {
-        report!("SKIPPED: ../shared/fixtures/perfdata not found");
+        skip(Why::Setup, "../shared/fixtures/perfdata not found");
         return;
     };
     let src = files

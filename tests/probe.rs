@@ -11,11 +11,7 @@ use std::time::Duration;
 use common::*;
 
 fn uprobes_usable(what: &str) -> bool {
-    if pmu_exists("uprobe") {
-        return true;
-    }
-    report!("SKIPPED: the uprobe PMU is not available ({what})");
-    false
+    require_pmu("uprobe", what)
 }
 
 /// The JSON document of stdout (the probed command's own lines come before it).
@@ -178,7 +174,7 @@ fn errors_are_one_line_and_exit_non_zero() {
         assert!(r.stderr.contains("stripped"), "{}", r.dump());
         let _ = std::fs::remove_file(&stripped);
     } else {
-        report!("SKIPPED: no strip (stripped-binary error)");
+        skip(Why::Setup, "no strip (stripped-binary error)");
     }
 
     let gone = hwprof(&["probe", &format!("uprobe:{bin}:work"), "-p", "999999999"]);

@@ -609,7 +609,7 @@ fn rust_and_cpp_names_are_demangled_with_their_paths() {
     {
         Ok(st) => assert!(st.success(), "g++ failed on {}", src.display()),
         Err(_) => {
-            report!("SKIPPED: g++ not installed (C++ demangling)");
+            skip(Why::Setup, "g++ not installed (C++ demangling)");
             return;
         }
     }
