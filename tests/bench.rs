@@ -331,6 +331,79 @@ fn aa_comparisons_rarely_call_a_regression() {
     assert!(base_false.len() <= 1, "baseline: {base_false:?}");
 }
 
+/// The verdict uses the Holm-corrected p-value, not each metric's own. The baseline's
+/// wall-time and task-clock runs are made 1..5 ns, below every run of today (ms): each
+/// metric alone is as significant as 5 runs against 5 can be, p = 2/C(10,5) = 0.0079 <
+/// 0.01, but the two tested together double the smaller p (Holm): 0.0159 ≥ 0.01. So at
+/// 99% no verdict may call the (huge) change a regression, exit 0; at 98% both are.
+#[test]
+fn the_verdict_uses_the_holm_corrected_p_value() {
+    let _g = serial();
+    let d = dir("bench-holm");
+    bench(&["-r", "5", "--save", "h", "--baseline-dir", &d], &work(2)).assert_ok();
+    let path = Path::new(&d).join("h.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let keep = ["wall-time", "task-clock"];
+    let metrics: Vec<Value> = doc["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .filter(|m| keep.iter().any(|k| m["name"] == *k))
+        .map(|m| {
+            let mut m = m.clone();
+            m["values"] = serde_json::json!([1.0, 2.0, 3.0, 4.0, 5.0]);
+            m["median"] = 3.0.into();
+            m["mad"] = 1.0.into();
+            m["min"] = 1.0.into();
+            m["max"] = 5.0.into();
+            m["ci95"] = serde_json::json!([2.0, 4.0]);
+            m
+        })
+        .collect();
+    assert_eq!(metrics.len(), 2, "{doc}");
+    doc["metrics"] = Value::Array(metrics);
+    std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
+
+    let compare = |confidence: &str| {
+        bench(
+            &[
+                "-r",
+                "5",
+                "--baseline",
+                "h",
+                "--baseline-dir",
+                &d,
+                "--gate",
+                "wall-time,task-clock",
+                "--confidence",
+                confidence,
+                "--json",
+            ],
+            &work(2),
+        )
+    };
+    let r = compare("0.99");
+    let out = json(&r);
+    for m in keep {
+        let c = change(&out, m);
+        let p = c["p_value"].as_f64().expect("p_value");
+        let padj = c["p_adjusted"].as_f64().expect("p_adjusted");
+        report!("Holm: {m}: p {p:.4}, adjusted {padj:.4}, verdict {}", c["verdict"]);
+        assert!((p - 2.0 / 252.0).abs() < 1e-9, "{m}: p {p}\n{}", r.dump());
+        assert!((padj - 4.0 / 252.0).abs() < 1e-9, "{m}: {padj}\n{}", r.dump());
+        assert_eq!(c["verdict"], "no_change", "{m}: {c}");
+    }
+    assert_eq!(out["comparison"]["verdict"], "no_change");
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    // Where 0.0159 is significant, both are regressions.
+    let r = compare("0.98");
+    let out = json(&r);
+    for m in keep {
+        assert_eq!(change(&out, m)["verdict"], "regression", "{m}\n{}", r.dump());
+    }
+    assert_eq!(r.code(), 1, "{}", r.dump());
+}
+
 // ---------------------------------------------------------------------------
 // Baselines across machines, formats
 // ---------------------------------------------------------------------------
