@@ -68,6 +68,45 @@ fn known_sleeps_and_pipe_waits() {
     assert!(through(&folded, "ab_writer") > 400_000, "{}", run.stdout);
 }
 
+/// Blocks separated by on-CPU work: 200 × (a 1 ms nanosleep under gap_sleep, then 1 ms
+/// of spinning). A block ends at the thread's switch-in (PERF_RECORD_SWITCH); without
+/// it, the spin's next cpu-clock sample (up to 250 µs later) would end it: +10% here.
+/// The workload times its own sleeps (CLOCK_MONOTONIC around each call), so off-CPU
+/// time under gap_sleep is that total less the few µs each call spends on the CPU
+/// entering and leaving the kernel.
+#[test]
+fn blocks_between_on_cpu_work_end_at_the_switch_in() {
+    if !require_tracefs("hwprof offcpu") {
+        return;
+    }
+    let bin = wl("offcpu_gaps");
+    let run = hwprof(&["offcpu", "--folded", "--", bin.as_str(), "200", "1000", "1000"]);
+    run.assert_ok();
+    let slept: u64 = run
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("slept_us "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no slept_us line\n{}", run.dump()));
+    let off = through(&parse_folded(&run.stdout), "gap_sleep");
+    let err = off as f64 / slept as f64 - 1.0;
+    report!(
+        "offcpu: gap_sleep {:.1} ms off CPU, the workload slept {:.1} ms: {:+.2}%",
+        off as f64 / 1e3,
+        slept as f64 / 1e3,
+        err * 100.0
+    );
+    assert!(
+        (-OFFCPU_GAPS_BELOW..=OFFCPU_GAPS_ABOVE).contains(&err),
+        "gap_sleep: {off} µs off CPU for {slept} µs of sleeps ({:+.2}%)\n{}",
+        err * 100.0,
+        run.stdout
+    );
+}
+
+const OFFCPU_GAPS_BELOW: f64 = 0.05;
+const OFFCPU_GAPS_ABOVE: f64 = 0.02;
+
 #[test]
 fn svg_title_and_report() {
     if !require_tracefs("hwprof offcpu") {
