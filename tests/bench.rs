@@ -388,9 +388,16 @@ fn the_verdict_uses_the_holm_corrected_p_value() {
         let c = change(&out, m);
         let p = c["p_value"].as_f64().expect("p_value");
         let padj = c["p_adjusted"].as_f64().expect("p_adjusted");
-        report!("Holm: {m}: p {p:.4}, adjusted {padj:.4}, verdict {}", c["verdict"]);
+        report!(
+            "Holm: {m}: p {p:.4}, adjusted {padj:.4}, verdict {}",
+            c["verdict"]
+        );
         assert!((p - 2.0 / 252.0).abs() < 1e-9, "{m}: p {p}\n{}", r.dump());
-        assert!((padj - 4.0 / 252.0).abs() < 1e-9, "{m}: {padj}\n{}", r.dump());
+        assert!(
+            (padj - 4.0 / 252.0).abs() < 1e-9,
+            "{m}: {padj}\n{}",
+            r.dump()
+        );
         assert_eq!(c["verdict"], "no_change", "{m}: {c}");
     }
     assert_eq!(out["comparison"]["verdict"], "no_change");
@@ -399,7 +406,12 @@ fn the_verdict_uses_the_holm_corrected_p_value() {
     let r = compare("0.98");
     let out = json(&r);
     for m in keep {
-        assert_eq!(change(&out, m)["verdict"], "regression", "{m}\n{}", r.dump());
+        assert_eq!(
+            change(&out, m)["verdict"],
+            "regression",
+            "{m}\n{}",
+            r.dump()
+        );
     }
     assert_eq!(r.code(), 1, "{}", r.dump());
 }

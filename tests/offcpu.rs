@@ -80,7 +80,15 @@ fn blocks_between_on_cpu_work_end_at_the_switch_in() {
         return;
     }
     let bin = wl("offcpu_gaps");
-    let run = hwprof(&["offcpu", "--folded", "--", bin.as_str(), "200", "1000", "1000"]);
+    let run = hwprof(&[
+        "offcpu",
+        "--folded",
+        "--",
+        bin.as_str(),
+        "200",
+        "1000",
+        "1000",
+    ]);
     run.assert_ok();
     let slept: u64 = run
         .stderr

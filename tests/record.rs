@@ -515,6 +515,50 @@ fn duration_ends_a_command_and_exits_zero() {
     assert_eq!(of_type(&records(&out), "sample").len() as u64, n);
 }
 
+/// Four times more data than the ring holds, produced slower than hwprof drains it:
+/// every sample arrives and none is lost, so the reader hands the space back to the
+/// kernel (publishes `data_tail`). `sleeper 500 2` switches out once per sleep, one
+/// context-switch sample each (~33 bytes) into one 4 KiB data page (~120 records), a
+/// sleep every 2 ms. Were `data_tail` never published, the kernel would see the ring
+/// full after its first ~120 records and drop all the others (seen: 111 of 500).
+#[test]
+fn a_small_ring_wraps_without_losing_records() {
+    let out = scratch_path("rec_small_ring.data");
+    let r = hwprof(&[
+        "record",
+        "-m",
+        "1",
+        "-e",
+        "context-switches",
+        "-c",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        &wl("sleeper"),
+        "500",
+        "2",
+    ]);
+    r.assert_ok();
+    let n = summary_samples(&r.stderr);
+    let recs = records(&out);
+    let bytes = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    report!(
+        "record -m 1 (one 4 KiB page) of sleeper 500 2: {n} samples, {bytes} bytes of file\n{}",
+        r.stderr.trim()
+    );
+    assert!(!r.stderr.contains("lost ("), "{}", r.dump());
+    assert!(r.stderr.contains(" samples, 0 lost,"), "{}", r.dump());
+    // One switch-out per sleep; a preemption may add one.
+    assert!((500..=520).contains(&n), "{n} samples\n{}", r.dump());
+    assert_eq!(of_type(&recs, "sample").len() as u64, n);
+    assert!(
+        of_type(&recs, "lost").is_empty(),
+        "LOST records in the file"
+    );
+    let _ = std::fs::remove_file(&out);
+}
+
 #[test]
 fn a_target_that_dies_mid_recording_leaves_a_valid_file() {
     let mut target = Background::spawn(Command::new(wl("wait_forever")).arg("300"));
