@@ -203,17 +203,20 @@ fn figures_agree_with_perf_stat() {
     let tc_perf = field("task-clock") * 1e6; // perf: msec
     let pf = metric(&doc, "page-faults")["median"].as_f64().unwrap();
     let tc = metric(&doc, "task-clock")["median"].as_f64().unwrap();
+    // 9 runs each of work 10 (~10 ms, ~54 page faults), a mean against a median, in 25
+    // runs under a parallel load: page-faults at most 3 faults (5.6%) apart, task-clock
+    // -5.4% to +2.8%; 4 times that.
     assert_close(
         "page-faults (perf mean vs hwprof median)",
         pf_perf,
         pf,
-        pf_perf * 0.1 + 2.0,
+        12.0,
     );
     assert_close(
         "task-clock ns (perf mean vs hwprof median)",
         tc_perf,
         tc,
-        tc_perf * 0.25,
+        tc_perf * 0.22,
     );
 }
 
@@ -245,6 +248,7 @@ fn twice_the_work_is_a_regression_against_a_baseline() {
     assert_eq!(tc["gating"], true);
     let pct = tc["change_pct"].as_f64().unwrap();
     let ci = floats(&tc["change_ci"]);
+    // +90.3% to +101.7% in 25 runs under a parallel load (work 20 vs 10: +100%).
     assert!((70.0..130.0).contains(&pct), "2× work: {pct}%");
     assert!(ci[0] > 5.0 && ci[0] <= pct && pct <= ci[1], "{ci:?}");
     assert!(tc["p_adjusted"].as_f64().unwrap() < 0.01);
@@ -291,7 +295,8 @@ fn ab_mode_flags_2x_and_10_percent_slower() {
     );
     assert_eq!(r.code(), 1, "{}", r.dump());
     assert_eq!(tc["verdict"], "regression", "{tc}");
-    assert!((5.0..16.0).contains(&pct), "{pct}");
+    // task-clock: +9.5% to +10.0% in 13 runs under a parallel load (22 vs 20: +10%).
+    assert!((8.0..12.0).contains(&pct), "{pct}");
 }
 
 /// 20 A/A comparisons at the default settings, in each mode: at most one may call a

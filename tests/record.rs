@@ -28,6 +28,18 @@ fn of_type<'a>(recs: &'a [serde_json::Value], ty: &str) -> Vec<&'a serde_json::V
     recs.iter().filter(|r| r["type"] == ty).collect()
 }
 
+/// Seconds from the first to the last of `samples` (their `time` fields).
+fn time_span(samples: &[&serde_json::Value]) -> f64 {
+    let times: Vec<u64> = samples.iter().filter_map(|s| s["time"].as_u64()).collect();
+    match (times.iter().min(), times.iter().max()) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+        _ => 0.0,
+    }
+}
+
+const ATTACH_MAX_SAMPLES: usize = 550;
+const ATTACH_SPAN_S: (f64, f64) = (0.3, 0.55);
+
 /// The "N samples" of hwprof record's summary line.
 fn summary_samples(stderr: &str) -> u64 {
     let line = stderr
@@ -174,7 +186,8 @@ fn cpu_clock_with_callchains_reads_in_perf_like_perfs_own_file() {
         "top symbol\nhwprof file: {mine:?}\nperf file: {theirs:?}"
     );
     assert!(ms.contains("inner"), "top symbol {ms}");
-    assert!((mp - tp).abs() < 5.0, "top symbol share {mp} vs {tp}");
+    // -2.2 to +0.7 points apart in 25 runs under a parallel load (4 times that).
+    assert!((mp - tp).abs() < 8.0, "top symbol share {mp} vs {tp}");
 
     // The file names the event, and the header features perf shows are there.
     let h = perf(&["report", "--header-only", "-i", hw.to_str().unwrap()]);
@@ -398,7 +411,22 @@ fn attach_to_pid_for_a_duration_leaves_it_running() {
     assert!(target.alive(), "the -p target must keep running");
     let recs = records(&out);
     let s = of_type(&recs, "sample");
-    assert!(s.len() > 150, "samples in 0.5 s at 999 Hz: {}", s.len());
+    let span = time_span(&s);
+    report!(
+        "record -p for 0.5 s of a spinning thread: {} samples over {span:.3} s",
+        s.len()
+    );
+    // One thread: at most 0.5 s of CPU time at 999 Hz, whatever share of a CPU it gets
+    // under load; sampled until the end of the 0.5 s.
+    assert!(
+        (10..=ATTACH_MAX_SAMPLES).contains(&s.len()),
+        "samples in 0.5 s at 999 Hz: {}",
+        s.len()
+    );
+    assert!(
+        (ATTACH_SPAN_S.0..=ATTACH_SPAN_S.1).contains(&span),
+        "samples over {span:.3} s of a 0.5 s attach"
+    );
     assert!(
         s.iter()
             .all(|x| x["pid"].as_i64() == Some(target.pid() as i64))
@@ -506,14 +534,40 @@ fn duration_ends_a_command_and_exits_zero() {
         "20000",
     ]);
     assert_eq!(r.code(), 0, "{}", r.dump());
-    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
     let n = summary_samples(&r.stderr);
-    assert!(
-        (150..=450).contains(&n),
-        "0.3 s at 4000 Hz (hrtimer-limited): {n} samples"
+    let recs = records(&out);
+    let samples = of_type(&recs, "sample");
+    assert_eq!(samples.len() as u64, n);
+    let span = time_span(&samples);
+    report!(
+        "record --duration 0.3 of spin: {n} samples over {span:.3} s of sample times; hwprof took {:.3} s",
+        r.elapsed.as_secs_f64()
     );
-    assert_eq!(of_type(&records(&out), "sample").len() as u64, n);
+    // spin is one thread: at most 0.3 s of CPU time, 1000 samples a second of it,
+    // whatever share of a CPU it gets under load (so no lower bound but "some").
+    assert!(
+        (10..=DURATION_MAX_SAMPLES).contains(&n),
+        "{n} samples of at most 0.3 s at 1000 Hz"
+    );
+    // Sampling ends 0.3 s after it started, and hwprof with it.
+    assert!(
+        (DURATION_SPAN_S.0..=DURATION_SPAN_S.1).contains(&span),
+        "samples over {span:.3} s for --duration 0.3"
+    );
+    assert!(
+        r.elapsed.as_secs_f64() <= DURATION_ELAPSED_MAX_S,
+        "took {:?}",
+        r.elapsed
+    );
 }
+
+/// `--duration 0.3` of one spinning thread at 1000 Hz, 25 runs under a parallel load:
+/// 31 to 248 samples (by construction at most 300, so 10% over that); their times span
+/// 0.248 to 0.304 s (4 times the deviation from 0.3 s allowed, about 0.1 to 0.32); hwprof
+/// took 0.314 to 0.387 s (4 times the excess over 0.3 s: 0.65 s).
+const DURATION_MAX_SAMPLES: u64 = 330;
+const DURATION_SPAN_S: (f64, f64) = (0.1, 0.32);
+const DURATION_ELAPSED_MAX_S: f64 = 0.65;
 
 /// Four times more data than the ring holds, produced slower than hwprof drains it:
 /// every sample arrives and none is lost, so the reader hands the space back to the
@@ -549,8 +603,9 @@ fn a_small_ring_wraps_without_losing_records() {
     );
     assert!(!r.stderr.contains("lost ("), "{}", r.dump());
     assert!(r.stderr.contains(" samples, 0 lost,"), "{}", r.dump());
-    // One switch-out per sleep; a preemption may add one.
-    assert!((500..=520).contains(&n), "{n} samples\n{}", r.dump());
+    // One switch-out per sleep; preemptions add up to 3 in 25 runs under a parallel
+    // load (4 times that allowed).
+    assert!((500..=512).contains(&n), "{n} samples\n{}", r.dump());
     assert_eq!(of_type(&recs, "sample").len() as u64, n);
     assert!(
         of_type(&recs, "lost").is_empty(),
@@ -604,9 +659,11 @@ fn tracepoint_samples_match_perf() {
     r.assert_ok();
     let ps = perf_script_samples(&out);
     let n = summary_samples(&r.stderr);
+    report!("record -e sched:sched_switch of sleeper 20 2: {n} samples");
     assert_eq!(ps.len() as u64, n);
+    // One per sleep, and preemptions: up to 2 more in 25 runs under a parallel load.
     assert!(
-        (20..=30).contains(&n),
+        (20..=28).contains(&n),
         "sched_switch samples of 20 sleeps: {n}"
     );
     let recs = records(&out);

@@ -114,11 +114,12 @@ fn single_run_page_faults(bin: &str, n: &str) -> f64 {
 }
 
 /// The mean of `runs` runs of touch_pages agrees with one run. touch_pages 500 takes
-/// 550..553 page faults a run here (20 single runs), a spread of 0.5%; 2% is 4× that,
-/// while the sum of the runs (`runs`× one run) is off by 400% and more.
+/// 550..553 page faults a run here (20 single runs); the mean of -r 5 was within 0.36%
+/// of one run in 25 runs under a parallel load: 1.5% is 4× that, while the sum of the
+/// runs (`runs` × one run) is off by 200% and more.
 fn assert_mean_like_one_run(mean: f64, one: f64, runs: u32) {
     assert!(
-        (mean - one).abs() <= one * 0.02,
+        (mean - one).abs() <= one * 0.015,
         "the page-faults of -r {runs} are {mean}, one run takes {one}: not the mean of the runs"
     );
 }
@@ -242,8 +243,10 @@ fn interval_csv_on_spin() {
         "task-clock of spin 450 over {} intervals: {total} msec",
         ts.len()
     );
+    // spin burns 450 ms of CPU time after exec, counted from the exec: never less;
+    // +0.03% to +1.03% in 25 runs under a parallel load, 4 times that allowed.
     assert!(
-        (400.0..560.0).contains(&total),
+        (450.0..=470.0).contains(&total),
         "sum of intervals {total}\n{}",
         r.dump()
     );
@@ -352,7 +355,9 @@ fn system_wide_per_cpu() {
     for x in &recs {
         let ms = x.value.unwrap_or(0.0);
         report!("CPU{}: task-clock {ms} msec", x.cpu.unwrap_or(0));
-        assert!((180.0..700.0).contains(&ms), "not ~200 msec: {:?}", x.line);
+        // Counting lasts the command: sleep 0.2 and its exec. 201.2 to 229.2 msec in 50
+        // CPU lines of 25 runs under a parallel load (4 times the excess allowed).
+        assert!((200.0..=320.0).contains(&ms), "not ~200 msec: {:?}", x.line);
         assert_eq!(x.event, "task-clock");
     }
 }
@@ -393,7 +398,8 @@ fn system_wide_cpu_list() {
     r.assert_ok();
     let ms = value_of(&r, "task-clock");
     report!("task-clock of -a -C 0 -- sleep 0.2: {ms} msec");
-    assert!((180.0..350.0).contains(&ms), "{}", r.dump());
+    // 201.2 to 227.9 msec in 25 runs under a parallel load (4 times the excess allowed).
+    assert!((200.0..=315.0).contains(&ms), "{}", r.dump());
 }
 
 #[test]

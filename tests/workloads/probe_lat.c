@@ -1,7 +1,10 @@
 /* probe_lat: calls work(us) with known durations, for `hwprof probe`.
  *   probe_lat N_FAST FAST_US N_SLOW SLOW_US   every 10th call is slow until N_SLOW are done
  *   probe_lat loop                            prints "ready", then work(100) every 10 ms forever
- *   probe_lat empty N                         calls empty() N times (probe overhead) */
+ *   probe_lat empty N                         calls empty() N times (probe overhead)
+ * The first form times every call of work() (CLOCK_MONOTONIC around it: a loaded
+ * machine stretches a busy-wait preempted near its end) and prints the durations to
+ * stderr at the end, in call order: "probe_lat: durations_ns D1 D2 ...". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,15 +53,28 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int nf = atoi(argv[1]), fu = atoi(argv[2]), ns = atoi(argv[3]), su = atoi(argv[4]);
+	int total = (nf > 0 ? nf : 0) + (ns > 0 ? ns : 0), n = 0;
+	long *dur = malloc(sizeof(long) * (total > 0 ? total : 1));
+	if (!dur) {
+		perror("malloc");
+		return 1;
+	}
 	for (int i = 0; nf > 0 || ns > 0; i++) {
+		long t0 = now_ns();
 		if (ns > 0 && (i % 10 == 9 || nf == 0)) {
 			work(su);
 			ns--;
-		} else if (nf > 0) {
+		} else {
 			work(fu);
 			nf--;
 		}
+		dur[n++] = now_ns() - t0;
 	}
 	printf("done\n");
+	fprintf(stderr, "probe_lat: durations_ns");
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, " %ld", dur[i]);
+	fprintf(stderr, "\n");
+	free(dur);
 	return 0;
 }
