@@ -66,6 +66,7 @@ fn write_stderr(msg: &str) {
 
 /// Prints `SKIPPED: {msg}` past the capture; in strict mode, panics (fails the test)
 /// unless `why` is [allowed](Why::allowed). The caller returns after it.
+#[track_caller]
 pub fn skip(why: Why, msg: impl Display) {
     let line = format!("SKIPPED: {msg}");
     write_stderr(&line);
@@ -93,6 +94,7 @@ fn skip_reason(msg: &str) -> Option<&str> {
 /// Writes one line to the real stderr, past libtest's capture, so that CI logs show the
 /// compared figures of passing tests too. A line starting with `SKIPPED` is a skip for
 /// [`Why::Setup`] (see the crate docs).
+#[track_caller]
 pub fn report_line(msg: &str) {
     match skip_reason(msg) {
         Some(reason) => skip(Why::Setup, reason),

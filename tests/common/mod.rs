@@ -41,6 +41,7 @@ pub use hwprof_testkit::{Why, skip};
 /// capture, so that CI logs show the compared figures of passing tests too. A
 /// `SKIPPED: ...` line is a skip for [`Why::Setup`] (a failure with
 /// `HWPROF_STRICT=1`); prefer [`skip`] or the `require_*` helpers.
+#[track_caller]
 pub fn report_line(msg: &str) {
     hwprof_testkit::report_line(msg);
 }
@@ -425,6 +426,7 @@ pub fn perf_available() -> bool {
 }
 
 /// False (after a SKIPPED line naming `what`) when perf is missing.
+#[track_caller]
 pub fn require_perf(what: &str) -> bool {
     if perf_available() {
         return true;
@@ -443,6 +445,7 @@ pub fn pmu_exists(name: &str) -> bool {
 /// False (after a SKIPPED line) when PMU `name` is absent. For software-defined
 /// PMUs (uprobe, breakpoint, tracepoint, msr on x86) that every kernel `.ci/run`
 /// targets has; use [`require_hardware_pmu`] for the CPU's.
+#[track_caller]
 pub fn require_pmu(name: &str, what: &str) -> bool {
     if pmu_exists(name) {
         return true;
@@ -461,6 +464,7 @@ pub fn require_pmu(name: &str, what: &str) -> bool {
 
 /// False (after a SKIPPED line, allowed in strict mode) when no hardware PMU is
 /// exposed (VMs, containers).
+#[track_caller]
 pub fn require_hardware_pmu(what: &str) -> bool {
     if hardware_pmu() {
         return true;
@@ -471,6 +475,7 @@ pub fn require_hardware_pmu(what: &str) -> bool {
 
 /// False (after a SKIPPED line, allowed in strict mode) when a hardware PMU is
 /// exposed, so that the no-PMU fallback under test is not taken.
+#[track_caller]
 pub fn require_no_hardware_pmu(what: &str) -> bool {
     if !hardware_pmu() {
         return true;
@@ -484,6 +489,7 @@ pub fn require_no_hardware_pmu(what: &str) -> bool {
 
 /// False (after a SKIPPED line) when tracepoints cannot be used:
 /// no tracepoint PMU, or no tracefs in the kernel.
+#[track_caller]
 pub fn require_tracefs(what: &str) -> bool {
     let fs_known = fs::read_to_string("/proc/filesystems")
         .map(|s| {
@@ -758,6 +764,7 @@ pub fn through(folded: &[(String, u64)], f: &str) -> u64 {
 
 /// `../shared/fixtures/perfdata/NAME` (real-hardware recordings, outside the repo), or
 /// `None` after a SKIPPED line (a failure with `HWPROF_STRICT=1`) when it is absent.
+#[track_caller]
 pub fn fixture(name: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/fixtures/perfdata")
