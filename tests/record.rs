@@ -37,8 +37,9 @@ fn time_span(samples: &[&serde_json::Value]) -> f64 {
     }
 }
 
-const ATTACH_MAX_SAMPLES: usize = 550;
-const ATTACH_SPAN_S: (f64, f64) = (0.3, 0.55);
+/// `-p` for `--duration 0.5` on one spinning thread: samples spanned 0.467 to 0.511 s
+/// in 25 runs under a parallel load (4 times the deviation from 0.5 s allowed).
+const ATTACH_SPAN_S: (f64, f64) = (0.37, 0.55);
 
 /// The "N samples" of hwprof record's summary line.
 fn summary_samples(stderr: &str) -> u64 {
@@ -168,9 +169,16 @@ fn cpu_clock_with_callchains_reads_in_perf_like_perfs_own_file() {
     let pids: BTreeSet<i64> = ours.iter().map(|s| s["pid"].as_i64().unwrap()).collect();
     let ppids: BTreeSet<i64> = ps.iter().map(|s| s.1).collect();
     assert_eq!(pids, ppids, "pids: hwprof script vs perf script");
+    // Callchains reach from inner to outer and the thread's start; a sample caught in
+    // the thread's first instructions may have fewer frames (once in 50 runs).
+    let short = ours
+        .iter()
+        .filter(|s| s["callchain"].as_array().is_none_or(|c| c.len() < 3))
+        .count();
     assert!(
-        ours.iter()
-            .all(|s| s["callchain"].as_array().is_some_and(|c| c.len() >= 3))
+        short * 100 <= ours.len(),
+        "{short} of {} samples with fewer than 3 frames",
+        ours.len()
     );
 
     // perf report: the same top symbol as on perf's own recording, at a similar share.
@@ -416,11 +424,11 @@ fn attach_to_pid_for_a_duration_leaves_it_running() {
         "record -p for 0.5 s of a spinning thread: {} samples over {span:.3} s",
         s.len()
     );
-    // One thread: at most 0.5 s of CPU time at 999 Hz, whatever share of a CPU it gets
-    // under load; sampled until the end of the 0.5 s.
+    // One thread: at most 999 samples a second of the span, whatever share of a CPU
+    // it gets under load; sampled until the end of the 0.5 s.
     assert!(
-        (10..=ATTACH_MAX_SAMPLES).contains(&s.len()),
-        "samples in 0.5 s at 999 Hz: {}",
+        s.len() >= 10 && s.len() as f64 <= span * 1100.0 + 10.0,
+        "{} samples over {span:.3} s at 999 Hz",
         s.len()
     );
     assert!(
@@ -543,11 +551,11 @@ fn duration_ends_a_command_and_exits_zero() {
         "record --duration 0.3 of spin: {n} samples over {span:.3} s of sample times; hwprof took {:.3} s",
         r.elapsed.as_secs_f64()
     );
-    // spin is one thread: at most 0.3 s of CPU time, 1000 samples a second of it,
-    // whatever share of a CPU it gets under load (so no lower bound but "some").
+    // spin is one thread: at most 1000 samples a second of the span, whatever share
+    // of a CPU it gets under load (so no lower bound but "some").
     assert!(
-        (10..=DURATION_MAX_SAMPLES).contains(&n),
-        "{n} samples of at most 0.3 s at 1000 Hz"
+        n >= 10 && n as f64 <= span * 1100.0 + 10.0,
+        "{n} samples over {span:.3} s at 1000 Hz"
     );
     // Sampling ends 0.3 s after it started, and hwprof with it.
     assert!(
@@ -561,13 +569,12 @@ fn duration_ends_a_command_and_exits_zero() {
     );
 }
 
-/// `--duration 0.3` of one spinning thread at 1000 Hz, 25 runs under a parallel load:
-/// 31 to 248 samples (by construction at most 300, so 10% over that); their times span
-/// 0.248 to 0.304 s (4 times the deviation from 0.3 s allowed, about 0.1 to 0.32); hwprof
-/// took 0.314 to 0.387 s (4 times the excess over 0.3 s: 0.65 s).
-const DURATION_MAX_SAMPLES: u64 = 330;
-const DURATION_SPAN_S: (f64, f64) = (0.1, 0.32);
-const DURATION_ELAPSED_MAX_S: f64 = 0.65;
+/// `--duration 0.3` of one spinning thread at 1000 Hz, 50 runs under a parallel load:
+/// the samples' times spanned 0.248 to 0.370 s (hwprof woke up to 70 ms late to stop;
+/// 4 times the deviation from 0.3 s allowed); hwprof took 0.311 to 0.428 s (4 times the
+/// excess over 0.3 s allowed).
+const DURATION_SPAN_S: (f64, f64) = (0.09, 0.58);
+const DURATION_ELAPSED_MAX_S: f64 = 0.82;
 
 /// Four times more data than the ring holds, produced slower than hwprof drains it:
 /// every sample arrives and none is lost, so the reader hands the space back to the

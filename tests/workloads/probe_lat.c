@@ -2,9 +2,10 @@
  *   probe_lat N_FAST FAST_US N_SLOW SLOW_US   every 10th call is slow until N_SLOW are done
  *   probe_lat loop                            prints "ready", then work(100) every 10 ms forever
  *   probe_lat empty N                         calls empty() N times (probe overhead)
- * The first form times every call of work() (CLOCK_MONOTONIC around it: a loaded
- * machine stretches a busy-wait preempted near its end) and prints the durations to
- * stderr at the end, in call order: "probe_lat: durations_ns D1 D2 ...". */
+ * The first form has every call of work() time itself (CLOCK_MONOTONIC, from its first
+ * clock read to its last: inside what a uprobe/uretprobe pair measures; a loaded machine
+ * stretches a busy-wait preempted near its end) and prints the durations to stderr at
+ * the end, in call order: "probe_lat: durations_ns D1 D2 ...". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +21,15 @@ static long now_ns(void)
 	return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
+/* The duration of the last call of work(), as it timed itself. */
+long last_work_ns;
+
 __attribute__((noinline)) void work(int us)
 {
-	long end = now_ns() + (long)us * 1000;
-	while (now_ns() < end)
+	long start = now_ns(), end = start + (long)us * 1000, t;
+	while ((t = now_ns()) < end)
 		acc++;
+	last_work_ns = t - start;
 }
 
 __attribute__((noinline)) void empty(void)
@@ -60,7 +65,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int i = 0; nf > 0 || ns > 0; i++) {
-		long t0 = now_ns();
 		if (ns > 0 && (i % 10 == 9 || nf == 0)) {
 			work(su);
 			ns--;
@@ -68,7 +72,7 @@ int main(int argc, char **argv)
 			work(fu);
 			nf--;
 		}
-		dur[n++] = now_ns() - t0;
+		dur[n++] = last_work_ns;
 	}
 	printf("done\n");
 	fprintf(stderr, "probe_lat: durations_ns");
