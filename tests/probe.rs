@@ -38,8 +38,10 @@ fn own_durations(run: &Run) -> Vec<f64> {
 /// What a uprobe/uretprobe pair may measure more than `work`'s own clock reads: the
 /// probes fire outside them (entry before the first read, return after the last), so
 /// hwprof's duration is never shorter, and longer by the two probe hits (and
-/// HdrHistogram's 3 significant digits, +0.1%, for percentiles). Figures at the value.
-const PROBE_EXCESS_NS: f64 = 200_000.0;
+/// HdrHistogram's 3 significant digits, +0.1%, for percentiles). 25 runs under a
+/// parallel load (load average 4 to 6 on 2 CPUs): slow calls 5 to 19 µs longer than
+/// their own timing, p50 2.5 to 6.6 µs; 4 times the worst allowed.
+const PROBE_EXCESS_NS: f64 = 80_000.0;
 
 /// `got` (hwprof's, ns) is within what the probes allow of one of the workload's own
 /// durations `near` (sorted, the candidates for this percentile).

@@ -668,9 +668,10 @@ fn tracepoint_samples_match_perf() {
     let n = summary_samples(&r.stderr);
     report!("record -e sched:sched_switch of sleeper 20 2: {n} samples");
     assert_eq!(ps.len() as u64, n);
-    // One per sleep, and preemptions: up to 2 more in 25 runs under a parallel load.
+    // One per sleep, and preemptions: up to 3 more in 75 runs under a parallel load (4
+    // times that allowed).
     assert!(
-        (20..=28).contains(&n),
+        (20..=32).contains(&n),
         "sched_switch samples of 20 sleeps: {n}"
     );
     let recs = records(&out);
