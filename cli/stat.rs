@@ -260,21 +260,7 @@ fn lines_of(counter: &Counter, r: &Readings, wall_ns: f64, per_cpu: bool) -> Vec
             .iter()
             .zip(values)
             .zip(status)
-            .map(|((e, v), s)| {
-                let count = if *s == Status::Counting {
-                    Some(v.unwrap_or_default())
-                } else {
-                    None
-                };
-                Line {
-                    event: e.name.clone(),
-                    cpu,
-                    count,
-                    value: count.and_then(|c| c.scaled()),
-                    stddev_pct: None,
-                    metric: None,
-                }
-            })
+            .map(|((e, v), s)| line_of(&e.name, cpu, *s == Status::Counting, v))
             .collect();
         attach_metrics(&mut lines, wall_ns);
         lines
@@ -288,6 +274,21 @@ fn lines_of(counter: &Counter, r: &Readings, wall_ns: f64, per_cpu: bool) -> Vec
             .collect()
     } else {
         make(r.total(events.len()), None)
+    }
+}
+
+/// The line of one event: `None` count when it could not be opened (`counting` false),
+/// and the value shown is the count scaled by enabled / running time (perf's estimate
+/// when the kernel multiplexed it).
+fn line_of(event: &str, cpu: Option<i32>, counting: bool, v: Option<hwprof_pmu::Count>) -> Line {
+    let count = counting.then(|| v.unwrap_or_default());
+    Line {
+        event: event.to_string(),
+        cpu,
+        count,
+        value: count.and_then(|c| c.scaled()),
+        stddev_pct: None,
+        metric: None,
     }
 }
 
@@ -632,6 +633,69 @@ mod tests {
         // sd = 2, se = 2/sqrt(3) = 1.1547, rel = 9.62%
         assert!((rse - 9.6225).abs() < 1e-3, "{rse}");
         assert_eq!(mean_and_rse(&[5.0]), (5.0, 0.0));
+    }
+
+    /// A multiplexed event (it ran 1 ms of the 4 ms it was enabled) shows its scaled
+    /// count, perf's estimate raw × enabled / running, with the percentage of time it
+    /// ran; the metrics come from the scaled values. No hardware PMU here multiplexes,
+    /// so this is checked on the lines and their rendering rather than through the
+    /// binary.
+    #[test]
+    fn multiplexed_counts_are_shown_scaled_with_the_time_running() {
+        use hwprof_pmu::Count;
+        let quarter = |raw| Count {
+            raw,
+            enabled: 4_000_000,
+            running: 1_000_000,
+        };
+        let mut lines = vec![
+            line_of("task-clock", None, true, Some(quarter(2_000_000))),
+            line_of("page-faults", None, true, Some(quarter(1_234))),
+            line_of("cycles", None, false, None),
+        ];
+        attach_metrics(&mut lines, 10e6);
+        assert_eq!(lines[1].value, Some(4_936.0));
+        let render = |fmt: Format| {
+            let mut out = Vec::new();
+            render::lines(&mut out, &fmt, None, &lines).expect("render");
+            String::from_utf8(out).expect("utf-8")
+        };
+        let human = render(Format::Human);
+        let row = |ev: &str| {
+            human
+                .lines()
+                .find(|l| l.contains(ev))
+                .unwrap_or_else(|| panic!("no {ev} in\n{human}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        // 2 ms scaled to 8 ms of task-clock over 10 ms: 0.8 CPUs.
+        assert_eq!(row("task-clock")[..2], ["8.00", "msec"], "{human}");
+        assert!(human.contains("0.800 CPUs utilized"), "{human}");
+        assert!(human.contains("(25.00%)"), "{human}");
+        assert_eq!(row("page-faults")[0], "4,936", "{human}");
+        // 4936 faults in 8 ms of task-clock: 617 K/sec.
+        assert!(human.contains("617.000 K/sec"), "{human}");
+        assert_eq!(row("cycles")[0], "<not", "{human}");
+        let csv = render(Format::Csv(",".into()));
+        assert!(
+            csv.lines()
+                .any(|l| l == "4936,,page-faults,1000000,25.00,617.000,K/sec"),
+            "{csv}"
+        );
+        assert!(
+            csv.lines()
+                .any(|l| l.starts_with("8.00,msec,task-clock,1000000,25.00,"))
+        );
+        let json = render(Format::Json);
+        let pf: serde_json::Value = json
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON line"))
+            .find(|v: &serde_json::Value| v["event"] == "page-faults")
+            .expect("page-faults line");
+        assert_eq!(pf["scaled"].as_f64(), Some(4_936.0), "{pf}");
+        assert_eq!(pf["value"].as_u64(), Some(1_234), "the raw count: {pf}");
+        assert_eq!(pf["pct_running"].as_f64(), Some(25.0), "{pf}");
     }
 
     #[test]

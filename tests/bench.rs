@@ -135,8 +135,9 @@ fn summary_json_has_every_metric_with_consistent_statistics() {
             "one note for the hardware events\n{}",
             r.dump()
         );
-        report!(
-            "SKIPPED: no hardware PMU: instructions/cycles/branch-misses/cache-misses checked as <not supported> only"
+        skip(
+            Why::NoHardwarePmu,
+            "no hardware PMU: instructions/cycles/branch-misses/cache-misses checked as <not supported> only",
         );
     }
 }
@@ -202,17 +203,20 @@ fn figures_agree_with_perf_stat() {
     let tc_perf = field("task-clock") * 1e6; // perf: msec
     let pf = metric(&doc, "page-faults")["median"].as_f64().unwrap();
     let tc = metric(&doc, "task-clock")["median"].as_f64().unwrap();
+    // 9 runs each of work 10 (~10 ms, ~54 page faults), a mean against a median, in 49
+    // runs under a parallel load: page-faults at most 3 faults (5.6%) apart, task-clock
+    // -5.4% to +4.6%; 4 times that.
     assert_close(
         "page-faults (perf mean vs hwprof median)",
         pf_perf,
         pf,
-        pf_perf * 0.1 + 2.0,
+        12.0,
     );
     assert_close(
         "task-clock ns (perf mean vs hwprof median)",
         tc_perf,
         tc,
-        tc_perf * 0.25,
+        tc_perf * 0.22,
     );
 }
 
@@ -244,7 +248,9 @@ fn twice_the_work_is_a_regression_against_a_baseline() {
     assert_eq!(tc["gating"], true);
     let pct = tc["change_pct"].as_f64().unwrap();
     let ci = floats(&tc["change_ci"]);
-    assert!((70.0..130.0).contains(&pct), "2× work: {pct}%");
+    // +84.4% to +102.0% in 49 runs under a parallel load (work 20 vs 10: +100%); 3
+    // times that.
+    assert!((50.0..150.0).contains(&pct), "2× work: {pct}%");
     assert!(ci[0] > 5.0 && ci[0] <= pct && pct <= ci[1], "{ci:?}");
     assert!(tc["p_adjusted"].as_f64().unwrap() < 0.01);
     assert_eq!(change(&doc, "page-faults")["verdict"], "no_change");
@@ -273,9 +279,23 @@ fn ab_mode_flags_2x_and_10_percent_slower() {
     assert_eq!(doc["comparison"]["mode"], "ab");
     assert_eq!(doc["baseline"]["name"], "A");
     assert_eq!(doc["name"], "B");
-    for m in ["wall-time", "task-clock"] {
-        assert_eq!(change(&doc, m)["verdict"], "regression", "{m}");
-    }
+    assert_eq!(change(&doc, "task-clock")["verdict"], "regression");
+    // Wall time grows too (by 70% to 100%: each run also starts a process), but 10 runs
+    // a side do not always make that significant when other programs take the CPUs
+    // between runs (no_change in 34 of 70 runs under a parallel load, load average 4 to
+    // 10), so: a regression, or at least its median moved up. +49% to +130% in 26 runs.
+    let wall = change(&doc, "wall-time");
+    let wall_pct = wall["change_pct"].as_f64().unwrap_or(0.0);
+    report!(
+        "2x work, A/B 10 runs: wall-time {wall_pct:+.1}% p {} {}",
+        wall["p_adjusted"],
+        wall["verdict"]
+    );
+    assert!(
+        wall["verdict"] == "regression"
+            || (wall["verdict"] == "no_change" && wall_pct >= WALL_2X_MIN_PCT),
+        "{wall}"
+    );
     // 10% more work, with enough runs (30 per side).
     let a = work(20).join(" ");
     let r = bench(&["--compare", &a, "-r", "30", "--json"], &work(22));
@@ -290,8 +310,14 @@ fn ab_mode_flags_2x_and_10_percent_slower() {
     );
     assert_eq!(r.code(), 1, "{}", r.dump());
     assert_eq!(tc["verdict"], "regression", "{tc}");
-    assert!((5.0..16.0).contains(&pct), "{pct}");
+    // task-clock: +9.1% to +10.2% in 21 runs under a parallel load (22 vs 20: +10%); 4
+    // times that.
+    assert!((6.0..14.0).contains(&pct), "{pct}");
 }
+
+/// The smallest median change of wall time accepted for twice the work when the A/B
+/// verdict is no_change (+49% to +130% seen; a quarter of +49% is +12).
+const WALL_2X_MIN_PCT: f64 = 12.0;
 
 /// 20 A/A comparisons at the default settings, in each mode: at most one may call a
 /// regression (the test is at 99% confidence with Holm's correction, plus the 5%
@@ -328,6 +354,91 @@ fn aa_comparisons_rarely_call_a_regression() {
     );
     assert!(ab_false.len() <= 1, "A/B: {ab_false:?}");
     assert!(base_false.len() <= 1, "baseline: {base_false:?}");
+}
+
+/// The verdict uses the Holm-corrected p-value, not each metric's own. The baseline's
+/// wall-time and task-clock runs are made 1..5 ns, below every run of today (ms): each
+/// metric alone is as significant as 5 runs against 5 can be, p = 2/C(10,5) = 0.0079 <
+/// 0.01, but the two tested together double the smaller p (Holm): 0.0159 ≥ 0.01. So at
+/// 99% no verdict may call the (huge) change a regression, exit 0; at 98% both are.
+#[test]
+fn the_verdict_uses_the_holm_corrected_p_value() {
+    let _g = serial();
+    let d = dir("bench-holm");
+    bench(&["-r", "5", "--save", "h", "--baseline-dir", &d], &work(2)).assert_ok();
+    let path = Path::new(&d).join("h.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let keep = ["wall-time", "task-clock"];
+    let metrics: Vec<Value> = doc["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .filter(|m| keep.iter().any(|k| m["name"] == *k))
+        .map(|m| {
+            let mut m = m.clone();
+            m["values"] = serde_json::json!([1.0, 2.0, 3.0, 4.0, 5.0]);
+            m["median"] = 3.0.into();
+            m["mad"] = 1.0.into();
+            m["min"] = 1.0.into();
+            m["max"] = 5.0.into();
+            m["ci95"] = serde_json::json!([2.0, 4.0]);
+            m
+        })
+        .collect();
+    assert_eq!(metrics.len(), 2, "{doc}");
+    doc["metrics"] = Value::Array(metrics);
+    std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
+
+    let compare = |confidence: &str| {
+        bench(
+            &[
+                "-r",
+                "5",
+                "--baseline",
+                "h",
+                "--baseline-dir",
+                &d,
+                "--gate",
+                "wall-time,task-clock",
+                "--confidence",
+                confidence,
+                "--json",
+            ],
+            &work(2),
+        )
+    };
+    let r = compare("0.99");
+    let out = json(&r);
+    for m in keep {
+        let c = change(&out, m);
+        let p = c["p_value"].as_f64().expect("p_value");
+        let padj = c["p_adjusted"].as_f64().expect("p_adjusted");
+        report!(
+            "Holm: {m}: p {p:.4}, adjusted {padj:.4}, verdict {}",
+            c["verdict"]
+        );
+        assert!((p - 2.0 / 252.0).abs() < 1e-9, "{m}: p {p}\n{}", r.dump());
+        assert!(
+            (padj - 4.0 / 252.0).abs() < 1e-9,
+            "{m}: {padj}\n{}",
+            r.dump()
+        );
+        assert_eq!(c["verdict"], "no_change", "{m}: {c}");
+    }
+    assert_eq!(out["comparison"]["verdict"], "no_change");
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    // Where 0.0159 is significant, both are regressions.
+    let r = compare("0.98");
+    let out = json(&r);
+    for m in keep {
+        assert_eq!(
+            change(&out, m)["verdict"],
+            "regression",
+            "{m}\n{}",
+            r.dump()
+        );
+    }
+    assert_eq!(r.code(), 1, "{}", r.dump());
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use hwprof_testkit::{Why, skip};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hwprof");
@@ -28,7 +29,7 @@ fn perfmon_root() -> Option<PathBuf> {
     if p.is_dir() {
         Some(p)
     } else {
-        eprintln!("SKIPPED: ../shared/fixtures not found");
+        skip(Why::Setup, "../shared/fixtures not found");
         None
     }
 }

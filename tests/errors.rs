@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use hwprof_testkit::{Why, skip};
+
 const BIN: &str = env!("CARGO_BIN_EXE_hwprof");
 
 /// Longest any single invocation may take before it counts as hung.
@@ -448,14 +450,14 @@ impl NobodyBin {
     /// `None` (with a SKIPPED note) when we are not root or setpriv is missing.
     fn new(tag: &str) -> Option<NobodyBin> {
         if euid() != Some(0) {
-            eprintln!("SKIPPED: not root, cannot run hwprof as user nobody");
+            skip(Why::Setup, "not root, cannot run hwprof as user nobody");
             return None;
         }
         if !["/usr/bin/setpriv", "/bin/setpriv"]
             .iter()
             .any(|p| Path::new(p).exists())
         {
-            eprintln!("SKIPPED: setpriv not found");
+            skip(Why::Setup, "setpriv not found");
             return None;
         }
         let dir = temp_dir(&format!("nobody-{tag}"));
@@ -563,7 +565,10 @@ fn per_task_as_nobody_counts_user_space_and_says_so() {
 #[test]
 fn record_as_nobody_falls_back_to_user_space_like_perf() {
     if paranoid() < 2 {
-        eprintln!("SKIPPED: perf_event_paranoid < 2, kernel samples are allowed here");
+        skip(
+            Why::KernelSetting,
+            "perf_event_paranoid < 2, kernel samples are allowed here",
+        );
         return;
     }
     let Some(nobody) = NobodyBin::new("rec") else {

@@ -263,6 +263,8 @@ fn record_and_draw_two_hot_functions() {
         "hot_a + hot_b carry {:.1}% < 90%",
         share * 100.0
     );
+    // ~1500 samples: the share's standard deviation is 1.1 points; -1.3 to +1.8 in 25
+    // runs under a parallel load. ± 5 is 4.5 sigma, 2.8 times the worst seen.
     assert!(
         (ratio - 0.75).abs() <= 0.05,
         "hot_a share {:.1}% not 75 ± 5",
@@ -312,10 +314,8 @@ fn page_fault_flame_graph() {
         .map(|(_, n)| n)
         .sum();
     report!("page faults: {in_main} under main of {all} in all (touch_pages 5000)");
-    assert!(
-        (5000..=5100).contains(&in_main),
-        "{in_main} faults under main, expected 5000"
-    );
+    // touch_pages' loop makes exactly one fault per page: 5000 in 25 runs of 25.
+    assert_eq!(in_main, 5000, "faults under main");
     assert!(
         in_main as f64 >= 0.9 * all as f64,
         "main has {in_main} of {all}"
@@ -357,10 +357,13 @@ fn tracepoint_flame_graph() {
         .map(|(_, n)| n)
         .sum();
     report!("sched_switch flame graph of 20 sleeps: {sleeping} of {all} through nanosleep");
-    // One switch per sleep; a preemption may add one or two elsewhere.
-    assert!((20..=23).contains(&all), "{all} switches for 20 sleeps");
+    // One switch per sleep, plus preemptions: up to 5 more in 25 runs under a parallel
+    // load (4 times that allowed). A sleep whose task is preempted on its way in for
+    // longer than the 2 ms switches out there, not in nanosleep: 19 of 20 through
+    // nanosleep once in 25 runs (4 times that allowed).
+    assert!((20..=40).contains(&all), "{all} switches for 20 sleeps");
     assert!(
-        sleeping >= 20,
+        sleeping >= 16,
         "only {sleeping} through nanosleep: {folded:?}"
     );
     assert!(

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use hwprof_testkit::{Why, skip};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hwprof");
@@ -50,6 +51,34 @@ fn tracefs_has_sched_switch() -> bool {
         .any(|t| Path::new(t).join("events/sched/sched_switch/id").is_file())
 }
 
+/// Whether sysfs has `msr/tsc/`; when not, a SKIPPED line for the checks of it.
+fn msr_tsc_present() -> bool {
+    if Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists() {
+        return true;
+    }
+    // The msr PMU and its tsc event are x86's; every x86-64 CPU has a TSC.
+    let why = if cfg!(target_arch = "x86_64") {
+        Why::Setup
+    } else {
+        Why::OtherArch
+    };
+    skip(why, "no msr/tsc in sysfs, not checking msr/tsc/");
+    false
+}
+
+/// Whether tracefs has `sched:sched_switch`; when not, a SKIPPED line for the checks
+/// of it.
+fn sched_switch_present() -> bool {
+    if tracefs_has_sched_switch() {
+        return true;
+    }
+    skip(
+        Why::Setup,
+        "tracefs not mounted, not checking sched:sched_switch",
+    );
+    false
+}
+
 fn has_cpu_pmu() -> bool {
     Path::new("/sys/bus/event_source/devices/cpu").exists()
 }
@@ -74,21 +103,17 @@ fn lists_generic_cache_pmu_and_tracepoint_events() {
         names_cycles,
         "hwprof list does not name the hardware event `cycles`"
     );
-    if Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists() {
+    if msr_tsc_present() {
         assert!(
             out.contains("msr/tsc/"),
             "hwprof list lacks msr/tsc/ although sysfs has it"
         );
-    } else {
-        eprintln!("SKIPPED: no msr/tsc in sysfs");
     }
-    if tracefs_has_sched_switch() {
+    if sched_switch_present() {
         assert!(
             out.contains("sched:sched_switch"),
             "hwprof list lacks sched:sched_switch although tracefs has it"
         );
-    } else {
-        eprintln!("SKIPPED: tracefs not mounted, not checking sched:sched_switch");
     }
 }
 
@@ -164,7 +189,7 @@ fn json_lists_kinds_and_support() {
             "no cpu PMU in sysfs, yet {cache} is marked supported"
         );
     }
-    if Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists() {
+    if msr_tsc_present() {
         let tsc = all
             .iter()
             .find(|e| e["name"].as_str().is_some_and(|n| n.contains("msr/tsc")))
@@ -175,7 +200,7 @@ fn json_lists_kinds_and_support() {
             "{tsc}"
         );
     }
-    if tracefs_has_sched_switch() {
+    if sched_switch_present() {
         let tp = find("sched:sched_switch");
         assert_eq!(
             (tp["kind"].as_str(), tp["supported"].as_bool()),

@@ -2,6 +2,12 @@
 //! (`offcpu_ab`: 10 × 50 ms of nanosleep under `a_sleeps`, 5 × 100 ms of pipe reads
 //! under `b_waits`), attaching to a running sleeper by PID (which keeps running), the
 //! SVG title and the report, and the errors.
+//!
+//! The workloads time their own waits (CLOCK_MONOTONIC around each call) and print the
+//! totals: on a loaded machine a thread that wakes waits for a CPU, which stretches its
+//! off-CPU time well past the nominal 500 ms (+20% seen), so the nominal figures are no
+//! reference. Off-CPU time under a function is its timed wall time less the few µs it
+//! runs: see OWN_BELOW / OWN_ABOVE.
 
 #[macro_use]
 mod common;
@@ -11,6 +17,48 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
+
+/// Off-CPU time under a function against the workload's own timing of it: at most that
+/// long (the off-CPU intervals lie inside the timed calls; 0.5% for the two clocks and
+/// rounding to µs), and short of it by the µs each call runs entering and leaving the
+/// kernel. 25 runs of each test under a parallel load (load average 5 to 10 on 2 CPUs):
+/// offcpu_ab's a_sleeps and b_waits -0.41% to -0.02% (every view, 50 runs), offcpu_gaps'
+/// 200 short sleeps -0.62% to -0.17% (75 runs); 4 times the worst below, never above.
+const OWN_BELOW: f64 = 0.025;
+const OWN_ABOVE: f64 = 0.005;
+
+/// The `offcpu_ab: a_sleeps_us A b_waits_us B main_us M` line of the workload.
+fn own_ab(run: &Run) -> (u64, u64) {
+    let line = run
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("offcpu_ab: "))
+        .unwrap_or_else(|| panic!("no offcpu_ab timing line\n{}", run.dump()));
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num = |i: usize| -> u64 {
+        f.get(i)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("bad timing line {line:?}"))
+    };
+    assert_eq!((f[0], f[2]), ("a_sleeps_us", "b_waits_us"), "{line}");
+    (num(1), num(3))
+}
+
+/// `got_us` off CPU under a function the workload timed at `own_us`.
+fn within_own(what: &str, got_us: u64, own_us: u64) {
+    let err = got_us as f64 / own_us as f64 - 1.0;
+    report!(
+        "offcpu: {what}: {:.1} ms off CPU, timed by the workload {:.1} ms: {:+.2}%",
+        got_us as f64 / 1e3,
+        own_us as f64 / 1e3,
+        err * 100.0
+    );
+    assert!(
+        (-OWN_BELOW..=OWN_ABOVE).contains(&err),
+        "{what}: {got_us} µs off CPU, the workload timed {own_us} µs ({:+.2}%)",
+        err * 100.0
+    );
+}
 
 fn within(what: &str, got_us: u64, want_us: u64, tol: f64) {
     let err = (got_us as f64 - want_us as f64).abs() / want_us as f64;
@@ -46,18 +94,17 @@ fn known_sleeps_and_pipe_waits() {
     let a = through(&main, "a_sleeps");
     let b = through(&main, "b_waits");
     let total: u64 = main.iter().map(|(_, n)| n).sum();
-    within("a_sleeps (10 × 50 ms nanosleep)", a, 500_000, 0.10);
-    within("b_waits (5 × 100 ms pipe read)", b, 500_000, 0.10);
+    let (own_a, own_b) = own_ab(&run);
+    within_own("a_sleeps (10 × 50 ms nanosleep)", a, own_a);
+    within_own("b_waits (5 × 100 ms pipe read)", b, own_b);
+    // What is left is the start (exec, the loader) and the end: little on an idle
+    // machine (0.4 ms), up to a sixth of the total while waiting for a CPU under load,
+    // so it is shown, not bounded; a and b above hold the attribution.
     let elsewhere = total - a - b;
     report!(
         "offcpu: main thread elsewhere: {:.1} ms of {:.1} ms",
         elsewhere as f64 / 1e3,
         total as f64 / 1e3
-    );
-    assert!(
-        elsewhere * 10 < total,
-        "{elsewhere} µs of {total} µs off CPU outside a_sleeps/b_waits:\n{}",
-        run.stdout
     );
     // The kernel side of the waits is there too.
     assert!(
@@ -67,6 +114,53 @@ fn known_sleeps_and_pipe_waits() {
     );
     assert!(through(&folded, "ab_writer") > 400_000, "{}", run.stdout);
 }
+
+/// Blocks separated by on-CPU work: 200 × (a 1 ms nanosleep under gap_sleep, then 1 ms
+/// of spinning). A block ends at the thread's switch-in (PERF_RECORD_SWITCH); without
+/// it, the spin's next cpu-clock sample (up to 250 µs later) would end it: +10% here.
+/// The workload times its own sleeps (CLOCK_MONOTONIC around each call), so off-CPU
+/// time under gap_sleep is that total less the few µs each call spends on the CPU
+/// entering and leaving the kernel.
+#[test]
+fn blocks_between_on_cpu_work_end_at_the_switch_in() {
+    if !require_tracefs("hwprof offcpu") {
+        return;
+    }
+    let bin = wl("offcpu_gaps");
+    let run = hwprof(&[
+        "offcpu",
+        "--folded",
+        "--",
+        bin.as_str(),
+        "200",
+        "1000",
+        "1000",
+    ]);
+    run.assert_ok();
+    let slept: u64 = run
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("slept_us "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no slept_us line\n{}", run.dump()));
+    let off = through(&parse_folded(&run.stdout), "gap_sleep");
+    let err = off as f64 / slept as f64 - 1.0;
+    report!(
+        "offcpu: gap_sleep {:.1} ms off CPU, the workload slept {:.1} ms: {:+.2}%",
+        off as f64 / 1e3,
+        slept as f64 / 1e3,
+        err * 100.0
+    );
+    assert!(
+        (-OWN_BELOW..=OWN_ABOVE).contains(&err),
+        "gap_sleep: {off} µs off CPU for {slept} µs of sleeps ({:+.2}%)\n{}",
+        err * 100.0,
+        run.stdout
+    );
+}
+
+/// On-CPU time of `spin 300` against its 300 ms: +0.27% to +1.0% in 50 runs under load.
+const ON_CPU_TOL: f64 = 0.04;
 
 #[test]
 fn svg_title_and_report() {
@@ -94,6 +188,7 @@ fn svg_title_and_report() {
     assert!(data.exists(), "--data-file kept no recording");
     let rep = hwprof(&["offcpu", "--report", "--", bin.as_str()]);
     rep.assert_ok();
+    let (own_a, _) = own_ab(&rep);
     let line = rep
         .stdout
         .lines()
@@ -104,10 +199,7 @@ fn svg_title_and_report() {
         .next()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("bad report line {line:?}"));
-    assert!(
-        (450.0..=550.0).contains(&ms),
-        "a_sleeps {ms} ms in {line:?}"
-    );
+    within_own("a_sleeps in --report", (ms * 1e3).round() as u64, own_a);
     let _ = fs::remove_file(&svg);
     let _ = fs::remove_file(&data);
 }
@@ -134,8 +226,11 @@ fn attach_by_pid_and_detach() {
         sleep as f64 / 1e3,
         folded.len()
     );
+    // 0.5 s of 10 ms sleeps, less the blocks cut by the attach and the detach (their
+    // other end is not seen): 471.7 to 504.2 ms in 50 runs under load, 4 times the
+    // deviation from 500 ms allowed.
     assert!(
-        (300_000..=550_000).contains(&sleep),
+        (385_000..=520_000).contains(&sleep),
         "nanosleep {sleep} µs:\n{}",
         run.stdout
     );
@@ -182,22 +277,19 @@ fn wall_clock_view_tags_on_and_off() {
         .filter(|(st, _)| !st.ends_with(";[on]") && !st.ends_with(";[off]"))
         .count();
     assert_eq!(untagged, 0, "stacks without [on]/[off]:\n{}", run.stdout);
-    within("spin 300 ms on CPU ([on])", on, 300_000, 0.15);
+    // spin burns 300 ms of its CPU time (it reads that clock): see ON_CPU_TOL.
+    within("spin 300 ms on CPU ([on])", on, 300_000, ON_CPU_TOL);
     let ab = wl("offcpu_ab");
     let run = hwprof(&["offcpu", "--wall", "--folded", "--", ab.as_str()]);
     run.assert_ok();
+    let (own_a, _) = own_ab(&run);
     let folded = parse_folded(&run.stdout);
     let a_off: u64 = folded
         .iter()
         .filter(|(st, _)| st.ends_with(";[off]") && st.split(';').any(|f| f == "a_sleeps"))
         .map(|(_, n)| n)
         .sum();
-    within(
-        "a_sleeps [off] in the wall-clock view",
-        a_off,
-        500_000,
-        0.10,
-    );
+    within_own("a_sleeps [off] in the wall-clock view", a_off, own_a);
 }
 
 /// `hwprof record --off-cpu` then `hwprof flamegraph --off-cpu -i FILE`, and the one-step
@@ -209,7 +301,7 @@ fn record_and_flamegraph_off_cpu() {
     }
     let data = scratch_path("offcpu_wall.data");
     let ab = wl("offcpu_ab");
-    hwprof(&[
+    let rec = hwprof(&[
         "record",
         "-q",
         "--off-cpu",
@@ -217,8 +309,9 @@ fn record_and_flamegraph_off_cpu() {
         data.to_str().unwrap(),
         "--",
         ab.as_str(),
-    ])
-    .assert_ok();
+    ]);
+    rec.assert_ok();
+    let (own_a, _) = own_ab(&rec);
     let run = hwprof(&[
         "flamegraph",
         "--off-cpu",
@@ -233,7 +326,7 @@ fn record_and_flamegraph_off_cpu() {
         .filter(|(st, _)| st.ends_with(";[off]") && st.split(';').any(|f| f == "a_sleeps"))
         .map(|(_, n)| n)
         .sum();
-    within("a_sleeps [off] from record --off-cpu", a_off, 500_000, 0.10);
+    within_own("a_sleeps [off] from record --off-cpu", a_off, own_a);
     // The exact switch-ins (PERF_RECORD_SWITCH, --switch-events) are in the file: at
     // least one per sleep of a_sleeps and wait of b_waits.
     let script = hwprof(&["script", "--format", "jsonl", "-i", data.to_str().unwrap()]);
@@ -261,7 +354,7 @@ fn record_and_flamegraph_off_cpu() {
         "spin 300 ms [on] from flamegraph --off-cpu",
         through(&folded, "[on]"),
         300_000,
-        0.15,
+        ON_CPU_TOL,
     );
 
     let bad = hwprof(&["record", "--off-cpu", "-e", "cpu-clock", "--", "true"]);

@@ -22,6 +22,8 @@
 #[macro_use]
 mod common;
 
+use common::{Why, skip};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -488,7 +490,10 @@ fn check_fixture(path: &Path) {
 #[test]
 fn every_fixture_matches_quipper_field_by_field() {
     let Some(dir) = fixtures_dir() else {
-        report!("SKIPPED: ../shared/fixtures/perfdata not found (fixtures are external)");
+        skip(
+            Why::Setup,
+            "../shared/fixtures/perfdata not found (fixtures are external)",
+        );
         return;
     };
     let mut n = 0;
@@ -515,7 +520,7 @@ fn every_fixture_matches_quipper_field_by_field() {
 #[test]
 fn pipe_fixture_is_pipe_mode_and_others_are_not() {
     let Some(dir) = fixtures_dir() else {
-        report!("SKIPPED: ../shared/fixtures/perfdata not found");
+        skip(Why::Setup, "../shared/fixtures/perfdata not found");
         return;
     };
     let p = PerfData::open(&dir.join("perf.data.piped.hw_and_sw-3.4")).unwrap();
@@ -672,7 +677,7 @@ fn perf_recorded_cpu_clock_callgraph() {
         &["-e", "cpu-clock", "-c", "100000", "-g"],
         &[common::wl("spin"), "200".into()],
     ) {
-        report!("SKIPPED: perf record -e cpu-clock failed here");
+        skip(Why::Setup, "perf record -e cpu-clock failed here");
         return;
     }
     let recs = compare_with_perf("cpu-clock -g", &out);
@@ -698,7 +703,7 @@ fn perf_recorded_tracepoint() {
         &["-e", "sched:sched_switch"],
         &[common::wl("sleeper"), "20".into(), "2".into()],
     ) {
-        report!("SKIPPED: perf record -e sched:sched_switch failed here");
+        skip(Why::Setup, "perf record -e sched:sched_switch failed here");
         return;
     }
     let recs = compare_with_perf("sched:sched_switch", &out);
@@ -719,7 +724,7 @@ fn perf_recorded_pipe_mode() {
         &["-e", "cpu-clock", "-c", "100000", "-g", "-o", "-"],
         &[common::wl("spin"), "100".into()],
     ) {
-        report!("SKIPPED: perf record -o - failed here");
+        skip(Why::Setup, "perf record -o - failed here");
         return;
     }
     let p = PerfData::open(&out).unwrap();
@@ -758,7 +763,10 @@ fn perf_recorded_compressed() {
         &["-z", "-e", "cpu-clock", "-c", "100000", "-g"],
         &[common::wl("spin"), "200".into()],
     ) {
-        report!("SKIPPED: this perf cannot record with -z (no zstd support?)");
+        skip(
+            Why::Setup,
+            "this perf cannot record with -z (no zstd support?)",
+        );
         return;
     }
     let recs = compare_with_perf("zstd-compressed", &out);

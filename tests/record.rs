@@ -28,6 +28,19 @@ fn of_type<'a>(recs: &'a [serde_json::Value], ty: &str) -> Vec<&'a serde_json::V
     recs.iter().filter(|r| r["type"] == ty).collect()
 }
 
+/// Seconds from the first to the last of `samples` (their `time` fields).
+fn time_span(samples: &[&serde_json::Value]) -> f64 {
+    let times: Vec<u64> = samples.iter().filter_map(|s| s["time"].as_u64()).collect();
+    match (times.iter().min(), times.iter().max()) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+        _ => 0.0,
+    }
+}
+
+/// `-p` for `--duration 0.5` on one spinning thread: samples spanned 0.467 to 0.511 s
+/// in 25 runs under a parallel load (4 times the deviation from 0.5 s allowed).
+const ATTACH_SPAN_S: (f64, f64) = (0.37, 0.55);
+
 /// The "N samples" of hwprof record's summary line.
 fn summary_samples(stderr: &str) -> u64 {
     let line = stderr
@@ -156,9 +169,16 @@ fn cpu_clock_with_callchains_reads_in_perf_like_perfs_own_file() {
     let pids: BTreeSet<i64> = ours.iter().map(|s| s["pid"].as_i64().unwrap()).collect();
     let ppids: BTreeSet<i64> = ps.iter().map(|s| s.1).collect();
     assert_eq!(pids, ppids, "pids: hwprof script vs perf script");
+    // Callchains reach from inner to outer and the thread's start; a sample caught in
+    // the thread's first instructions may have fewer frames (once in 50 runs).
+    let short = ours
+        .iter()
+        .filter(|s| s["callchain"].as_array().is_none_or(|c| c.len() < 3))
+        .count();
     assert!(
-        ours.iter()
-            .all(|s| s["callchain"].as_array().is_some_and(|c| c.len() >= 3))
+        short * 100 <= ours.len(),
+        "{short} of {} samples with fewer than 3 frames",
+        ours.len()
     );
 
     // perf report: the same top symbol as on perf's own recording, at a similar share.
@@ -174,7 +194,8 @@ fn cpu_clock_with_callchains_reads_in_perf_like_perfs_own_file() {
         "top symbol\nhwprof file: {mine:?}\nperf file: {theirs:?}"
     );
     assert!(ms.contains("inner"), "top symbol {ms}");
-    assert!((mp - tp).abs() < 5.0, "top symbol share {mp} vs {tp}");
+    // -2.2 to +0.7 points apart in 25 runs under a parallel load (4 times that).
+    assert!((mp - tp).abs() < 8.0, "top symbol share {mp} vs {tp}");
 
     // The file names the event, and the header features perf shows are there.
     let h = perf(&["report", "--header-only", "-i", hw.to_str().unwrap()]);
@@ -205,8 +226,7 @@ fn cpu_clock_with_callchains_reads_in_perf_like_perfs_own_file() {
 
 #[test]
 fn default_event_falls_back_to_cpu_clock_once() {
-    if hardware_pmu() {
-        report!("SKIPPED: this machine has a hardware PMU; the cpu-clock fallback is not used");
+    if !require_no_hardware_pmu("the default event's cpu-clock fallback") {
         return;
     }
     let out = scratch_path("rec_default.data");
@@ -233,8 +253,7 @@ fn default_event_falls_back_to_cpu_clock_once() {
 
 #[test]
 fn explicit_hardware_event_fails_with_a_clear_message() {
-    if hardware_pmu() {
-        report!("SKIPPED: this machine has a hardware PMU (cycles works here)");
+    if !require_no_hardware_pmu("cycles failing with a clear message") {
         return;
     }
     let out = scratch_path("rec_cycles.data");
@@ -400,7 +419,22 @@ fn attach_to_pid_for_a_duration_leaves_it_running() {
     assert!(target.alive(), "the -p target must keep running");
     let recs = records(&out);
     let s = of_type(&recs, "sample");
-    assert!(s.len() > 150, "samples in 0.5 s at 999 Hz: {}", s.len());
+    let span = time_span(&s);
+    report!(
+        "record -p for 0.5 s of a spinning thread: {} samples over {span:.3} s",
+        s.len()
+    );
+    // One thread: at most 999 samples a second of the span, whatever share of a CPU
+    // it gets under load; sampled until the end of the 0.5 s.
+    assert!(
+        s.len() >= 10 && s.len() as f64 <= span * 1100.0 + 10.0,
+        "{} samples over {span:.3} s at 999 Hz",
+        s.len()
+    );
+    assert!(
+        (ATTACH_SPAN_S.0..=ATTACH_SPAN_S.1).contains(&span),
+        "samples over {span:.3} s of a 0.5 s attach"
+    );
     assert!(
         s.iter()
             .all(|x| x["pid"].as_i64() == Some(target.pid() as i64))
@@ -508,13 +542,83 @@ fn duration_ends_a_command_and_exits_zero() {
         "20000",
     ]);
     assert_eq!(r.code(), 0, "{}", r.dump());
-    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
     let n = summary_samples(&r.stderr);
-    assert!(
-        (150..=450).contains(&n),
-        "0.3 s at 4000 Hz (hrtimer-limited): {n} samples"
+    let recs = records(&out);
+    let samples = of_type(&recs, "sample");
+    assert_eq!(samples.len() as u64, n);
+    let span = time_span(&samples);
+    report!(
+        "record --duration 0.3 of spin: {n} samples over {span:.3} s of sample times; hwprof took {:.3} s",
+        r.elapsed.as_secs_f64()
     );
-    assert_eq!(of_type(&records(&out), "sample").len() as u64, n);
+    // spin is one thread: at most 1000 samples a second of the span, whatever share
+    // of a CPU it gets under load (so no lower bound but "some").
+    assert!(
+        n >= 10 && n as f64 <= span * 1100.0 + 10.0,
+        "{n} samples over {span:.3} s at 1000 Hz"
+    );
+    // Sampling ends 0.3 s after it started, and hwprof with it.
+    assert!(
+        (DURATION_SPAN_S.0..=DURATION_SPAN_S.1).contains(&span),
+        "samples over {span:.3} s for --duration 0.3"
+    );
+    assert!(
+        r.elapsed.as_secs_f64() <= DURATION_ELAPSED_MAX_S,
+        "took {:?}",
+        r.elapsed
+    );
+}
+
+/// `--duration 0.3` of one spinning thread at 1000 Hz, 50 runs under a parallel load:
+/// the samples' times spanned 0.248 to 0.370 s (hwprof woke up to 70 ms late to stop;
+/// 4 times the deviation from 0.3 s allowed); hwprof took 0.311 to 0.428 s (4 times the
+/// excess over 0.3 s allowed).
+const DURATION_SPAN_S: (f64, f64) = (0.09, 0.58);
+const DURATION_ELAPSED_MAX_S: f64 = 0.82;
+
+/// Four times more data than the ring holds, produced slower than hwprof drains it:
+/// every sample arrives and none is lost, so the reader hands the space back to the
+/// kernel (publishes `data_tail`). `sleeper 500 2` switches out once per sleep, one
+/// context-switch sample each (~33 bytes) into one 4 KiB data page (~120 records), a
+/// sleep every 2 ms. Were `data_tail` never published, the kernel would see the ring
+/// full after its first ~120 records and drop all the others (seen: 111 of 500).
+#[test]
+fn a_small_ring_wraps_without_losing_records() {
+    let out = scratch_path("rec_small_ring.data");
+    let r = hwprof(&[
+        "record",
+        "-m",
+        "1",
+        "-e",
+        "context-switches",
+        "-c",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        &wl("sleeper"),
+        "500",
+        "2",
+    ]);
+    r.assert_ok();
+    let n = summary_samples(&r.stderr);
+    let recs = records(&out);
+    let bytes = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    report!(
+        "record -m 1 (one 4 KiB page) of sleeper 500 2: {n} samples, {bytes} bytes of file\n{}",
+        r.stderr.trim()
+    );
+    assert!(!r.stderr.contains("lost ("), "{}", r.dump());
+    assert!(r.stderr.contains(" samples, 0 lost,"), "{}", r.dump());
+    // One switch-out per sleep; preemptions add up to 3 in 25 runs under a parallel
+    // load (4 times that allowed).
+    assert!((500..=512).contains(&n), "{n} samples\n{}", r.dump());
+    assert_eq!(of_type(&recs, "sample").len() as u64, n);
+    assert!(
+        of_type(&recs, "lost").is_empty(),
+        "LOST records in the file"
+    );
+    let _ = std::fs::remove_file(&out);
 }
 
 #[test]
@@ -562,9 +666,12 @@ fn tracepoint_samples_match_perf() {
     r.assert_ok();
     let ps = perf_script_samples(&out);
     let n = summary_samples(&r.stderr);
+    report!("record -e sched:sched_switch of sleeper 20 2: {n} samples");
     assert_eq!(ps.len() as u64, n);
+    // One per sleep, and preemptions: up to 3 more in 75 runs under a parallel load (4
+    // times that allowed).
     assert!(
-        (20..=30).contains(&n),
+        (20..=32).contains(&n),
         "sched_switch samples of 20 sleeps: {n}"
     );
     let recs = records(&out);

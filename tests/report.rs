@@ -229,7 +229,8 @@ fn hot_shares(v: &Value) -> (f64, f64, u64) {
 #[test]
 fn two_hot_functions_in_their_known_ratio() {
     let bin = wl("two_hot");
-    // ~2400 samples: the share's standard deviation is ~1 point, so +-5 is ~5 sigma.
+    // ~2400 samples: the share's standard deviation is ~1 point; -0.67 to +0.73 in 25
+    // runs under a parallel load: +-3 is 3 sigma, 4 times the worst seen.
     let f = record_hwprof_at("3999", "report_two_hot", &[&bin, "600", "2", "1"]);
     let v = report_json(&["-i", &s(&f), "--no-children"]);
     let (a, b, total) = hot_shares(&v);
@@ -239,7 +240,7 @@ fn two_hot_functions_in_their_known_ratio() {
     );
     assert!(total >= 200, "too few samples: {total}");
     assert!(a + b >= 90.0, "hot_a + hot_b = {:.1}% < 90%", a + b);
-    assert!((ratio - 200.0 / 3.0).abs() <= 5.0, "ratio {ratio:.1}%");
+    assert!((ratio - 200.0 / 3.0).abs() <= 3.0, "ratio {ratio:.1}%");
     // Children: main holds both (the workload's callchains go through it).
     let v = report_json(&["-i", &s(&f), "--children", "-s", "sym"]);
     let main = v["events"][0]["rows"]
@@ -262,7 +263,9 @@ fn two_hot_functions_in_their_known_ratio() {
 #[test]
 fn diff_of_two_ratios() {
     let bin = wl("two_hot");
-    // ~3200 samples each: the delta's standard deviation is ~1.2 points (+-5 is ~4 sigma).
+    // ~3200 samples each: the delta's standard deviation is ~1.2 points (+-5 is ~4
+    // sigma). 25 runs under a parallel load: within 1.5 points, once 4.2 (a recording
+    // with 6.5% of its samples outside hot_a and hot_b).
     let base = record_hwprof_at("3999", "report_diff_base", &[&bin, "800", "2", "1"]);
     let new = record_hwprof_at("3999", "report_diff_new", &[&bin, "800", "1", "2"]);
     let v = report_json(&["--diff", &s(&base), &s(&new), "-s", "sym"]);
@@ -609,7 +612,7 @@ fn rust_and_cpp_names_are_demangled_with_their_paths() {
     {
         Ok(st) => assert!(st.success(), "g++ failed on {}", src.display()),
         Err(_) => {
-            report!("SKIPPED: g++ not installed (C++ demangling)");
+            skip(Why::Setup, "g++ not installed (C++ demangling)");
             return;
         }
     }

@@ -1,5 +1,9 @@
 //! Acceptance tests for `hwprof stat` counts: every event kind counted on real
 //! workloads, compared with `perf stat` run side by side on the same workload.
+//!
+//! Tolerances are 3 to 5 times the largest difference seen in 50 runs of this file
+//! (two campaigns of 25) while other test binaries ran beside it (load average 5 to 10
+//! on 2 CPUs); each says its figures.
 
 #[macro_use]
 mod common;
@@ -28,7 +32,8 @@ fn page_faults_match_perf() {
     }
     let p = stat_perf("page-faults", "page-faults", &cmd);
     assert!(p >= 20000.0, "perf page-faults {p} < 20000");
-    assert_close("page-faults of touch_pages 20000", p, h, p * 0.02);
+    // At most 4 faults (0.02%) apart in 50 runs: 0.06%, about 12 faults.
+    assert_close("page-faults of touch_pages 20000", p, h, p * 0.0006);
 }
 
 #[test]
@@ -67,15 +72,18 @@ fn task_clock_matches_perf() {
     // task-clock is printed in msec.
     let h = stat_hwprof("task-clock", &cmd);
     report!("task-clock of spin 200: hwprof={h} msec");
+    // spin burns 200 ms of its process's CPU time: -0.14% to +1.6% in 50 runs (two
+    // campaigns of 25) under a parallel load; 4 times that allowed.
     assert!(
-        (190.0..=260.0).contains(&h),
-        "hwprof task-clock {h} msec is not ~200 msec"
+        (188.0..=212.0).contains(&h),
+        "hwprof task-clock {h} msec is not 200 msec ± 6%"
     );
     if !require_perf("task-clock comparison") {
         return;
     }
     let p = stat_perf("task-clock", "task-clock", &cmd);
-    assert_close("task-clock (msec) of spin 200", p, h, p * 0.15);
+    // Two runs of the same fixed CPU time: -0.24% to +0.62% apart in 50 runs.
+    assert_close("task-clock (msec) of spin 200", p, h, p * 0.025);
 }
 
 #[test]
@@ -119,7 +127,13 @@ fn msr_tsc_matches_perf() {
         return;
     }
     if !std::path::Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists() {
-        report!("SKIPPED: the msr PMU has no tsc event");
+        // Every x86-64 CPU has a TSC (msr/tsc/ is x86's).
+        let why = if cfg!(target_arch = "x86_64") {
+            Why::Setup
+        } else {
+            Why::OtherArch
+        };
+        skip(why, "the msr PMU has no tsc event");
         return;
     }
     let bin = wl("spin");
@@ -135,7 +149,9 @@ fn msr_tsc_matches_perf() {
         return;
     }
     let p = stat_perf("msr/tsc/", "msr/tsc/", &cmd);
-    assert_close("msr/tsc/ of spin 50", p, h, p * 0.20);
+    // TSC ticks while the task runs, two runs of 50 ms of CPU time: -1.08% to +0.55%
+    // apart in 50 runs.
+    assert_close("msr/tsc/ of spin 50", p, h, p * 0.045);
 }
 
 /// Counts `hwprof_event` (built from the copy's path) with hwprof and

@@ -119,7 +119,7 @@ fn fixture_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("SKIPPED: ../shared/fixtures not found");
+        hwprof_testkit::skip(hwprof_testkit::Why::Setup, "../shared/fixtures not found");
         None
     }
 }

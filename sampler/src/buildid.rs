@@ -147,7 +147,10 @@ mod tests {
         let id = read_build_id(&exe);
         match file_says(exe.to_str().unwrap()) {
             Some(want) => assert_eq!(id.as_deref().map(hex), Some(want)),
-            None => println!("SKIPPED: `file` cannot show build ids here"),
+            None => hwprof_testkit::skip(
+                hwprof_testkit::Why::Setup,
+                "`file` cannot show build ids here (install `file`)",
+            ),
         }
         assert_eq!(read_build_id(Path::new("/nonexistent/x")), None);
         assert_eq!(read_build_id(Path::new("/proc/self/status")), None);
@@ -205,7 +208,10 @@ mod tests {
     fn kernel_and_entries() {
         let kernel = kernel_build_id();
         if kernel.is_none() {
-            println!("SKIPPED: /sys/kernel/notes has no build id here");
+            hwprof_testkit::skip(
+                hwprof_testkit::Why::KernelSetting,
+                "/sys/kernel/notes has no build id here (kernel built without one)",
+            );
         }
         let exe = std::env::current_exe()
             .unwrap()

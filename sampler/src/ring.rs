@@ -515,7 +515,10 @@ mod tests {
         let fd = match hwprof_pmu::sys::perf_event_open(&a, 0, -1, None) {
             Ok(fd) => fd,
             Err(e) => {
-                eprintln!("SKIPPED: perf_event_open: {e}");
+                hwprof_testkit::skip(
+                    hwprof_testkit::Why::Setup,
+                    format_args!("perf_event_open of a software dummy event: {e}"),
+                );
                 return;
             }
         };

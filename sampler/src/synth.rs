@@ -481,7 +481,15 @@ mod tests {
     #[test]
     fn quick_text_range_agrees_with_the_full_kallsyms_scan() {
         let Some(quick) = quick_text_range() else {
-            eprintln!("SKIPPED: kernel addresses hidden or not x86_64");
+            use hwprof_testkit::{Why, skip};
+            if !cfg!(target_arch = "x86_64") {
+                skip(Why::OtherArch, "quick_text_range is for x86-64 only");
+            } else {
+                skip(
+                    Why::KernelSetting,
+                    "kernel addresses hidden (kptr_restrict) or no _text / Kernel code in /proc",
+                );
+            }
             return;
         };
         let full = kernel_text_range(&fs::read_to_string("/proc/kallsyms").unwrap());

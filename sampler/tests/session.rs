@@ -14,13 +14,7 @@ use hwprof_pmu::event::Class;
 use hwprof_pmu::{Event, EventList};
 use hwprof_sampler::session::{RunStats, Session, SessionOptions, Target};
 
-/// Prints past libtest's capture, so figures and SKIPPED notices show in CI logs.
-macro_rules! report {
-    ($($arg:tt)*) => {{
-        use std::io::Write;
-        let _ = std::io::stderr().write_all(format!("{}\n", format!($($arg)*)).as_bytes());
-    }};
-}
+use hwprof_testkit::{Why, report, skip};
 
 const CPU_CLOCK: u64 = 0;
 const COMM: u32 = 3;
@@ -30,7 +24,9 @@ const SAMPLE: u32 = 9;
 const MMAP2: u32 = 10;
 const MISC_COMM_EXEC: u16 = 1 << 13;
 
-/// Compiles `tests/workloads/NAME.c` of the workspace once per test binary.
+/// Compiles `tests/workloads/NAME.c` of the workspace once per test binary. A source
+/// that does not compile fails the test (it is never a skip); a missing `cc` is a skip
+/// (a failure with `HWPROF_STRICT=1`).
 fn workload(name: &str) -> Option<PathBuf> {
     static BUILT: OnceLock<Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
     let mut built = BUILT
@@ -44,9 +40,9 @@ fn workload(name: &str) -> Option<PathBuf> {
         .join("../tests/workloads")
         .join(format!("{name}.c"));
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sampler-workloads");
-    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::create_dir_all(&dir).expect("create the workloads dir");
     let out = dir.join(name);
-    let ok = Command::new("cc")
+    let res = Command::new("cc")
         .args([
             "-O1",
             "-g",
@@ -57,12 +53,20 @@ fn workload(name: &str) -> Option<PathBuf> {
         ])
         .arg(&out)
         .arg(&src)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        report!("SKIPPED: cannot compile {} with cc", src.display());
-        return None;
-    }
+        .output();
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => {
+            skip(Why::Setup, format_args!("cannot run cc ({e})"));
+            return None;
+        }
+    };
+    assert!(
+        res.status.success(),
+        "compiling {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
     built.insert(name.to_string(), out.clone());
     Some(out)
 }
@@ -531,7 +535,7 @@ fn measure_overhead_of_spin_2000() {
 fn synthesized_records_match_perfs() {
     use hwprof_sampler::synth;
     if Command::new("perf").arg("--version").output().is_err() {
-        report!("SKIPPED: perf is not installed");
+        skip(Why::Setup, "perf is not installed");
         return;
     }
     let Some(spin) = workload("spin") else { return };
@@ -552,7 +556,7 @@ fn synthesized_records_match_perfs() {
     let _ = child.kill();
     let _ = child.wait();
     if !ok {
-        report!("SKIPPED: perf record -p failed");
+        skip(Why::Setup, "perf record -p failed");
         return;
     }
     let out = Command::new("perf")

@@ -15,13 +15,7 @@ use hwprof_sampler::perfdata::features::{ANON_GROUP, Features, GroupDesc};
 use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
 use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags};
 
-/// Writes a line to the real stderr, past the test harness's capture.
-macro_rules! report {
-    ($($arg:tt)*) => {{
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
+use hwprof_testkit::{Why, report, skip};
 
 const PID: u32 = 4242;
 const TID: u32 = 4243;
@@ -43,7 +37,7 @@ fn have_perf() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        report!("SKIPPED: perf not installed");
+        skip(Why::Setup, "perf not installed");
     }
     ok
 }
@@ -107,15 +101,24 @@ fn compile(dir: &Path) -> Option<Binary> {
     let src = dir.join("wl.c");
     std::fs::write(&src, SOURCE).unwrap();
     let path = dir.join("hwprof-wl");
-    let status = Command::new("cc")
+    let res = Command::new("cc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie", "-o"])
         .arg(&path)
         .arg(&src)
-        .status();
-    if !status.is_ok_and(|s| s.success()) {
-        report!("SKIPPED: no C compiler (cc)");
-        return None;
-    }
+        .output();
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => {
+            skip(Why::Setup, format_args!("no C compiler (cc: {e})"));
+            return None;
+        }
+    };
+    assert!(
+        res.status.success(),
+        "compiling {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
     let data = std::fs::read(&path).unwrap();
     let obj = object::File::parse(&*data).unwrap();
     let sym = |name: &str| {
@@ -341,7 +344,10 @@ fn perf_reads_hwprof_files() {
         // With the kernel's MMAP record, perf has nothing to warn about.
         assert!(!err.contains("Warning"), "{err}");
     } else {
-        report!("SKIPPED: kernel map check (/proc/kallsyms addresses hidden)");
+        skip(
+            Why::KernelSetting,
+            "kernel map check (/proc/kallsyms addresses hidden)",
+        );
     }
     let pct = |sym: &str| -> f64 {
         let line = rep
@@ -524,18 +530,70 @@ fn create_fails_where_it_cannot_write() {
     assert_eq!(e.raw_os_error(), Some(2)); // ENOENT
     let e = Writer::create(Path::new("/proc/hwprof-test.data"), entries()).unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e}");
-    // A read-only directory (root ignores permissions: only checked when they bite).
+    // A read-only directory. Root ignores permissions: then the check runs in a copy of
+    // this test binary as user nobody (setpriv), as tests/errors.rs runs hwprof.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let ro = dir.join("ro");
     std::fs::create_dir(&ro).unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
-    if std::fs::write(ro.join("probe"), b"x").is_err() {
-        let e = Writer::create(&ro.join("perf.data"), entries()).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(13), "{e}"); // EACCES
+    let privileged = std::fs::write(ro.join("probe"), b"x").is_ok();
+    let _ = std::fs::remove_file(ro.join("probe"));
+    if !privileged {
+        create_in_read_only_dir_fails(&ro);
+    } else if !Path::new("/usr/bin/setpriv").exists() && !Path::new("/bin/setpriv").exists() {
+        skip(
+            Why::Setup,
+            "setpriv not found: cannot check a read-only directory as root",
+        );
     } else {
-        report!("SKIPPED: read-only directory check (running as root)");
+        let exe = dir.join("writer-test");
+        std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&exe)
+            .args([
+                "--exact",
+                "read_only_dir_helper",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .env(RO_DIR_VAR, &ro)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "the read-only directory check as user nobody failed:\n{text}"
+        );
+        report!("read-only directory: Writer::create fails with EACCES as user nobody");
     }
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The directory [`read_only_dir_helper`] writes into.
+const RO_DIR_VAR: &str = "HWPROF_WRITER_RO_DIR";
+
+fn create_in_read_only_dir_fails(ro: &Path) {
+    let e = Writer::create(&ro.join("perf.data"), entries()).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(13), "{e}"); // EACCES
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    assert_eq!(dir_entries(ro), Vec::<String>::new(), "nothing left behind");
+}
+
+/// Run by [`create_fails_where_it_cannot_write`] as user nobody when the tests run as
+/// root (who may write anywhere).
+#[test]
+#[ignore = "helper: create_fails_where_it_cannot_write runs it as user nobody"]
+fn read_only_dir_helper() {
+    let ro = std::env::var_os(RO_DIR_VAR).expect("HWPROF_WRITER_RO_DIR set by the caller");
+    create_in_read_only_dir_fails(Path::new(&ro));
 }
 
 #[test]

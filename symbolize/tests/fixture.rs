@@ -8,7 +8,7 @@ mod common;
 use std::collections::HashMap;
 use std::process::Command;
 
-use common::report;
+use common::{Why, report, skip};
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_symbolize::{FrameKind, Options, Profile, kernel_matches};
 
@@ -16,7 +16,10 @@ use hwprof_symbolize::{FrameKind, Options, Profile, kernel_matches};
 fn callgraph_3_8_from_another_machine() {
     let path = common::fixtures().join("perfdata/perf.data.callgraph-3.8");
     if !path.is_file() {
-        report!("SKIPPED: fixture {} missing", path.display());
+        skip(
+            Why::Setup,
+            format_args!("fixture {} missing", path.display()),
+        );
         return;
     }
     let pd = PerfData::open(&path).unwrap();
@@ -57,7 +60,7 @@ fn callgraph_3_8_from_another_machine() {
         total += s.period;
     }
     if !common::have("perf") {
-        report!("SKIPPED: perf not installed (dso shares not compared)");
+        skip(Why::Setup, "perf not installed (dso shares not compared)");
         return;
     }
     let out = Command::new("perf")

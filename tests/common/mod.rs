@@ -1,7 +1,7 @@
-//! Helpers shared by the `hwprof stat` integration tests: compiling the C
-//! workloads in `tests/workloads`, running `hwprof` and `perf` with a time
-//! limit, parsing `-x,` CSV output, and skipping cleanly when the machine lacks
-//! perf or a PMU.
+//! Helpers shared by the integration tests: compiling the C workloads in
+//! `tests/workloads`, running `hwprof` and `perf` with a time limit, parsing `-x,` CSV
+//! output, and skipping visibly when the machine lacks something (the policy, and
+//! `HWPROF_STRICT=1`, are `hwprof_testkit`'s: [`skip`] with a [`Why`]).
 
 #![allow(dead_code)]
 
@@ -35,12 +35,15 @@ pub fn scratch_path(tag: &str) -> PathBuf {
     dir.join(format!("{tag}.{}", std::process::id()))
 }
 
+pub use hwprof_testkit::{Why, skip};
+
 /// Writes one line to the process's real stderr, past libtest's output
-/// capture, so that CI logs show the compared figures and SKIPPED notices of
-/// passing tests too.
+/// capture, so that CI logs show the compared figures of passing tests too. A
+/// `SKIPPED: ...` line is a skip for [`Why::Setup`] (a failure with
+/// `HWPROF_STRICT=1`); prefer [`skip`] or the `require_*` helpers.
+#[track_caller]
 pub fn report_line(msg: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().write_all(format!("{msg}\n").as_bytes());
+    hwprof_testkit::report_line(msg);
 }
 
 /// `eprintln!` that is not captured by the test harness (see [`report_line`]).
@@ -422,12 +425,13 @@ pub fn perf_available() -> bool {
     })
 }
 
-/// False (after printing a SKIPPED line naming `what`) when perf is missing.
+/// False (after a SKIPPED line naming `what`) when perf is missing.
+#[track_caller]
 pub fn require_perf(what: &str) -> bool {
     if perf_available() {
         return true;
     }
-    report!("SKIPPED: perf not installed ({what})");
+    skip(Why::Setup, format_args!("perf not installed ({what})"));
     false
 }
 
@@ -438,17 +442,54 @@ pub fn pmu_exists(name: &str) -> bool {
         .exists()
 }
 
-/// False (after printing a SKIPPED line) when PMU `name` is absent.
+/// False (after a SKIPPED line) when PMU `name` is absent. For software-defined
+/// PMUs (uprobe, breakpoint, tracepoint, msr on x86) that every kernel `.ci/run`
+/// targets has; use [`require_hardware_pmu`] for the CPU's.
+#[track_caller]
 pub fn require_pmu(name: &str, what: &str) -> bool {
     if pmu_exists(name) {
         return true;
     }
-    report!("SKIPPED: no `{name}` PMU in /sys/bus/event_source/devices ({what})");
+    let why = if name == "msr" && !cfg!(target_arch = "x86_64") {
+        Why::OtherArch
+    } else {
+        Why::Setup
+    };
+    skip(
+        why,
+        format_args!("no `{name}` PMU in /sys/bus/event_source/devices ({what})"),
+    );
     false
 }
 
-/// False (after printing a SKIPPED line) when tracepoints cannot be used:
+/// False (after a SKIPPED line, allowed in strict mode) when no hardware PMU is
+/// exposed (VMs, containers).
+#[track_caller]
+pub fn require_hardware_pmu(what: &str) -> bool {
+    if hardware_pmu() {
+        return true;
+    }
+    skip(Why::NoHardwarePmu, format_args!("no hardware PMU ({what})"));
+    false
+}
+
+/// False (after a SKIPPED line, allowed in strict mode) when a hardware PMU is
+/// exposed, so that the no-PMU fallback under test is not taken.
+#[track_caller]
+pub fn require_no_hardware_pmu(what: &str) -> bool {
+    if !hardware_pmu() {
+        return true;
+    }
+    skip(
+        Why::HasHardwarePmu,
+        format_args!("this machine has a hardware PMU ({what} is the no-PMU fallback)"),
+    );
+    false
+}
+
+/// False (after a SKIPPED line) when tracepoints cannot be used:
 /// no tracepoint PMU, or no tracefs in the kernel.
+#[track_caller]
 pub fn require_tracefs(what: &str) -> bool {
     let fs_known = fs::read_to_string("/proc/filesystems")
         .map(|s| {
@@ -459,7 +500,10 @@ pub fn require_tracefs(what: &str) -> bool {
     if pmu_exists("tracepoint") && fs_known {
         return true;
     }
-    report!("SKIPPED: tracefs or the tracepoint PMU is not available ({what})");
+    skip(
+        Why::Setup,
+        format_args!("tracefs or the tracepoint PMU is not available ({what})"),
+    );
     false
 }
 
@@ -719,7 +763,8 @@ pub fn through(folded: &[(String, u64)], f: &str) -> u64 {
 }
 
 /// `../shared/fixtures/perfdata/NAME` (real-hardware recordings, outside the repo), or
-/// `None` after a SKIPPED line when it is absent.
+/// `None` after a SKIPPED line (a failure with `HWPROF_STRICT=1`) when it is absent.
+#[track_caller]
 pub fn fixture(name: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/fixtures/perfdata")
@@ -727,7 +772,10 @@ pub fn fixture(name: &str) -> Option<PathBuf> {
     if p.exists() {
         Some(p)
     } else {
-        report!("SKIPPED: ../shared/fixtures/perfdata/{name} not found (fixtures are external)");
+        skip(
+            Why::Setup,
+            format_args!("../shared/fixtures/perfdata/{name} not found (fixtures are external)"),
+        );
         None
     }
 }

@@ -2,7 +2,10 @@
  * a_sleeps: 10 x nanosleep(50 ms) = 500 ms.
  * b_waits: 5 x read() on a pipe that the thread `ab_writer` (named "ab_writer") writes
  * 100 ms after b_waits asks (through a second pipe) = 500 ms.
- * Both are noinline and called from main. */
+ * Both are noinline and called from main. The program times both calls, and main from
+ * its start to its return (CLOCK_MONOTONIC), and prints them to stderr at the end:
+ * "offcpu_ab: a_sleeps_us A b_waits_us B main_us M" (a loaded machine stretches every
+ * wait by the time the thread waits for a CPU after waking: off-CPU time too). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +13,13 @@
 #include <unistd.h>
 
 static int ask[2], answer[2];
+
+static long now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000L + t.tv_nsec;
+}
 
 /* The libc wrappers keep no frame pointer, so with -g (fp) their caller's frame is the
  * one the kernel's unwinder skips: these noinline helpers take that place and keep
@@ -62,14 +72,20 @@ __attribute__((noinline)) void b_waits(void)
 
 int main(void)
 {
+	long t0 = now_ns();
 	pthread_t t;
 	if (pipe(ask) || pipe(answer) || pthread_create(&t, NULL, ab_writer, NULL)) {
 		perror("setup");
 		return 1;
 	}
+	long ta = now_ns();
 	a_sleeps();
+	long tb = now_ns();
 	b_waits();
+	long tc = now_ns();
 	close(ask[1]);
 	pthread_join(t, NULL);
+	fprintf(stderr, "offcpu_ab: a_sleeps_us %ld b_waits_us %ld main_us %ld\n",
+		(tb - ta) / 1000, (tc - tb) / 1000, (now_ns() - t0) / 1000);
 	return 0;
 }

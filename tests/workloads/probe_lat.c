@@ -1,7 +1,11 @@
 /* probe_lat: calls work(us) with known durations, for `hwprof probe`.
  *   probe_lat N_FAST FAST_US N_SLOW SLOW_US   every 10th call is slow until N_SLOW are done
  *   probe_lat loop                            prints "ready", then work(100) every 10 ms forever
- *   probe_lat empty N                         calls empty() N times (probe overhead) */
+ *   probe_lat empty N                         calls empty() N times (probe overhead)
+ * The first form has every call of work() time itself (CLOCK_MONOTONIC, from its first
+ * clock read to its last: inside what a uprobe/uretprobe pair measures; a loaded machine
+ * stretches a busy-wait preempted near its end) and prints the durations to stderr at
+ * the end, in call order: "probe_lat: durations_ns D1 D2 ...". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +21,15 @@ static long now_ns(void)
 	return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
+/* The duration of the last call of work(), as it timed itself. */
+long last_work_ns;
+
 __attribute__((noinline)) void work(int us)
 {
-	long end = now_ns() + (long)us * 1000;
-	while (now_ns() < end)
+	long start = now_ns(), end = start + (long)us * 1000, t;
+	while ((t = now_ns()) < end)
 		acc++;
+	last_work_ns = t - start;
 }
 
 __attribute__((noinline)) void empty(void)
@@ -50,15 +58,27 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int nf = atoi(argv[1]), fu = atoi(argv[2]), ns = atoi(argv[3]), su = atoi(argv[4]);
+	int total = (nf > 0 ? nf : 0) + (ns > 0 ? ns : 0), n = 0;
+	long *dur = malloc(sizeof(long) * (total > 0 ? total : 1));
+	if (!dur) {
+		perror("malloc");
+		return 1;
+	}
 	for (int i = 0; nf > 0 || ns > 0; i++) {
 		if (ns > 0 && (i % 10 == 9 || nf == 0)) {
 			work(su);
 			ns--;
-		} else if (nf > 0) {
+		} else {
 			work(fu);
 			nf--;
 		}
+		dur[n++] = last_work_ns;
 	}
 	printf("done\n");
+	fprintf(stderr, "probe_lat: durations_ns");
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, " %ld", dur[i]);
+	fprintf(stderr, "\n");
+	free(dur);
 	return 0;
 }

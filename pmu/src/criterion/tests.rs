@@ -1,4 +1,5 @@
 use super::*;
+use hwprof_testkit::{Why, skip};
 use std::path::Path;
 
 fn has_cpu_pmu() -> bool {
@@ -35,7 +36,10 @@ fn task_clock_measures_a_busy_loop() {
 #[test]
 fn instructions_fall_back_to_task_clock_without_a_pmu_and_warn_once() {
     if has_cpu_pmu() {
-        skipped("a hardware PMU is present, instructions do not fall back");
+        skip(
+            Why::HasHardwarePmu,
+            "a hardware PMU is present, instructions do not fall back",
+        );
         return;
     }
     let a = CounterMeasurement::instructions();
@@ -55,7 +59,10 @@ fn instructions_fall_back_to_task_clock_without_a_pmu_and_warn_once() {
 #[test]
 fn instructions_are_counted_where_there_is_a_pmu() {
     if !has_cpu_pmu() {
-        skipped("no hardware PMU (/sys/bus/event_source/devices/cpu is absent)");
+        skip(
+            Why::NoHardwarePmu,
+            "no hardware PMU (/sys/bus/event_source/devices/cpu is absent)",
+        );
         return;
     }
     let m = CounterMeasurement::exact("instructions:u").expect("a PMU counts instructions");
@@ -71,7 +78,10 @@ fn instructions_are_counted_where_there_is_a_pmu() {
 #[test]
 fn exact_refuses_to_fall_back() {
     if has_cpu_pmu() {
-        skipped("a hardware PMU is present, exact(\"instructions\") succeeds");
+        skip(
+            Why::HasHardwarePmu,
+            "a hardware PMU is present, exact(\"instructions\") succeeds",
+        );
         return;
     }
     let err = CounterMeasurement::exact("instructions").expect_err("no PMU here");
@@ -125,18 +135,11 @@ fn read_overhead_is_one_syscall() {
         last = m.end(s);
     }
     let per_pair = t.elapsed().as_nanos() as f64 / n as f64;
-    eprintln!(
+    hwprof_testkit::report!(
         "criterion start+end pair: {per_pair:.0} ns wall; an empty batch measures {last:.0} ns of task-clock"
     );
     // Two read() syscalls: microseconds at most, even on a slow VM.
     assert!(per_pair < 50_000.0, "{per_pair} ns per start/end pair");
-}
-
-/// Prints a SKIPPED line past libtest's output capture (which only intercepts the
-/// `print!` macros), so a skipped test is visible in CI logs even when it passes.
-fn skipped(msg: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().write_all(format!("SKIPPED: {msg}\n").as_bytes());
 }
 
 #[test]

@@ -1,24 +1,16 @@
 //! Helpers for symbolize's integration tests: scratch dirs, compiling C workloads,
-//! recording them with perf or hwprof, visible `report!` lines.
+//! visible `report!` lines and the skip policy of `hwprof_testkit` (with
+//! `HWPROF_STRICT=1`, a skip for something `.ci/run` provides is a failure).
+//!
+//! The tests that record with the hwprof binary live in the root package
+//! (`tests/symbolize_live.rs`), where cargo hands them the binary of this build.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Writes one line to the real stderr (visible past libtest's capture).
-pub fn report_line(msg: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().write_all(format!("{msg}\n").as_bytes());
-}
-
-/// `eprintln!` that libtest does not capture.
-macro_rules! report {
-    ($($arg:tt)*) => {
-        $crate::common::report_line(&format!($($arg)*))
-    };
-}
-pub(crate) use report;
+pub use hwprof_testkit::{Why, report, skip};
 
 /// A fresh scratch directory for one test.
 pub fn scratch(tag: &str) -> PathBuf {
@@ -51,64 +43,28 @@ pub fn have(prog: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Compiles `src` (C) into `dir/name` with `flags`; `None` (after SKIPPED) without cc.
+/// Compiles `src` (C) into `dir/name` with `flags`; `None` after a SKIPPED line when
+/// there is no `cc`. A compile error fails the test.
 pub fn compile(dir: &Path, name: &str, src: &str, flags: &[&str]) -> Option<PathBuf> {
     if !have("cc") {
-        report!("SKIPPED: no C compiler");
+        skip(Why::Setup, "no C compiler (cc)");
         return None;
     }
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).expect("write C source");
     let out = dir.join(name);
-    let st = Command::new("cc")
+    let res = Command::new("cc")
         .args(flags)
         .arg("-o")
         .arg(&out)
         .arg(&c)
-        .status()
-        .expect("run cc");
-    assert!(st.success(), "cc failed for {}", c.display());
-    Some(out)
-}
-
-/// The hwprof binary if it was built (release preferred).
-pub fn hwprof_bin() -> Option<PathBuf> {
-    ["release", "debug"]
-        .iter()
-        .map(|p| root().join("target").join(p).join("hwprof"))
-        .find(|p| p.is_file())
-}
-
-/// Records `cmd` into `out` with `tool` (`perf` or a hwprof binary path) and
-/// `record_args`; true when it worked.
-pub fn record(tool: &Path, record_args: &[&str], out: &Path, cmd: &[&str]) -> bool {
-    let o = Command::new(tool)
-        .arg("record")
-        .args(record_args)
-        .arg("-o")
-        .arg(out)
-        .arg("--")
-        .args(cmd)
         .output()
-        .expect("run recorder");
-    if !o.status.success() {
-        report!(
-            "{} record failed: {}",
-            tool.display(),
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-    o.status.success() && out.is_file()
-}
-
-/// The recorders available: perf and/or hwprof.
-pub fn recorders() -> Vec<(&'static str, PathBuf)> {
-    let mut v = Vec::new();
-    if have("perf") {
-        v.push(("perf", PathBuf::from("perf")));
-    }
-    if let Some(h) = hwprof_bin() {
-        v.push(("hwprof", h));
-    }
-    v
+        .expect("run cc");
+    assert!(
+        res.status.success(),
+        "compiling {} failed:\n{}",
+        c.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    Some(out)
 }

@@ -200,7 +200,10 @@ fn file_sections(bytes: &[u8]) -> Vec<(u32, u64, Vec<u8>)> {
 #[test]
 fn fixtures_features() {
     let Some(dir) = fixtures() else {
-        println!("SKIPPED: ../shared/fixtures/perfdata is absent");
+        hwprof_testkit::skip(
+            hwprof_testkit::Why::Setup,
+            "../shared/fixtures/perfdata is absent",
+        );
         return;
     };
     let mut seen = 0;

@@ -1,13 +1,19 @@
-//! Symbolizing real recordings made here: a frame-pointer C program with a known inlined
-//! helper (function names, caller chain to `main`, file:line, `inlined` frames), and a
-//! syscall-heavy workload whose stacks carry kernel frames named from kallsyms. Each is
-//! recorded with perf and with hwprof when they are present.
+//! `hwprof_symbolize` on real recordings made here: a frame-pointer C program with a
+//! known inlined helper (function names, caller chain to `main`, file:line, `inlined`
+//! frames), and a syscall-heavy workload whose stacks carry kernel frames named from
+//! kallsyms. Each is recorded with perf and with the hwprof binary of this build.
+//!
+//! These tests live in the root package (not in `symbolize/tests`) so that they run
+//! `env!("CARGO_BIN_EXE_hwprof")`, the binary cargo built for this very test run, never
+//! a stale or missing `target/*/hwprof`.
 
+#[macro_use]
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-use common::report;
+use common::{Why, require_perf, skip};
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_symbolize::{FrameKind, Options, Profile, Symbolizer, kernel_matches};
 
@@ -46,6 +52,69 @@ const HOT_LINES: std::ops::RangeInclusive<u32> = 11..=17;
 // leaves whatever -fno-omit-frame-pointer says), else the frame-pointer walk skips
 // `middle`. `-fno-shrink-wrap` keeps the frame set up across the loop.
 
+/// A fresh scratch directory for one test.
+fn scratch(tag: &str) -> PathBuf {
+    let dir = common::scratch_path(&format!("symbolize-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// Compiles `src` (C) into `dir/name` with `flags`; a compile error fails the test.
+fn compile(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).expect("write C source");
+    let out = dir.join(name);
+    let res = Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&c)
+        .output()
+        .expect("run cc (is gcc installed?)");
+    assert!(
+        res.status.success(),
+        "compiling {} failed:\n{}",
+        c.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    out
+}
+
+/// The recorders: the hwprof binary of this build, and perf (a SKIPPED line when it
+/// is missing, a failure with `HWPROF_STRICT=1`).
+fn recorders(what: &str) -> Vec<(&'static str, PathBuf)> {
+    let mut v = vec![("hwprof", PathBuf::from(common::hwprof_bin()))];
+    if require_perf(what) {
+        v.push(("perf", PathBuf::from("perf")));
+    }
+    v
+}
+
+/// Records `cmd` into `out` with `tool` (`perf` or hwprof) and `record_args`. hwprof
+/// must succeed; perf failing is a SKIPPED line (a failure with `HWPROF_STRICT=1`).
+fn record(name: &str, tool: &Path, record_args: &[&str], out: &Path, cmd: &[&str]) -> bool {
+    let mut c = Command::new(tool);
+    c.arg("record")
+        .args(record_args)
+        .arg("-o")
+        .arg(out)
+        .arg("--")
+        .args(cmd);
+    let r = common::run_cmd(&mut c, common::TIMEOUT);
+    let ok = r.status.success() && out.is_file();
+    if !ok && name == "hwprof" {
+        panic!("hwprof record failed\n{}", r.dump());
+    }
+    if !ok {
+        skip(
+            Why::Setup,
+            format_args!("{name} record failed: {}", r.stderr.trim()),
+        );
+    }
+    ok
+}
+
 fn build(path: &Path) -> (Profile, Symbolizer) {
     let pd = PerfData::open(path).unwrap();
     let sym = Symbolizer::new(true, kernel_matches(pd.features()));
@@ -54,7 +123,7 @@ fn build(path: &Path) -> (Profile, Symbolizer) {
 
 #[test]
 fn frame_pointer_c_program_with_inlined_helper() {
-    let dir = common::scratch("inlined");
+    let dir = scratch("inlined");
     let flags = [
         "-O2",
         "-g",
@@ -62,19 +131,17 @@ fn frame_pointer_c_program_with_inlined_helper() {
         "-fno-shrink-wrap",
         "-no-pie",
     ];
-    let Some(prog) = common::compile(&dir, "inl", INLINED, &flags) else {
-        return;
-    };
-    let recorders = common::recorders();
-    if recorders.is_empty() {
-        report!("SKIPPED: neither perf nor a built hwprof binary");
-        return;
-    }
-    for (name, tool) in recorders {
+    let prog = compile(&dir, "inl", INLINED, &flags);
+    for (name, tool) in recorders("symbolizing perf's recording of a C program") {
         let out = dir.join(format!("{name}.data"));
         let args = ["-e", "cpu-clock", "-F", "999", "-g"];
-        if !common::record(&tool, &args, &out, &[prog.to_str().unwrap(), "200000000"]) {
-            report!("SKIPPED: {name} record failed");
+        if !record(
+            name,
+            &tool,
+            &args,
+            &out,
+            &[prog.to_str().unwrap(), "200000000"],
+        ) {
             continue;
         }
         let (p, sym) = build(&out);
@@ -189,34 +256,37 @@ fn kernel_frames_from_kallsyms() {
             .next()
             .is_some_and(|l| !l.starts_with("0000000000000000"))
     }) {
-        report!("SKIPPED: /proc/kallsyms addresses are hidden");
+        skip(
+            Why::KernelSetting,
+            "/proc/kallsyms addresses are hidden (kptr_restrict)",
+        );
         return;
     }
-    let dir = common::scratch("kernel");
-    let Some(prog) = common::compile(
+    let dir = scratch("kernel");
+    let prog = compile(
         &dir,
         "sys",
         SYSCALLS,
         &["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie"],
-    ) else {
-        return;
-    };
-    let recorders = common::recorders();
-    if recorders.is_empty() {
-        report!("SKIPPED: neither perf nor a built hwprof binary");
-        return;
-    }
-    for (name, tool) in recorders {
+    );
+    for (name, tool) in recorders("kernel frames of perf's recording") {
         let out = dir.join(format!("{name}.data"));
         let args = ["-e", "cpu-clock", "-F", "999", "-g"];
-        if !common::record(&tool, &args, &out, &[prog.to_str().unwrap()]) {
-            report!("SKIPPED: {name} record failed");
+        if !record(name, &tool, &args, &out, &[prog.to_str().unwrap()]) {
             continue;
         }
         let pd = PerfData::open(&out).unwrap();
         if !kernel_matches(pd.features()) {
-            report!(
-                "SKIPPED: {name}'s file does not identify this kernel (no build id / osrelease)"
+            // hwprof writes this machine's build id and osrelease: not matching is a bug.
+            assert_ne!(
+                name, "hwprof",
+                "hwprof's file does not identify this kernel"
+            );
+            skip(
+                Why::KernelSetting,
+                format_args!(
+                    "{name}'s file does not identify this kernel (no build id / osrelease)"
+                ),
             );
             continue;
         }

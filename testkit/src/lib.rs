@@ -1,0 +1,196 @@
+//! The one skip policy of hwprof's tests, shared by every test crate of the workspace
+//! (the root package's `tests/`, `pmu`, `sampler` and `symbolize`, unit and integration
+//! tests alike).
+//!
+//! A test that cannot run on this machine calls [`skip`] with the reason's kind ([`Why`])
+//! and returns. The `SKIPPED: ...` line goes to the process's real stderr, past libtest's
+//! output capture (which only intercepts the `print!` macros), so CI logs show it even
+//! though the test passes.
+//!
+//! With `HWPROF_STRICT=1` (`.ci/run` sets it) a skip is a failure unless no setup can
+//! fix it ([`Why::allowed`]): no hardware PMU (VMs), a hardware PMU that hides the
+//! no-PMU fallback, a kernel setting tests must not change, another architecture. Missing
+//! perf, tracefs, a C compiler, the fixtures, root or a tool's feature are
+//! [`Why::Setup`]: `.ci/run` provides them, so strict mode fails the test instead of
+//! letting it pass without checking anything.
+//!
+//! [`report_line`] (and [`report!`]) print figures past the capture too; a line they are
+//! given that starts with `SKIPPED` goes through [`skip`] as [`Why::Setup`], so a skip
+//! written as `report!("SKIPPED: ...")` cannot escape strict mode either.
+
+use std::fmt::Display;
+use std::io::Write;
+
+/// The environment variable that turns unneeded skips into failures (`1`).
+pub const STRICT_VAR: &str = "HWPROF_STRICT";
+
+/// Why a test cannot run here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// No hardware (core) PMU is exposed: VMs and containers. Allowed in strict mode.
+    NoHardwarePmu,
+    /// A hardware PMU is present, so the no-PMU fallback under test is never taken.
+    /// Allowed in strict mode.
+    HasHardwarePmu,
+    /// A kernel setting that tests must not change: `kptr_restrict` hiding kernel
+    /// addresses, `perf_event_paranoid` allowing what the test expects to be refused, a
+    /// kernel built without build ids. Allowed in strict mode.
+    KernelSetting,
+    /// The code under test is for another architecture. Allowed in strict mode.
+    OtherArch,
+    /// Anything a machine set up by `.ci/run` has: perf, tracefs, gcc, binutils,
+    /// setpriv, root, `../shared/fixtures`, the uprobe/breakpoint PMUs... A failure in
+    /// strict mode.
+    Setup,
+}
+
+impl Why {
+    /// Whether strict mode lets a test skip for this reason.
+    pub fn allowed(self) -> bool {
+        !matches!(self, Why::Setup)
+    }
+}
+
+/// True when `HWPROF_STRICT=1`.
+pub fn strict() -> bool {
+    std::env::var_os(STRICT_VAR).is_some_and(|v| v == "1")
+}
+
+/// Writes `msg` and a newline to the real stderr, past libtest's capture.
+fn write_stderr(msg: &str) {
+    let mut line = String::with_capacity(msg.len() + 1);
+    line.push_str(msg);
+    line.push('\n');
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// Prints `SKIPPED: {msg}` past the capture; in strict mode, panics (fails the test)
+/// unless `why` is [allowed](Why::allowed). The caller returns after it.
+#[track_caller]
+pub fn skip(why: Why, msg: impl Display) {
+    let line = format!("SKIPPED: {msg}");
+    write_stderr(&line);
+    if let Some(failure) = strict_failure(why, strict(), &line) {
+        panic!("{failure}");
+    }
+}
+
+/// The failure message of a skip in strict mode, `None` when the skip may pass.
+fn strict_failure(why: Why, strict: bool, line: &str) -> Option<String> {
+    (strict && !why.allowed()).then(|| {
+        format!(
+            "{STRICT_VAR}=1: this machine should be able to run this test ({line}); \
+             install or set up what it names (.ci/run does), or unset {STRICT_VAR}"
+        )
+    })
+}
+
+/// The reason of a `SKIPPED: reason` line, `None` for other lines.
+fn skip_reason(msg: &str) -> Option<&str> {
+    msg.strip_prefix("SKIPPED")
+        .map(|r| r.trim_start_matches([':', ' ']))
+}
+
+/// Writes one line to the real stderr, past libtest's capture, so that CI logs show the
+/// compared figures of passing tests too. A line starting with `SKIPPED` is a skip for
+/// [`Why::Setup`] (see the crate docs).
+#[track_caller]
+pub fn report_line(msg: &str) {
+    match skip_reason(msg) {
+        Some(reason) => skip(Why::Setup, reason),
+        None => write_stderr(msg),
+    }
+}
+
+/// `eprintln!` that libtest does not capture (see [`report_line`]).
+#[macro_export]
+macro_rules! report {
+    ($($arg:tt)*) => {
+        $crate::report_line(&format!($($arg)*))
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn only_setup_fails_and_only_in_strict_mode() {
+        let line = "SKIPPED: perf not installed";
+        let msg = strict_failure(Why::Setup, true, line).expect("a failure");
+        assert!(
+            msg.contains(line) && msg.contains("HWPROF_STRICT=1"),
+            "{msg}"
+        );
+        assert_eq!(strict_failure(Why::Setup, false, line), None);
+        for w in [
+            Why::NoHardwarePmu,
+            Why::HasHardwarePmu,
+            Why::KernelSetting,
+            Why::OtherArch,
+        ] {
+            assert!(w.allowed(), "{w:?}");
+            assert_eq!(strict_failure(w, true, line), None, "{w:?}");
+        }
+    }
+
+    #[test]
+    fn skipped_lines_of_report_are_setup_skips() {
+        assert_eq!(skip_reason("SKIPPED: no cc"), Some("no cc"));
+        assert_eq!(skip_reason("SKIPPED no cc"), Some("no cc"));
+        assert_eq!(skip_reason("page-faults: 553"), None);
+        assert_eq!(skip_reason("not SKIPPED: x"), None);
+    }
+
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if p.is_dir() {
+                if name != "target" && name != "benches" && name != ".git" {
+                    rust_files(&p, out);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// Every skip in the workspace goes through the policy: no `SKIPPED` line printed
+    /// with the `print!` macros (captured, so invisible when the test passes, and never
+    /// failing in strict mode). Benches (`benches/`) are not tests and may.
+    #[test]
+    fn no_test_skips_behind_the_capture() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace root");
+        let mut files = Vec::new();
+        for d in ["tests", "cli", "pmu", "sampler", "symbolize", "testkit"] {
+            rust_files(&root.join(d), &mut files);
+        }
+        assert!(files.len() > 50, "found only {} .rs files", files.len());
+        let mut bad = Vec::new();
+        // Built from pieces so that this file does not match itself.
+        let needles: Vec<String> = ["println!(\"", "print!(\"", "eprint!(\""]
+            .iter()
+            .map(|m| format!("{m}{}", "SKIPPED"))
+            .collect();
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            for (i, line) in text.lines().enumerate() {
+                if needles.iter().any(|n| line.contains(n.as_str())) {
+                    bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+                }
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "skips printed with print!/eprintln! (use hwprof_testkit::skip or report!):\n{}",
+            bad.join("\n")
+        );
+    }
+}
