@@ -190,7 +190,7 @@ fn private_null(dir: &Path) -> Option<PathBuf> {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("SKIPPED: mknod needs root");
+        hwprof_testkit::skip(hwprof_testkit::Why::Setup, "mknod needs root");
         return None;
     }
     Some(p)
