@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_pmu::attr::types;
-use hwprof_sampler::output::{Output, ScratchDir};
+use hwprof_sampler::output::Output;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::{FlameWeight, FlamegraphArgs, RecordArgs};
@@ -372,24 +372,15 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
     } else {
         Some(crate::outfile::create(&a.output, &crate::outfile::REPORT)?)
     };
-    let mut scratch = None;
-    let data = match &a.data_file {
-        Some(f) => f.clone(),
-        None => {
-            let dir = if folded_to_stdout(a) {
-                std::env::temp_dir()
-            } else {
-                match a.output.parent() {
-                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-                    _ => PathBuf::from("."),
-                }
-            };
-            let s = ScratchDir::new(&dir).map_err(crate::outfile::convert)?;
-            let data = s.path().join("perf.data");
-            scratch = Some(s);
-            data
+    let dir = if folded_to_stdout(a) {
+        std::env::temp_dir()
+    } else {
+        match a.output.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
         }
     };
+    let (data, scratch) = crate::outfile::recording_path(a.data_file.as_deref(), &dir)?;
     let rec = RecordArgs {
         events: a.events.clone(),
         freq: match (&a.freq, a.count) {

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use hwprof_sampler::output::{Output, ScratchDir};
+use hwprof_sampler::output::Output;
 use hwprof_sampler::record::Body;
 use hwprof_symbolize::{Frame, FrameId, FrameKind, Options as SymOptions, Profile};
 
@@ -80,16 +80,8 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
     } else {
         Some(crate::outfile::create(&a.output, &crate::outfile::REPORT)?)
     };
-    let mut scratch = None;
-    let data = match &a.data_file {
-        Some(f) => f.clone(),
-        None => {
-            let s = ScratchDir::new(&std::env::temp_dir()).map_err(crate::outfile::convert)?;
-            let data = s.path().join("perf.data");
-            scratch = Some(s);
-            data
-        }
-    };
+    let (data, scratch) =
+        crate::outfile::recording_path(a.data_file.as_deref(), &std::env::temp_dir())?;
     let rec = RecordArgs {
         // cpu-clock samples say when a thread runs: they end its block (see `pair`), and
         // are the on-CPU side of --wall.

@@ -6,9 +6,9 @@
 
 use std::io::IsTerminal;
 use std::os::fd::AsFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use hwprof_sampler::output::{self, Error, Options, Output};
+use hwprof_sampler::output::{self, Error, Options, Output, ScratchDir};
 
 /// Opens `path` as an output (see the module docs): call it before any workload starts.
 pub fn create(path: &Path, opts: &Options) -> anyhow::Result<Output> {
@@ -66,6 +66,22 @@ pub fn keep_stdout_clean(out: &Output) -> anyhow::Result<()> {
         })?;
     }
     Ok(())
+}
+
+/// Where a command that records before it draws (flamegraph, offcpu) puts the
+/// recording: `keep` (`--data-file`) as given, or `perf.data` in a new private scratch
+/// directory (0700) under `dir`, removed when the returned guard is dropped.
+pub fn recording_path(
+    keep: Option<&Path>,
+    dir: &Path,
+) -> anyhow::Result<(PathBuf, Option<ScratchDir>)> {
+    match keep {
+        Some(f) => Ok((f.to_path_buf(), None)),
+        None => {
+            let s = ScratchDir::new(dir).map_err(convert)?;
+            Ok((s.path().join("perf.data"), Some(s)))
+        }
+    }
 }
 
 /// perf.data outputs.

@@ -399,9 +399,9 @@ impl Output {
             Ok(m) if !m.is_file() && !m.file_type().is_symlink() => {
                 return Err(Error::bad(
                     format!(
-                        "{} is no longer a regular file (it became a {}): not replacing it",
+                        "{} is no longer a regular file (it became {}): not replacing it",
                         target.display(),
-                        type_name(&m)
+                        hwprof_pmu::file::kind_name(m.file_type())
                     ),
                     None,
                 ));
@@ -550,23 +550,6 @@ fn strip_path(e: io::Error) -> io::Error {
     match e.raw_os_error() {
         Some(n) => io::Error::from_raw_os_error(n),
         None => e,
-    }
-}
-
-fn type_name(m: &std::fs::Metadata) -> &'static str {
-    let t = m.file_type();
-    if t.is_dir() {
-        "directory"
-    } else if t.is_char_device() {
-        "character device"
-    } else if t.is_block_device() {
-        "block device"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_socket() {
-        "socket"
-    } else {
-        "special file"
     }
 }
 
