@@ -65,18 +65,9 @@ fn compile(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).expect("write C source");
     let out = dir.join(name);
-    let res = Command::new("cc")
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&c)
-        .output()
-        .expect("run cc (is gcc installed?)");
     assert!(
-        res.status.success(),
-        "compiling {} failed:\n{}",
-        c.display(),
-        String::from_utf8_lossy(&res.stderr)
+        hwprof_testkit::compile_c(&c, &out, flags),
+        "no C compiler: install gcc (.ci/run does)"
     );
     out
 }

@@ -42,31 +42,16 @@ fn workload(name: &str) -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sampler-workloads");
     std::fs::create_dir_all(&dir).expect("create the workloads dir");
     let out = dir.join(name);
-    let res = Command::new("cc")
-        .args([
-            "-O1",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-no-pie",
-            "-pthread",
-            "-o",
-        ])
-        .arg(&out)
-        .arg(&src)
-        .output();
-    let res = match res {
-        Ok(r) => r,
-        Err(e) => {
-            skip(Why::Setup, format_args!("cannot run cc ({e})"));
-            return None;
-        }
-    };
-    assert!(
-        res.status.success(),
-        "compiling {} failed:\n{}",
-        src.display(),
-        String::from_utf8_lossy(&res.stderr)
-    );
+    let flags = [
+        "-O1",
+        "-g",
+        "-fno-omit-frame-pointer",
+        "-no-pie",
+        "-pthread",
+    ];
+    if !hwprof_testkit::compile_c(&src, &out, &flags) {
+        return None;
+    }
     built.insert(name.to_string(), out.clone());
     Some(out)
 }

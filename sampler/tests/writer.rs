@@ -101,24 +101,10 @@ fn compile(dir: &Path) -> Option<Binary> {
     let src = dir.join("wl.c");
     std::fs::write(&src, SOURCE).unwrap();
     let path = dir.join("hwprof-wl");
-    let res = Command::new("cc")
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie", "-o"])
-        .arg(&path)
-        .arg(&src)
-        .output();
-    let res = match res {
-        Ok(r) => r,
-        Err(e) => {
-            skip(Why::Setup, format_args!("no C compiler (cc: {e})"));
-            return None;
-        }
-    };
-    assert!(
-        res.status.success(),
-        "compiling {} failed:\n{}",
-        src.display(),
-        String::from_utf8_lossy(&res.stderr)
-    );
+    let flags = ["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie"];
+    if !hwprof_testkit::compile_c(&src, &path, &flags) {
+        return None;
+    }
     let data = std::fs::read(&path).unwrap();
     let obj = object::File::parse(&*data).unwrap();
     let sym = |name: &str| {

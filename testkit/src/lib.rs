@@ -110,6 +110,34 @@ macro_rules! report {
     };
 }
 
+/// Compiles the C file `src` into `out` (`cc FLAGS -o OUT SRC`), the one way every test
+/// crate builds its C workloads. `false` after a [`Why::Setup`] skip when `cc` cannot be
+/// run (a failure with `HWPROF_STRICT=1`); a source that does not compile fails the
+/// test with the compiler's messages: it is never a skip.
+#[track_caller]
+pub fn compile_c(src: &std::path::Path, out: &std::path::Path, flags: &[&str]) -> bool {
+    let res = std::process::Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .output();
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => {
+            skip(Why::Setup, format_args!("cannot run cc ({e})"));
+            return false;
+        }
+    };
+    assert!(
+        res.status.success(),
+        "compiling {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,25 +88,17 @@ pub fn workload(name: &str) -> PathBuf {
         // Build to a private name and rename, so that test binaries running
         // at the same time never see a half-written executable.
         let tmp = dir.join(format!(".{name}.{}", std::process::id()));
-        let res = Command::new("cc")
-            .args([
-                "-O1",
-                "-g",
-                "-fno-omit-frame-pointer",
-                "-no-pie",
-                "-Wall",
-                "-o",
-            ])
-            .arg(&tmp)
-            .arg(&src)
-            .arg("-pthread")
-            .output()
-            .expect("run cc (is gcc installed?)");
+        let flags = [
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-no-pie",
+            "-Wall",
+            "-pthread",
+        ];
         assert!(
-            res.status.success(),
-            "compiling {} failed:\n{}",
-            src.display(),
-            String::from_utf8_lossy(&res.stderr)
+            hwprof_testkit::compile_c(&src, &tmp, &flags),
+            "no C compiler: install gcc (.ci/run does)"
         );
         fs::rename(&tmp, &out).expect("rename compiled workload");
     }

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[allow(unused_imports)] // each test file takes what it needs
 pub use hwprof_testkit::{Why, report, skip};
 
 /// A fresh scratch directory for one test.
@@ -46,25 +47,8 @@ pub fn have(prog: &str) -> bool {
 /// Compiles `src` (C) into `dir/name` with `flags`; `None` after a SKIPPED line when
 /// there is no `cc`. A compile error fails the test.
 pub fn compile(dir: &Path, name: &str, src: &str, flags: &[&str]) -> Option<PathBuf> {
-    if !have("cc") {
-        skip(Why::Setup, "no C compiler (cc)");
-        return None;
-    }
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).expect("write C source");
     let out = dir.join(name);
-    let res = Command::new("cc")
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&c)
-        .output()
-        .expect("run cc");
-    assert!(
-        res.status.success(),
-        "compiling {} failed:\n{}",
-        c.display(),
-        String::from_utf8_lossy(&res.stderr)
-    );
-    Some(out)
+    hwprof_testkit::compile_c(&c, &out, flags).then_some(out)
 }
