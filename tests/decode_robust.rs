@@ -24,8 +24,9 @@ use fuzzing::mutate::Seed;
 use hwprof_sampler::Error;
 use hwprof_sampler::perfdata::reader::PerfData;
 
-fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/perfdata")
+#[track_caller]
+fn fixtures_dir() -> Option<PathBuf> {
+    hwprof_testkit::fixture_path("perfdata")
 }
 
 /// Runs `sh -c CMD` in a private scratch directory (a stray output file lands there);
@@ -150,9 +151,8 @@ fn fuzz_reader_and_decoder() {
         return;
     }
     let mut seeds = Vec::new();
-    match campaign::seeds_in(&fixtures_dir()) {
-        Some(s) => seeds.extend(s),
-        None => report!("SKIPPED seeds: ../shared/fixtures/perfdata not found"),
+    if let Some(dir) = fixtures_dir() {
+        seeds.extend(campaign::seeds_in(&dir).unwrap_or_default());
     }
     let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
     seeds.extend(campaign::seeds_in(&committed).unwrap_or_default());
@@ -257,8 +257,7 @@ fn record_offsets(bytes: &[u8]) -> Vec<u64> {
 
 #[test]
 fn binary_reports_a_truncated_file_in_one_line() {
-    let Some(files) = campaign::seeds_in(&fixtures_dir()) else {
-        report!("SKIPPED: ../shared/fixtures/perfdata not found");
+    let Some(files) = fixtures_dir().and_then(|d| campaign::seeds_in(&d)) else {
         return;
     };
     let src = files

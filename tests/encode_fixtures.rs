@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hwprof_testkit::{Why, skip};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hwprof");
@@ -24,14 +23,9 @@ const SETS: [(&str, &str); 4] = [
 /// Stay well under the kernel's 128 KiB limit on one argument.
 const MAX_ARG: usize = 100_000;
 
+#[track_caller]
 fn perfmon_root() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/perfmon");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        skip(Why::Setup, "../shared/fixtures not found");
-        None
-    }
+    hwprof_testkit::fixture_path("perfmon")
 }
 
 /// The `*_core.json` files of one set.

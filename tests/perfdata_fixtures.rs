@@ -413,9 +413,9 @@ fn compare_attr(file: &str, i: usize, q: &Node, ours: &Value) {
     );
 }
 
+#[track_caller]
 fn fixtures_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/perfdata");
-    d.is_dir().then_some(d)
+    hwprof_testkit::fixture_path("perfdata")
 }
 
 fn check_fixture(path: &Path) {
@@ -490,10 +490,6 @@ fn check_fixture(path: &Path) {
 #[test]
 fn every_fixture_matches_quipper_field_by_field() {
     let Some(dir) = fixtures_dir() else {
-        skip(
-            Why::Setup,
-            "../shared/fixtures/perfdata not found (fixtures are external)",
-        );
         return;
     };
     let mut n = 0;
@@ -520,7 +516,6 @@ fn every_fixture_matches_quipper_field_by_field() {
 #[test]
 fn pipe_fixture_is_pipe_mode_and_others_are_not() {
     let Some(dir) = fixtures_dir() else {
-        skip(Why::Setup, "../shared/fixtures/perfdata not found");
         return;
     };
     let p = PerfData::open(&dir.join("perf.data.piped.hw_and_sw-3.4")).unwrap();

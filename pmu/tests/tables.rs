@@ -114,14 +114,9 @@ fn check_style(terms: &str, known: &[&str], max_event: u64) -> Result<(), String
     Ok(())
 }
 
+#[track_caller]
 fn fixture_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/perfmon");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        hwprof_testkit::skip(hwprof_testkit::Why::Setup, "../shared/fixtures not found");
-        None
-    }
+    hwprof_testkit::fixture_path("perfmon")
 }
 
 fn check_against_perfmon(model: Model, file: &str) {

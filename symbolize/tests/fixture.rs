@@ -14,14 +14,9 @@ use hwprof_symbolize::{FrameKind, Options, Profile, kernel_matches};
 
 #[test]
 fn callgraph_3_8_from_another_machine() {
-    let path = common::fixtures().join("perfdata/perf.data.callgraph-3.8");
-    if !path.is_file() {
-        skip(
-            Why::Setup,
-            format_args!("fixture {} missing", path.display()),
-        );
+    let Some(path) = hwprof_testkit::fixture_path("perfdata/perf.data.callgraph-3.8") else {
         return;
-    }
+    };
     let pd = PerfData::open(&path).unwrap();
     assert!(!kernel_matches(pd.features()));
     let p = Profile::build(&pd, &Options::default()).unwrap();

@@ -9,10 +9,12 @@
 //!
 //! With `HWPROF_STRICT=1` (`.ci/run` sets it) a skip is a failure unless no setup can
 //! fix it ([`Why::allowed`]): no hardware PMU (VMs), a hardware PMU that hides the
-//! no-PMU fallback, a kernel setting tests must not change, another architecture. Missing
-//! perf, tracefs, a C compiler, the fixtures, root or a tool's feature are
-//! [`Why::Setup`]: `.ci/run` provides them, so strict mode fails the test instead of
-//! letting it pass without checking anything.
+//! no-PMU fallback, a kernel setting tests must not change, another architecture, and a
+//! clone with no `../shared/fixtures` folder at all (the fixtures are external; see
+//! [`fixture_path`]). Missing perf, tracefs, a C compiler, a fixture file in a fixtures
+//! folder that exists, root or a tool's feature are [`Why::Setup`]: `.ci/run` provides
+//! them, so strict mode fails the test instead of letting it pass without checking
+//! anything.
 //!
 //! [`report_line`] (and [`report!`]) print figures past the capture too; a line they are
 //! given that starts with `SKIPPED` goes through [`skip`] as [`Why::Setup`], so a skip
@@ -38,6 +40,11 @@ pub enum Why {
     KernelSetting,
     /// The code under test is for another architecture. Allowed in strict mode.
     OtherArch,
+    /// `../shared/fixtures` (real-hardware captures and vendor tables, kept outside the
+    /// repo) is absent as a whole: a clone outside this workplace. Allowed in strict
+    /// mode; a folder that is there but lacks a file is [`Why::Setup`] (see
+    /// [`fixture_path`]).
+    NoFixtures,
     /// Anything a machine set up by `.ci/run` has: perf, tracefs, gcc, binutils,
     /// setpriv, root, `../shared/fixtures`, the uprobe/breakpoint PMUs... A failure in
     /// strict mode.
@@ -49,6 +56,34 @@ impl Why {
     pub fn allowed(self) -> bool {
         !matches!(self, Why::Setup)
     }
+}
+
+/// `../shared/fixtures` next to the workspace: real-hardware recordings and vendor
+/// tables that tests read in place and never copy into the repo.
+pub fn fixtures_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures")
+}
+
+/// `fixtures_root()/rel` when it exists. Otherwise a skip that names it: allowed in
+/// strict mode only when the whole fixtures folder is absent ([`Why::NoFixtures`]); when
+/// the folder is there but `rel` is not, something is wrong ([`Why::Setup`]).
+#[track_caller]
+pub fn fixture_path(rel: &str) -> Option<std::path::PathBuf> {
+    let root = fixtures_root();
+    let p = root.join(rel);
+    if p.exists() {
+        return Some(p);
+    }
+    let why = if root.is_dir() {
+        Why::Setup
+    } else {
+        Why::NoFixtures
+    };
+    skip(
+        why,
+        format_args!("../shared/fixtures/{rel} not found (fixtures are external)"),
+    );
+    None
 }
 
 /// True when `HWPROF_STRICT=1`.

@@ -758,16 +758,5 @@ pub fn through(folded: &[(String, u64)], f: &str) -> u64 {
 /// `None` after a SKIPPED line (a failure with `HWPROF_STRICT=1`) when it is absent.
 #[track_caller]
 pub fn fixture(name: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/perfdata")
-        .join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        skip(
-            Why::Setup,
-            format_args!("../shared/fixtures/perfdata/{name} not found (fixtures are external)"),
-        );
-        None
-    }
+    hwprof_testkit::fixture_path(&format!("perfdata/{name}"))
 }

@@ -31,11 +31,6 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The shared fixtures directory (`../shared/fixtures` beside the repository).
-pub fn fixtures() -> PathBuf {
-    root().join("../shared/fixtures")
-}
-
 /// True when `prog` runs.
 pub fn have(prog: &str) -> bool {
     Command::new(prog)

@@ -165,9 +165,9 @@ fn malformed_sections_name_the_offset() {
     assert!(f.parse_section(id::EVENT_DESC, &b, 0).is_err());
 }
 
+#[track_caller]
 fn fixtures() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/perfdata");
-    dir.is_dir().then_some(dir)
+    hwprof_testkit::fixture_path("perfdata")
 }
 
 fn le64(b: &[u8], at: usize) -> u64 {
@@ -200,10 +200,6 @@ fn file_sections(bytes: &[u8]) -> Vec<(u32, u64, Vec<u8>)> {
 #[test]
 fn fixtures_features() {
     let Some(dir) = fixtures() else {
-        hwprof_testkit::skip(
-            hwprof_testkit::Why::Setup,
-            "../shared/fixtures/perfdata is absent",
-        );
         return;
     };
     let mut seen = 0;
