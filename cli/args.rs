@@ -76,7 +76,8 @@ pub struct StatArgs {
     /// JSON lines output, one object per event.
     #[arg(short = 'j', long = "json")]
     pub json: bool,
-    /// Write the counts to FILE (atomically) instead of stderr.
+    /// Write the counts to FILE (atomically) instead of stderr; `-` is stdout, and the
+    /// command's own stdout then goes to stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Do not count child processes and threads.
@@ -328,7 +329,8 @@ pub struct FlamegraphArgs {
     )]
     pub input: PathBuf,
     /// The SVG to write (atomically); with --all or several events, EVENT is inserted
-    /// before the extension.
+    /// before the extension. `-` is stdout (a recorded command's stdout then goes to
+    /// stderr).
     #[arg(
         short = 'o',
         long = "output",
@@ -336,15 +338,16 @@ pub struct FlamegraphArgs {
         default_value = "flamegraph.svg"
     )]
     pub output: PathBuf,
-    /// Write folded stacks (`a;b;c 42`) instead of an SVG.
+    /// Write folded stacks (`a;b;c 42`) instead of an SVG (to stdout unless -o names a
+    /// file; a recorded command's stdout then goes to stderr, so the stacks stay clean).
     #[arg(long = "folded")]
     pub folded: bool,
     /// What frame widths measure.
     #[arg(long = "weight", value_enum, default_value_t = FlameWeight::Period)]
     pub weight: FlameWeight,
-    /// Only this event (by name) of a multi-event file.
-    #[arg(long = "event", value_name = "NAME", conflicts_with = "all")]
-    pub event: Option<String>,
+    /// Draw only this event (by name) of a recording with several (`-e` records).
+    #[arg(long = "draw-event", value_name = "NAME", conflicts_with = "all")]
+    pub draw_event: Option<String>,
     /// One graph per event of the file.
     #[arg(long = "all")]
     pub all: bool,
@@ -369,10 +372,11 @@ pub struct FlamegraphArgs {
     /// Wall-clock view: on-CPU samples and off-CPU time in one graph, in µs, leaves tagged
     /// `[on]`/`[off]` (as `hwprof offcpu --wall`); the input needs cpu-clock and
     /// sched:sched_switch samples, as `hwprof record --off-cpu` records them.
-    #[arg(long = "off-cpu", conflicts_with_all = ["diff", "all", "event"])]
+    #[arg(long = "off-cpu", conflicts_with_all = ["diff", "all", "draw_event"])]
     pub off_cpu: bool,
-    /// Record: events to sample (as `hwprof record -e`).
-    #[arg(short = 'e', long = "event-record", value_name = "EVENTS")]
+    /// Record: events to sample, comma-separated (as `hwprof record -e`; repeatable).
+    /// To draw one event of an existing recording, use --draw-event.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Record: sampling frequency (default 999 Hz).
     #[arg(

@@ -11,7 +11,7 @@ mod run;
 mod stats;
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_pmu::event::Class;
@@ -86,7 +86,8 @@ pub struct BenchArgs {
     /// Markdown output, for a pull-request comment.
     #[arg(long = "markdown")]
     pub markdown: bool,
-    /// Let the command's stdout and stderr through (default: discarded).
+    /// Let the command's stdout and stderr through, both to stderr (default: discarded);
+    /// stdout holds only the report (table, --json, --markdown).
     #[arg(long = "show-output")]
     pub show_output: bool,
     /// Measure runs even when the command exits non-zero.
@@ -103,7 +104,7 @@ pub struct BenchArgs {
 /// Runs `hwprof bench`.
 pub fn run(a: BenchArgs) -> anyhow::Result<u8> {
     run_checked(a).map_err(|e| {
-        if crate::exit_code_of(&e) == 2 {
+        if crate::exit_code_of(&e) == 2 || crate::is_broken_pipe(&e) {
             e
         } else {
             ExitWith(3, crate::error_line(&e)).into()
@@ -165,15 +166,15 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
     let settings = Settings {
         runs: a.runs,
         warmup: a.warmup,
-        events: if explicit {
-            a.events.clone()
-        } else {
-            vec![DEFAULT_EVENTS.to_string()]
-        },
+        // One name per event, as the metrics are named.
+        events: names.iter().map(|n| n.to_string()).collect(),
         threshold_pct: a.threshold,
         confidence: a.confidence,
         gate: Vec::new(),
     };
+    // The report's stdout, taken before any run: the command's own stdout then goes to
+    // stderr (--show-output), so the report stays clean.
+    let report = crate::outfile::open_for_target(Path::new("-"), &crate::outfile::REPORT)?;
     let runner = Runner::new(events, a.show_output, a.ignore_failure);
     sys::catch_interrupts().context("installing the SIGINT handler")?;
 
@@ -253,8 +254,7 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
         cur.baseline = Some(Box::new(base));
         cur.comparison = Some(cmp);
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(report);
     if a.json {
         serde_json::to_writer_pretty(&mut out, &cur).context("encoding JSON")?;
         writeln!(out)?;
@@ -263,13 +263,16 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
     } else {
         output::human(&mut out, &cur)?;
     }
-    out.flush()?;
+    let report = out
+        .into_inner()
+        .map_err(|e| anyhow::Error::new(e.into_error()).context("writing the report"))?;
+    crate::outfile::commit(report)?;
     if let (Some(name), Some(saver)) = (&a.save, saver.take()) {
         let path = doc::save(&cur, name, saver)?;
         eprintln!(
-            "hwprof: saved baseline '{name}' to {} ({} runs)",
+            "hwprof: saved baseline '{name}' to {} ({})",
             path.display(),
-            cur.settings.runs
+            crate::render::plural(u64::from(cur.settings.runs), "run")
         );
     }
     Ok(code)

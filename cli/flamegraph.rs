@@ -12,6 +12,11 @@
 //! `flamegraph.EVENT.svg`. `--folded` writes folded stacks to stdout unless `-o` names
 //! another file (several events on stdout are separated by `# event: NAME` lines, which
 //! inferno skips); `--diff --folded` writes inferno's two-count lines (BASE normalised).
+//! When a command is recorded and the data goes to stdout, the command's stdout is
+//! pointed at stderr first ([`crate::outfile::open_for_target`]).
+//!
+//! Flags: `-e/--event` records (perf's name); `--draw-event NAME` picks one event of a
+//! recording to draw.
 
 pub(crate) mod fold;
 pub(crate) mod svg;
@@ -36,12 +41,21 @@ pub fn run(a: FlamegraphArgs) -> anyhow::Result<u8> {
     if a.off_cpu {
         return off_cpu(a, recording);
     }
+    if !recording && !a.events.is_empty() {
+        let what = match &a.diff {
+            Some(_) => "these recordings".to_string(),
+            None => a.input.display().to_string(),
+        };
+        return usage(format!(
+            "-e/--event records events (with a command after --, -p or -a); to draw one event of {what}, use --draw-event NAME"
+        ));
+    }
     if let Some(d) = &a.diff {
         if recording {
             return usage("--diff draws two existing recordings: give no command, -p or -a");
         }
         if a.all {
-            return usage("--diff draws one event: use --event NAME instead of --all");
+            return usage("--diff draws one event: use --draw-event NAME instead of --all");
         }
         let (Some(base), Some(new)) = (d.first(), d.get(1)) else {
             return usage("--diff needs two files: BASE NEW");
@@ -112,7 +126,7 @@ fn has_samples(p: &Profile, ev: u32) -> bool {
     p.samples.iter().any(|s| s.event == ev)
 }
 
-/// The events to draw: `--event`, `--all`, or the first event that has samples (with a
+/// The events to draw: `--draw-event`, `--all`, or the first event that has samples (with a
 /// note naming the others, to print once the graph is written).
 fn select_events(
     a: &FlamegraphArgs,
@@ -122,7 +136,7 @@ fn select_events(
     if p.events.is_empty() {
         anyhow::bail!("{} has no events", path.display());
     }
-    if let Some(name) = &a.event {
+    if let Some(name) = &a.draw_event {
         return Ok((vec![find_event(p, name, path)?], None));
     }
     if a.all {
@@ -134,7 +148,7 @@ fn select_events(
     let note = (p.events.len() > 1).then(|| {
         let name = p.events.get(first as usize).map_or("", |e| e.name.as_str());
         format!(
-            "hwprof: note: {} has {} events ({}); drew {name} (--event NAME for another, --all for one graph each)",
+            "hwprof: note: {} has {} events ({}); drew {name} (--draw-event NAME for another, --all for one graph each)",
             path.display(),
             p.events.len(),
             event_names(p)
@@ -206,6 +220,8 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
     let (events, note) = select_events(a, &profile, path)?;
     let several = events.len() > 1;
     let to_stdout = folded_to_stdout(a);
+    // stdout (opened before recording, or now), shared by every event drawn there.
+    let mut stdout: Option<Output> = None;
     let mut drawn = 0;
     for ev in events {
         let name = profile
@@ -240,14 +256,17 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
         if a.folded {
             let text = folded.to_text();
             if to_stdout {
-                let mut o = std::io::stdout().lock();
+                let o = match stdout.take().or_else(|| early.take()) {
+                    Some(o) => stdout.insert(o),
+                    None => stdout.insert(crate::outfile::stdout()?),
+                };
                 if several {
                     writeln!(o, "# event: {name}")?;
                 }
                 o.write_all(text.as_bytes())?;
-                o.flush()?;
             } else {
-                write_output(&out, early.take(), text.as_bytes())?;
+                let early = if several { None } else { early.take() };
+                write_output(&out, early, text.as_bytes())?;
                 eprintln!("hwprof: wrote {} ({title})", out.display());
             }
         } else {
@@ -267,6 +286,9 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
     if drawn == 0 {
         anyhow::bail!("no samples in {}", path.display());
     }
+    if let Some(o) = stdout {
+        crate::outfile::commit(o)?;
+    }
     if let Some(note) = note {
         eprintln!("{note}");
     }
@@ -279,7 +301,7 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
     let opts = sym_options(a);
     let pb = load(base, &opts)?;
     let pn = load(new, &opts)?;
-    let ev_new = match &a.event {
+    let ev_new = match &a.draw_event {
         Some(name) => find_event(&pn, name, new)?,
         None => (0..pn.events.len() as u32)
             .find(|&e| has_samples(&pn, e))
@@ -326,9 +348,7 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
             text.push('\n');
         }
         if folded_to_stdout(a) {
-            let mut o = std::io::stdout().lock();
-            o.write_all(text.as_bytes())?;
-            o.flush()?;
+            write_output(Path::new("-"), None, text.as_bytes())?;
         } else {
             write_output(&a.output, None, text.as_bytes())?;
             eprintln!("hwprof: wrote {}", a.output.display());
@@ -365,13 +385,18 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
 
 /// Records (as `hwprof record -F 999 -g -q`), draws, removes the recording unless
 /// `--data-file` keeps it, and returns the command's exit code. The graph's output is
-/// opened first, so a wrong `-o` fails before the command starts.
+/// opened first, so a wrong `-o` fails before the command starts; when it is stdout,
+/// the command's stdout goes to stderr.
 fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
-    let early = if folded_to_stdout(a) {
-        None
+    let dest = if folded_to_stdout(a) {
+        Path::new("-")
     } else {
-        Some(crate::outfile::create(&a.output, &crate::outfile::REPORT)?)
+        a.output.as_path()
     };
+    let early = Some(crate::outfile::open_for_target(
+        dest,
+        &crate::outfile::REPORT,
+    )?);
     let dir = if folded_to_stdout(a) {
         std::env::temp_dir()
     } else {
@@ -411,19 +436,19 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
         command: a.command.clone(),
     };
     let code = crate::record::run(rec)?;
-    // --all draws one graph per event under other names: `early` only proved -o.
-    let early = if a.all { None } else { early };
+    // With --all, files get one name per event: `early` only proved -o (stdout serves
+    // every event).
     draw_file(a, &data, early)?;
     drop(scratch);
     Ok(code)
 }
 
-/// Writes `bytes` to `path` ([`crate::outfile`], reports' mode), into `early` when the
-/// output was opened before recording.
+/// Writes `bytes` to `path` ([`crate::outfile`], reports' mode; `-` is stdout), into
+/// `early` when the output was opened before recording.
 pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = match early {
         Some(o) => o,
-        None => crate::outfile::create(path, &crate::outfile::REPORT)?,
+        None => crate::outfile::open(path, &crate::outfile::REPORT)?,
     };
     out.write_all(bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -435,7 +460,7 @@ pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> 
 fn off_cpu(a: FlamegraphArgs, recording: bool) -> anyhow::Result<u8> {
     if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() || a.call_graph.is_some() {
         return usage(
-            "--off-cpu records its own events (cpu-clock and sched:sched_switch, fp callchains): leave out -e, -F, -c and --call-graph",
+            "--off-cpu records its own events (cpu-clock and sched:sched_switch, fp callchains): leave out -e/--event, -F, -c and --call-graph",
         );
     }
     let oa = crate::offcpu::OffcpuArgs {

@@ -134,11 +134,28 @@ fn without_os_error_code(text: &str) -> String {
     out
 }
 
+/// Whether `err` comes from writing into a pipe whose reader has gone (`| head`): such
+/// a command ends quietly with exit 0, whatever the writer (a `write!`, serde_json,
+/// an [`hwprof_sampler::output::Output`]) and however deep the I/O error is wrapped.
+///
+/// Errors must keep their types for this: `anyhow!("...: {e}")` turns a cause into
+/// text that no one can recognise (bench wraps failures with [`ExitWith`] only after
+/// asking this).
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    err.chain().any(cause_is_broken_pipe)
+}
+
+fn cause_is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(io) = e.downcast_ref::<std::io::Error>() {
+        // An io::Error may carry another error (`io::Error::other`), serde_json's say.
+        return io.kind() == std::io::ErrorKind::BrokenPipe
+            || io
+                .get_ref()
+                .is_some_and(|inner| cause_is_broken_pipe(inner));
+    }
+    // serde_json keeps the io::Error inside: its `source()` skips it.
+    e.downcast_ref::<serde_json::Error>()
+        .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
 }
 
 /// 2 for errors in the user's input (events, flags), 1 for everything else.
@@ -193,5 +210,35 @@ mod tests {
         assert_eq!(error_line(&plain), "reading x: No such file or directory");
         let text = anyhow::anyhow!("a (os error x) b (os error 12) c (os error 3");
         assert_eq!(error_line(&text), "a (os error x) b c (os error 3");
+    }
+
+    /// A closed pipe is recognised whatever wrote into it: serde_json hides its
+    /// io::Error from `source()`, and an io::Error may wrap another.
+    #[test]
+    fn broken_pipes_are_found_through_serde_json_and_wrappers() {
+        struct Closed;
+        impl std::io::Write for Closed {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let json = serde_json::to_writer(Closed, &[1, 2, 3]).expect_err("closed");
+        assert!(is_broken_pipe(
+            &anyhow::Error::from(json).context("writing JSON")
+        ));
+        let io = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let out = hwprof_sampler::output::Error::Io {
+            context: "writing -".into(),
+            source: io,
+        };
+        assert!(is_broken_pipe(&anyhow::Error::from(out)));
+        let json = serde_json::to_writer(Closed, &[1]).expect_err("closed");
+        assert!(is_broken_pipe(&std::io::Error::other(json).into()));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("Broken pipe")));
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        assert!(!is_broken_pipe(&full.into()));
     }
 }

@@ -6,7 +6,6 @@
 mod pair;
 mod report;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -42,20 +41,23 @@ pub struct OffcpuArgs {
     /// Drop blocks shorter than this (µs; units allowed: 2ms).
     #[arg(long = "min-block", value_name = "USEC", default_value = "1", value_parser = crate::args::block_us)]
     pub min_block: u64,
-    /// The SVG to write (with --folded: the file for the folded stacks; default stdout).
+    /// The SVG to write (with --folded or --report: the file for them; default stdout,
+    /// and then the command's own stdout goes to stderr so that the data stays clean).
     #[arg(short = 'o', long = "output", value_name = "FILE", default_value = DEFAULT_OUT)]
     pub output: PathBuf,
     /// Write folded stacks (`comm;main;f;g USEC`) instead of an SVG.
     #[arg(long = "folded")]
     pub folded: bool,
-    /// Print a table of the functions and stacks that waited longest instead of an SVG.
+    /// Print a table of the functions and stacks that waited longest instead of an SVG;
+    /// stacks are whole, leaf first: kernel frames (`_[k]`), `--`, then user frames.
     #[arg(long = "report", conflicts_with = "folded")]
     pub report: bool,
     /// Keep the recording in this perf.data (default: a temporary file, removed).
     #[arg(long = "data-file", value_name = "FILE")]
     pub data_file: Option<PathBuf>,
     /// Wall-clock view: also sample on-CPU time (cpu-clock, 4000 Hz) and draw both in one
-    /// graph, each stack ending in an `[on]` or `[off]` frame (µs either way).
+    /// graph, each stack ending in an `[on]` or `[off]` frame: widths are on- plus
+    /// off-CPU time (µs).
     #[arg(long = "wall")]
     pub wall: bool,
     /// Leave kernel frames out of the stacks.
@@ -73,13 +75,18 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
             "nothing to trace: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof offcpu -- ./app`)",
         );
     }
-    // The output first, so a wrong -o fails before the command starts; the recording
-    // goes to a private scratch directory (0700), removed at the end.
-    let early = if to_stdout(&a) {
-        None
+    // The output first, so a wrong -o fails before the command starts (stdout: the
+    // command's own stdout goes to stderr); the recording goes to a private scratch
+    // directory (0700), removed at the end.
+    let dest = if to_stdout(&a) {
+        Path::new("-")
     } else {
-        Some(crate::outfile::create(&a.output, &crate::outfile::REPORT)?)
+        a.output.as_path()
     };
+    let early = Some(crate::outfile::open_for_target(
+        dest,
+        &crate::outfile::REPORT,
+    )?);
     let (data, scratch) =
         crate::outfile::recording_path(a.data_file.as_deref(), &std::env::temp_dir())?;
     let rec = RecordArgs {
@@ -251,6 +258,15 @@ fn human_us(us: u64) -> String {
     }
 }
 
+/// What the widths of the graph are.
+fn subtitle(wall: bool) -> &'static str {
+    if wall {
+        "width = wall-clock time (µs): on CPU ([on], cpu-clock samples) and off CPU ([off], sched:sched_switch, switch-out to switch-in)"
+    } else {
+        "width = time off CPU (µs) from sched:sched_switch, switch-out to switch-in"
+    }
+}
+
 /// Where the output goes: stdout for `-o -`, or `--folded`/`--report` without `-o`.
 fn to_stdout(a: &OffcpuArgs) -> bool {
     a.output.as_os_str() == "-" || ((a.folded || a.report) && a.output.as_os_str() == DEFAULT_OUT)
@@ -300,10 +316,11 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         )
     } else {
         format!(
-            "Off-CPU time: {} ({} µs), {} blocks",
+            "Off-CPU time: {} ({} µs), {} {}",
             human_us(folded.total),
             svg::thousands(folded.total),
-            svg::thousands(folded.samples)
+            svg::thousands(folded.samples),
+            crate::render::noun(folded.samples, "block")
         )
     };
     let to_stdout = to_stdout(a);
@@ -314,18 +331,14 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
     } else {
         let r = Render {
             title: title.clone(),
-            subtitle: Some(
-                "width = time off CPU (µs) from sched:sched_switch, switch-out to switch-in".into(),
-            ),
+            subtitle: Some(subtitle(a.wall).into()),
             count_name: "µs".to_string(),
             sources: &folded.sources,
         };
         svg::render(folded.lines(), &r).context("drawing the flame graph")?
     };
     if to_stdout {
-        let mut o = std::io::stdout().lock();
-        o.write_all(&out_bytes)?;
-        o.flush()?;
+        write_output(Path::new("-"), early, &out_bytes)?;
     } else {
         write_output(&a.output, early, &out_bytes)?;
         eprintln!("hwprof: wrote {} ({title})", a.output.display());

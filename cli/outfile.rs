@@ -4,7 +4,7 @@
 //! a path that cannot be an output (a directory, a socket, a missing directory) is a
 //! usage error (exit 2), anything else a failure (exit 1).
 
-use std::io::IsTerminal;
+use std::io::{BufWriter, IsTerminal, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
@@ -28,27 +28,53 @@ pub fn convert(e: Error) -> anyhow::Error {
     }
 }
 
-/// stdout as a stream for binary data (`record -o -`): refused on a terminal; fd 1 is
-/// then pointed at stderr, so that nothing else (a workload started later, a stray
-/// print) can mix text into the data, as perf does for its workload in pipe mode.
+/// stdout as an [`Output`] stream (a duplicate of fd 1, named `-`): what `-o -` and
+/// the commands that print data (`--folded`, `--json`) write into.
+pub fn stdout() -> anyhow::Result<Output> {
+    let data = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| anyhow::Error::new(e).context("duplicating stdout"))?;
+    Ok(Output::from_stream(std::fs::File::from(data), "-"))
+}
+
+/// Opens a data output: `-` is [`stdout`], anything else [`create`].
+pub fn open(path: &Path, opts: &Options) -> anyhow::Result<Output> {
+    if path.as_os_str() == "-" {
+        stdout()
+    } else {
+        create(path, opts)
+    }
+}
+
+/// Opens the data output of a command that runs a target (a command, or processes it
+/// attaches to), before the target starts: as [`open`], then, when the data goes
+/// into the file stdout is (`-`, or a path such as `/dev/stdout`), points fd 1 at
+/// stderr ([`keep_stdout_clean`]). The one rule of every command: a target's output
+/// never mixes with hwprof's data (`flamegraph --folded`, `offcpu --folded`,
+/// `bench --json --show-output`, `stat -o -`, `probe -o -`), as perf does for its
+/// workload in pipe mode.
+pub fn open_for_target(path: &Path, opts: &Options) -> anyhow::Result<Output> {
+    let out = open(path, opts)?;
+    keep_stdout_clean(&out)?;
+    Ok(out)
+}
+
+/// stdout as a stream for binary data (`record -o -`): refused on a terminal, then
+/// opened as [`open_for_target`] does (fd 1 pointed at stderr).
 pub fn binary_stdout() -> anyhow::Result<Output> {
-    let stdout = std::io::stdout();
-    if stdout.is_terminal() {
+    if std::io::stdout().is_terminal() {
         return crate::usage(
             "-o -: stdout is a terminal; pipe it into a reader (`| perf report -i -`, `| hwprof report -i -`) or redirect it to a file",
         );
     }
-    let data = stdout
-        .as_fd()
-        .try_clone_to_owned()
-        .map_err(|e| anyhow::Error::new(e).context("duplicating stdout"))?;
-    rustix::stdio::dup2_stdout(std::io::stderr().as_fd())
-        .map_err(|e| anyhow::Error::new(std::io::Error::from(e)).context("redirecting stdout"))?;
-    Ok(Output::from_stream(std::fs::File::from(data), "-"))
+    open_for_target(Path::new("-"), &PERF_DATA)
 }
 
-/// When `out` is the very file stdout is (`-o /dev/stdout`), points fd 1 at stderr as
-/// [`binary_stdout`] does, so that a workload's output cannot mix into binary data.
+/// When `out` is the very file stdout is (`-o -`, `-o /dev/stdout`), points fd 1 at
+/// stderr, so that a target's output (or a stray print) cannot mix into the data:
+/// whatever hwprof writes to fd 1 afterwards goes to stderr. Nothing changes when
+/// stdout is elsewhere.
 pub fn keep_stdout_clean(out: &Output) -> anyhow::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let stdout = std::io::stdout()
@@ -81,6 +107,48 @@ pub fn recording_path(
             let s = ScratchDir::new(dir).map_err(convert)?;
             Ok((s.path().join("perf.data"), Some(s)))
         }
+    }
+}
+
+/// Where the report of a command that runs a target goes (`stat`, `probe`): stderr by
+/// default (as perf stat: stdout is the target's), or `-o FILE` opened before the
+/// target starts with [`open_for_target`] (a temporary file renamed over a regular
+/// file, or straight into a device or FIFO, removed on any error; `-` is stdout, and
+/// the target's stdout then goes to stderr).
+pub enum Sink {
+    /// stderr.
+    Stderr(std::io::Stderr),
+    /// `-o FILE`.
+    File(BufWriter<Output>),
+}
+
+impl Sink {
+    /// stderr, or `path` opened now (call it before the target starts).
+    pub fn open(path: Option<&Path>) -> anyhow::Result<Sink> {
+        match path {
+            None => Ok(Sink::Stderr(std::io::stderr())),
+            Some(dest) => Ok(Sink::File(BufWriter::new(open_for_target(dest, &REPORT)?))),
+        }
+    }
+
+    /// The writer.
+    pub fn w(&mut self) -> &mut dyn Write {
+        match self {
+            Sink::Stderr(s) => s,
+            Sink::File(w) => w,
+        }
+    }
+
+    /// Finishes a file (flushed, renamed into place); nothing for stderr.
+    pub fn commit(self) -> anyhow::Result<()> {
+        if let Sink::File(w) = self {
+            let dest = w.get_ref().path().display().to_string();
+            let out = w.into_inner().map_err(|e| {
+                anyhow::Error::new(e.into_error()).context(format!("writing {dest}"))
+            })?;
+            commit(out)?;
+        }
+        Ok(())
     }
 }
 

@@ -8,7 +8,8 @@
 //! function, each sampling every hit (period 1, IP|TID|TIME|ID, +CALLCHAIN with
 //! `--stacks`) → a [`Session`] on the command or `-p` PIDs, drained in-process →
 //! hits sorted by time and paired per thread (a stack per thread, for recursion) →
-//! counts, a log2 histogram and percentiles, and the stacks of the slow calls.
+//! counts, a log2 histogram and percentiles, and the stacks of the slow calls, written
+//! to stderr (as `stat`) or `-o FILE`, never into the command's stdout.
 
 mod calls;
 mod output;
@@ -29,6 +30,9 @@ use stacks::Mapping;
 
 /// Flags of `hwprof probe`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "The result goes to stderr (as `hwprof stat` and `perf stat` print counts), so the command's own stdout stays apart: `hwprof probe ... --json -o calls.json -- ./app` writes clean JSON; with --json on stderr, notes are left out."
+)]
 pub struct ProbeArgs {
     /// Probes: `uprobe:/path/bin:func` (a `uretprobe:` on the same function is added for
     /// latency), or `uretprobe:/path/bin:func`; several may be given, or comma-separated.
@@ -53,6 +57,10 @@ pub struct ProbeArgs {
     /// Print the result as JSON.
     #[arg(long = "json")]
     pub json: bool,
+    /// Write the result to FILE (atomically) instead of stderr; `-` is stdout, and the
+    /// command's own stdout then goes to stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -227,6 +235,10 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
         at.comm = track;
         at.task = track;
     }
+    // The result's output first: a wrong -o fails before anything runs.
+    let mut sink = crate::outfile::Sink::open(a.output.as_deref())?;
+    // JSON on stderr: notes would break it.
+    let quiet = a.json && a.output.is_none();
     let sopts = SessionOptions {
         data_pages: (1 << 20) / hwprof_pmu::sys::page_size().max(1),
         inherit: true,
@@ -234,7 +246,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
     };
     let session =
         Session::open(&list, target.clone(), sopts).map_err(|e| open_error(e, &target))?;
-    for n in session.notices() {
+    for n in session.notices().iter().filter(|_| !quiet) {
         eprintln!("hwprof: note: {n}");
     }
     let attrs = session.attrs();
@@ -296,13 +308,15 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
     let stats = stats.map_err(|e| anyhow!("probing: {e}"))?;
     if stats.lost > 0 || stats.lost_samples > 0 {
         eprintln!(
-            "hwprof: warning: {} records and {} samples lost (the ring buffer was full): counts are lower bounds",
-            stats.lost, stats.lost_samples
+            "hwprof: warning: {} and {} lost (the ring buffer was full): counts are lower bounds",
+            crate::render::plural(stats.lost, "record"),
+            crate::render::plural(stats.lost_samples, "sample")
         );
     }
     let results = pair(&mut hits, &funcs, threshold);
     let mut sym = stacks::Stacks::new(maps);
-    output::print(&a, &funcs, &results, threshold, &mut sym)?;
+    output::print(sink.w(), &a, &funcs, &results, threshold, &mut sym)?;
+    sink.commit()?;
     // The command's exit code, as `stat` and `record` pass it on (128 + signal when
     // killed); --duration ending it with SIGTERM is the plan, not a failure.
     Ok(match stats.exit {

@@ -236,14 +236,15 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
 
     if stats.lost > 0 || stats.lost_samples > 0 {
         eprintln!(
-            "hwprof: warning: {} records and {} samples lost (the ring buffer was full): raise --mmap-pages or lower -F",
-            stats.lost, stats.lost_samples
+            "hwprof: warning: {} and {} lost (the ring buffer was full): raise --mmap-pages or lower -F",
+            crate::render::plural(stats.lost, "record"),
+            crate::render::plural(stats.lost_samples, "sample")
         );
     }
     if !a.quiet {
         eprintln!(
-            "[ hwprof record: {} samples, {} lost, {:.3} MB written to {}{} ]",
-            stats.samples,
+            "[ hwprof record: {}, {} lost, {:.3} MB written to {}{} ]",
+            crate::render::plural(stats.samples, "sample"),
             stats.lost + stats.lost_samples,
             bytes as f64 / 1e6,
             if a.output.as_os_str() == "-" {

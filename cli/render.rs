@@ -1,4 +1,5 @@
-//! Rendering `stat` results: perf's human table, perf's CSV (`-x`), and JSON lines.
+//! Rendering `stat` results: perf's human table, perf's CSV (`-x`), and JSON lines;
+//! and the wording every command shares for counts ([`plural`]) and ids ([`id`]).
 
 use std::io::{self, Write};
 
@@ -61,6 +62,27 @@ pub fn thousands(v: f64, decimals: usize) -> String {
         Some(f) => format!("{sign}{out}.{f}"),
         None => format!("{sign}{out}"),
     }
+}
+
+/// `noun` for `n` things: `sample` for 1, `samples` otherwise (every count hwprof
+/// prints in words goes through this or [`plural`]).
+pub fn noun(n: u64, noun: &str) -> String {
+    if n == 1 {
+        noun.to_string()
+    } else {
+        format!("{noun}s")
+    }
+}
+
+/// `1 call`, `2 calls`, `0 calls`.
+pub fn plural(n: u64, word: &str) -> String {
+    format!("{n} {}", noun(n, word))
+}
+
+/// A pid or tid as perf prints it: the kernel's "none" (`(u32)-1`) is -1, never
+/// 4294967295 (records carry ids as u32; the kernel means an `int`).
+pub fn id(v: u32) -> i32 {
+    v as i32
 }
 
 fn status_text(l: &Line) -> Option<&'static str> {
@@ -254,6 +276,16 @@ pub fn footer(w: &mut dyn Write, fmt: &Format, t: Times) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plurals_and_ids() {
+        assert_eq!(plural(1, "sample"), "1 sample");
+        assert_eq!(plural(0, "sample"), "0 samples");
+        assert_eq!(plural(2, "call"), "2 calls");
+        assert_eq!(noun(1, "block"), "block");
+        assert_eq!(id(u32::MAX), -1);
+        assert_eq!(id(4_194_304), 4_194_304);
+    }
 
     #[test]
     fn thousands_separators() {

@@ -14,7 +14,7 @@ use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, DataSrc, FileId, Record, Sample, kind, misc};
 
 use crate::args::{ScriptArgs, ScriptFormat};
-use out::{Obj, dec, dec_pad, hex, hex_pad};
+use out::{Obj, dec, dec_pad, hex, hex_pad, id_pad};
 
 /// Flush the line buffer to stdout past this many bytes.
 const FLUSH_AT: usize = 1 << 16;
@@ -173,12 +173,12 @@ impl Printer {
                 json_sample(&mut j, s);
             }
             Body::Mmap(m) => {
-                j.u("pid", m.pid.into()).u("tid", m.tid.into());
+                j.id("pid", m.pid.into()).id("tid", m.tid.into());
                 j.u("addr", m.addr).u("len", m.len).u("pgoff", m.pgoff);
                 j.s("filename", m.filename);
             }
             Body::Mmap2(m) => {
-                j.u("pid", m.pid.into()).u("tid", m.tid.into());
+                j.id("pid", m.pid.into()).id("tid", m.tid.into());
                 j.u("addr", m.addr).u("len", m.len).u("pgoff", m.pgoff);
                 match m.file_id {
                     FileId::Inode {
@@ -206,12 +206,12 @@ impl Printer {
                 comm,
                 exec,
             } => {
-                j.u("pid", (*pid).into()).u("tid", (*tid).into());
+                j.id("pid", (*pid).into()).id("tid", (*tid).into());
                 j.s("comm", comm).b("exec", *exec);
             }
             Body::Exit(t) | Body::Fork(t) => {
-                j.u("pid", t.pid.into()).u("ppid", t.ppid.into());
-                j.u("tid", t.tid.into()).u("ptid", t.ptid.into());
+                j.id("pid", t.pid.into()).id("ppid", t.ppid.into());
+                j.id("tid", t.tid.into()).id("ptid", t.ptid.into());
                 j.u("time", t.time);
             }
             Body::Throttle(t) | Body::Unthrottle(t) => {
@@ -220,7 +220,7 @@ impl Printer {
                     .u("stream_id", t.stream_id);
             }
             Body::Read { pid, tid, values } => {
-                j.u("pid", (*pid).into()).u("tid", (*tid).into());
+                j.id("pid", (*pid).into()).id("tid", (*tid).into());
                 json_read(&mut j, values);
             }
             Body::Aux {
@@ -232,7 +232,7 @@ impl Printer {
                 j.u("flags", *flags);
             }
             Body::ItraceStart { pid, tid } => {
-                j.u("pid", (*pid).into()).u("tid", (*tid).into());
+                j.id("pid", (*pid).into()).id("tid", (*tid).into());
             }
             Body::LostSamples { lost } => {
                 j.u("lost", *lost);
@@ -247,15 +247,15 @@ impl Printer {
                 next_prev_tid,
             } => {
                 j.b("out", *out).b("preempt", *preempt);
-                j.u("next_prev_pid", (*next_prev_pid).into());
-                j.u("next_prev_tid", (*next_prev_tid).into());
+                j.id("next_prev_pid", (*next_prev_pid).into());
+                j.id("next_prev_tid", (*next_prev_tid).into());
             }
             Body::Namespaces {
                 pid,
                 tid,
                 link_info,
             } => {
-                j.u("pid", (*pid).into()).u("tid", (*tid).into());
+                j.id("pid", (*pid).into()).id("tid", (*tid).into());
                 j.arr("link_info", link_info.iter());
             }
             Body::Ksymbol {
@@ -306,8 +306,8 @@ impl Printer {
                     let mut e_ = Obj::new(o);
                     e_.u("id", e.id)
                         .u("idx", e.idx)
-                        .u("cpu", e.cpu)
-                        .u("tid", e.tid);
+                        .id("cpu", e.cpu)
+                        .id("tid", e.tid);
                     e_.end();
                 }
                 o.push(b']');
@@ -323,8 +323,8 @@ impl Printer {
                 j.u("size", *size)
                     .u("offset", *offset)
                     .u("reference", *reference);
-                j.u("idx", (*idx).into()).u("tid", (*tid).into());
-                j.u("cpu", (*cpu).into());
+                j.u("idx", (*idx).into()).id("tid", (*tid).into());
+                j.id("cpu", (*cpu).into());
             }
             Body::TimeConv(t) => {
                 j.u("time_shift", t.time_shift).u("time_mult", t.time_mult);
@@ -356,11 +356,11 @@ impl Printer {
         if let Some(sid) = &rec.sample_id {
             let o = j.key("sample_id");
             let mut s = Obj::new(o);
-            s.opt("pid", sid.pid.map(u64::from));
-            s.opt("tid", sid.tid.map(u64::from));
+            s.opt_id("pid", sid.pid);
+            s.opt_id("tid", sid.tid);
             s.opt("time", sid.time).opt("id", sid.id);
             s.opt("stream_id", sid.stream_id);
-            s.opt("cpu", sid.cpu.map(u64::from));
+            s.opt_id("cpu", sid.cpu);
             s.opt("identifier", sid.identifier);
             s.end();
         }
@@ -446,11 +446,19 @@ impl Printer {
                 "{} {}: {}/{}",
                 if *exec { " EXEC" } else { "" },
                 String::from_utf8_lossy(comm),
-                pid,
-                tid
+                crate::render::id(*pid),
+                crate::render::id(*tid)
             ),
             Body::Exit(t) | Body::Fork(t) => {
-                write!(b, "({}:{}):({}:{})", t.pid, t.tid, t.ppid, t.ptid)
+                let id = crate::render::id;
+                write!(
+                    b,
+                    "({}:{}):({}:{})",
+                    id(t.pid),
+                    id(t.tid),
+                    id(t.ppid),
+                    id(t.ptid)
+                )
             }
             Body::Lost { id, lost } => write!(b, " id {id} lost {lost}"),
             Body::LostSamples { lost } => write!(b, " lost {lost}"),
@@ -474,8 +482,8 @@ impl Printer {
                 if *out { "OUT" } else { "IN" },
                 if *preempt { " preempt" } else { "" },
                 if *out { "next" } else { "prev" },
-                next_prev_pid,
-                next_prev_tid
+                crate::render::id(*next_prev_pid),
+                crate::render::id(*next_prev_tid)
             ),
             Body::TimeConv(t) => write!(
                 b,
@@ -539,9 +547,9 @@ fn text_sample(b: &mut Vec<u8>, comm: &[u8], event: &str, s: &Sample) {
     b.extend_from_slice(comm);
     b.push(b' ');
     if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
-        dec_pad(b, pid.into(), 6);
+        id_pad(b, pid, 6);
         b.push(b'/');
-        dec(b, tid.into());
+        id_pad(b, tid, 0);
     }
     if let Some(cpu) = s.cpu {
         b.extend_from_slice(b" [");
@@ -647,11 +655,9 @@ fn json_regs(j: &mut Obj, k: &str, r: &hwprof_sampler::record::Regs) {
 
 fn json_sample(j: &mut Obj, s: &Sample) {
     j.opt("identifier", s.identifier).opt("ip", s.ip);
-    j.opt("pid", s.pid.map(u64::from))
-        .opt("tid", s.tid.map(u64::from));
+    j.opt_id("pid", s.pid).opt_id("tid", s.tid);
     j.opt("time", s.time).opt("addr", s.addr).opt("id", s.id);
-    j.opt("stream_id", s.stream_id)
-        .opt("cpu", s.cpu.map(u64::from));
+    j.opt("stream_id", s.stream_id).opt_id("cpu", s.cpu);
     j.opt("period", s.period);
     if let Some(r) = &s.read {
         json_read(j, r);

@@ -1,6 +1,5 @@
 //! `hwprof stat`: count events for a command, running PIDs/TIDs, or CPUs.
 
-use std::io::{BufWriter, Write};
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,9 +10,9 @@ use hwprof_pmu::event::Class;
 use hwprof_pmu::metrics::Context as MetricCtx;
 use hwprof_pmu::sys::{self, ExecError, Workload};
 use hwprof_pmu::{Counter, EventList, Slot, Status, sysfs};
-use hwprof_sampler::output::Output;
 
 use crate::args::StatArgs;
+use crate::outfile::Sink;
 use crate::render::{self, Format, Line, Times};
 use crate::{ExitWith, usage};
 
@@ -171,42 +170,6 @@ fn cpu_list_text(cpus: &[u32]) -> String {
     parts.join(",")
 }
 
-/// Where the counts go: stderr, or `-o FILE` through [`crate::outfile`] (a temporary
-/// file renamed over a regular file, or straight into a device or FIFO; opened before
-/// the target starts, removed on any error).
-enum Sink {
-    Stderr(std::io::Stderr),
-    File(BufWriter<Output>),
-}
-
-impl Sink {
-    fn open(path: Option<&Path>) -> anyhow::Result<Sink> {
-        let Some(dest) = path else {
-            return Ok(Sink::Stderr(std::io::stderr()));
-        };
-        let out = crate::outfile::create(dest, &crate::outfile::REPORT)?;
-        Ok(Sink::File(BufWriter::new(out)))
-    }
-
-    fn w(&mut self) -> &mut dyn Write {
-        match self {
-            Sink::Stderr(s) => s,
-            Sink::File(w) => w,
-        }
-    }
-
-    fn commit(self) -> anyhow::Result<()> {
-        if let Sink::File(w) = self {
-            let dest = w.get_ref().path().display().to_string();
-            let out = w.into_inner().map_err(|e| {
-                anyhow::Error::new(e.into_error()).context(format!("writing {dest}"))
-            })?;
-            crate::outfile::commit(out)?;
-        }
-        Ok(())
-    }
-}
-
 /// Prints the one notice about unsupported hardware events, and any counter notices.
 fn notices(counter: &Counter, has_cpu_pmu: bool, told: &mut bool, quiet: bool) {
     if *told || quiet {
@@ -335,7 +298,7 @@ fn run_command(
     let mut walls = Vec::new();
     let (mut user, mut sysus) = (0u64, 0u64);
     let mut code = 0u8;
-    for run in 0..repeat {
+    for _ in 0..repeat {
         let mut wl = Workload::prepare(argv).map_err(|e| exec_error(argv, e))?;
         let mut list = events.clone();
         prepare(
@@ -369,14 +332,18 @@ fn run_command(
             return Err(exec_error(argv, e));
         }
         notices(&counter, has_pmu, &mut told, o.quiet_notices);
-        if run == 0 {
-            render::header(sink.w(), &o.fmt, &target, repeat, o.interval.is_some())?;
-        }
         let pid = wl.pid();
-        watch(&counter, &[pidfd], &[], t0, o, sink, || {
+        let watched = watch(&counter, &[pidfd], &[], t0, o, sink, || {
             let _ = sys::kill(pid, libc::SIGINT);
             true
-        })?;
+        });
+        if let Err(e) = watched {
+            // Intervals could not be written (stdout closed, say): stop the command as
+            // Ctrl-C does and wait for it, then end with the error.
+            let _ = sys::kill(pid, libc::SIGINT);
+            let _ = sys::wait(pid);
+            return Err(e);
+        }
         let wall = t0.elapsed();
         let exit = sys::wait(pid).context("waiting for the workload")?;
         if cpus.is_some() {
@@ -387,14 +354,17 @@ fn run_command(
         sysus += exit.sys_us;
         walls.push(wall.as_secs_f64());
         let r = counter.read()?;
-        let ls = lines_of(&counter, &r, wall.as_nanos() as f64, o.per_cpu);
-        if o.interval.is_none() && repeat == 1 {
-            render::lines(sink.w(), &o.fmt, None, &ls)?;
-        }
-        all_lines.push(ls);
+        all_lines.push(lines_of(&counter, &r, wall.as_nanos() as f64, o.per_cpu));
         if sys::interrupted() {
             break;
         }
+    }
+    // The whole block once the command has ended (as perf), so that the command's own
+    // output never lands inside it; -I printed its lines as they came.
+    let mut block: Vec<u8> = Vec::new();
+    let runs = walls.len() as u32;
+    if o.interval.is_none() {
+        render::header(&mut block, &o.fmt, &target, runs, false)?;
     }
     if repeat > 1 {
         let n = all_lines[0].len();
@@ -417,7 +387,7 @@ fn run_command(
         // Metrics from the means.
         let (wall_mean, wall_rse) = mean_and_rse(&walls);
         attach_metrics(&mut out, wall_mean * 1e9);
-        render::lines(sink.w(), &o.fmt, None, &out)?;
+        render::lines(&mut block, &o.fmt, None, &out)?;
         let n_runs = walls.len() as f64;
         let t = Times {
             wall: wall_mean,
@@ -425,22 +395,28 @@ fn run_command(
             user: Some(user as f64 / 1e6 / n_runs),
             sys: Some(sysus as f64 / 1e6 / n_runs),
         };
-        render::footer(sink.w(), &o.fmt, t)?;
+        render::footer(&mut block, &o.fmt, t)?;
     } else {
+        if o.interval.is_none() {
+            render::lines(&mut block, &o.fmt, None, &all_lines[0])?;
+        }
         let t = Times {
             wall: walls[0],
             wall_sd: None,
             user: Some(user as f64 / 1e6),
             sys: Some(sysus as f64 / 1e6),
         };
-        render::footer(sink.w(), &o.fmt, t)?;
+        render::footer(&mut block, &o.fmt, t)?;
     }
+    sink.w().write_all(&block)?;
     Ok(code)
 }
 
 /// Waits until every watched target ends (pidfds readable, `tids` gone) or SIGINT,
-/// printing interval deltas on the way. `on_interrupt` runs on the first SIGINT and says
-/// whether to keep waiting for the targets (true with a workload) or stop now.
+/// printing interval deltas on the way (perf's column header before the first). Each
+/// interval's metrics use its own length, measured between two reads (the last one is
+/// usually shorter than -I). `on_interrupt` runs on the first SIGINT and says whether
+/// to keep waiting for the targets (true with a workload) or stop now.
 fn watch(
     counter: &Counter,
     pidfds: &[OwnedFd],
@@ -451,10 +427,10 @@ fn watch(
     mut on_interrupt: impl FnMut() -> bool,
 ) -> anyhow::Result<()> {
     let mut done = vec![false; pidfds.len()];
-    let mut prev: Option<Readings> = None;
+    // The previous interval's reading and when it was taken.
+    let mut prev: Option<(Readings, Instant)> = None;
     let mut next_tick = o.interval.map(|i| t0 + i);
     let mut interrupted = false;
-    let wall_ns = |d: Duration| d.as_nanos() as f64;
     loop {
         let now = Instant::now();
         let mut timeout: i32 = -1;
@@ -480,15 +456,7 @@ fn watch(
         }
         if let (Some(iv), Some(t)) = (o.interval, next_tick) {
             if Instant::now() >= t {
-                let cur = counter.read()?;
-                let delta = match &prev {
-                    Some(p) => cur.delta(p),
-                    None => cur.clone(),
-                };
-                let ls = lines_of(counter, &delta, wall_ns(iv), o.per_cpu);
-                render::lines(sink.w(), &o.fmt, Some(t0.elapsed().as_secs_f64()), &ls)?;
-                sink.w().flush()?;
-                prev = Some(cur);
+                print_interval(counter, t0, &mut prev, o, sink)?;
                 next_tick = Some(t + iv);
             }
         }
@@ -506,13 +474,37 @@ fn watch(
             }
         }
     }
-    if let (Some(_), Some(p)) = (o.interval, prev) {
-        // The last partial interval.
-        let cur = counter.read()?;
-        let delta = cur.delta(&p);
-        let ls = lines_of(counter, &delta, wall_ns(t0.elapsed()), o.per_cpu);
-        render::lines(sink.w(), &o.fmt, Some(t0.elapsed().as_secs_f64()), &ls)?;
+    if o.interval.is_some() {
+        // The last, partial interval (the only one when the target ended before -I).
+        print_interval(counter, t0, &mut prev, o, sink)?;
     }
+    Ok(())
+}
+
+/// Prints the counts since the previous interval (`prev`, or since `t0`), their
+/// metrics over that interval's own length, and makes this reading the previous one.
+fn print_interval(
+    counter: &Counter,
+    t0: Instant,
+    prev: &mut Option<(Readings, Instant)>,
+    o: &Opts,
+    sink: &mut Sink,
+) -> anyhow::Result<()> {
+    let cur = counter.read()?;
+    let at = Instant::now();
+    let (delta, since) = match prev.as_ref() {
+        Some((p, when)) => (cur.delta(p), *when),
+        None => {
+            render::header(sink.w(), &o.fmt, "", 1, true)?;
+            (cur.clone(), t0)
+        }
+    };
+    let length = at.saturating_duration_since(since);
+    let ls = lines_of(counter, &delta, length.as_nanos() as f64, o.per_cpu);
+    let ts = at.saturating_duration_since(t0).as_secs_f64();
+    render::lines(sink.w(), &o.fmt, Some(ts), &ls)?;
+    sink.w().flush()?;
+    *prev = Some((cur, at));
     Ok(())
 }
 
@@ -586,26 +578,30 @@ fn run_attached(
     let counter = Counter::open(list, slots)?;
     let mut told = false;
     notices(&counter, has_pmu, &mut told, o.quiet_notices);
-    render::header(sink.w(), &o.fmt, &desc, 1, o.interval.is_some())?;
     counter.enable()?;
     let t0 = Instant::now();
     watch(&counter, &pidfds, &tids, t0, o, sink, || false)?;
     counter.disable()?;
     let wall = t0.elapsed();
+    let mut block: Vec<u8> = Vec::new();
     if o.interval.is_none() {
         let r = counter.read()?;
         let ls = lines_of(&counter, &r, wall.as_nanos() as f64, o.per_cpu);
-        render::lines(sink.w(), &o.fmt, None, &ls)?;
+        render::header(&mut block, &o.fmt, &desc, 1, false)?;
+        render::lines(&mut block, &o.fmt, None, &ls)?;
     }
     render::footer(
-        sink.w(),
+        &mut block,
         &o.fmt,
         Times {
             wall: wall.as_secs_f64(),
             ..Times::default()
         },
     )?;
-    Ok(0)
+    sink.w().write_all(&block)?;
+    // Ended by Ctrl-C: perf's 130 (128 + SIGINT), after the counts; 0 when the
+    // processes or threads ended on their own.
+    Ok(if sys::interrupted() { 130 } else { 0 })
 }
 
 /// Every thread of a process, from /proc/PID/task.

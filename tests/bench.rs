@@ -535,9 +535,11 @@ fn command_output_is_discarded_unless_asked() {
     let line_is = |text: &str, l: &str| text.lines().filter(|x| x.trim() == l).count();
     assert_eq!(line_is(&r.stdout, "out-marker"), 0, "{}", r.dump());
     assert_eq!(line_is(&r.stderr, "err-marker"), 0, "{}", r.dump());
+    // Shown on stderr: stdout holds only the report.
     let r = bench(&["-r", "2", "--warmup", "0", "--show-output"], &cmd);
     r.assert_ok();
-    assert_eq!(line_is(&r.stdout, "out-marker"), 2, "{}", r.dump());
+    assert_eq!(line_is(&r.stdout, "out-marker"), 0, "{}", r.dump());
+    assert_eq!(line_is(&r.stderr, "out-marker"), 2, "{}", r.dump());
     assert_eq!(line_is(&r.stderr, "err-marker"), 2, "{}", r.dump());
 }
 

@@ -502,7 +502,7 @@ fn errors_are_one_line_and_leave_nothing() {
             "flamegraph",
             "-i",
             s(&f),
-            "--event",
+            "--draw-event",
             "cycles",
             "-o",
             s(&out),

@@ -14,10 +14,15 @@ fn uprobes_usable(what: &str) -> bool {
     require_pmu("uprobe", what)
 }
 
-/// The JSON document of stdout (the probed command's own lines come before it).
+/// The JSON document probe writes to stderr (after the probed command's own stderr
+/// lines, which end before it: the result is written once the command has ended).
 fn json_of(run: &Run) -> serde_json::Value {
-    let at = run.stdout.find("{\n").unwrap_or(0);
-    serde_json::from_str(run.stdout.get(at..).unwrap_or(""))
+    let at = if run.stderr.starts_with("{\n") {
+        0
+    } else {
+        run.stderr.find("\n{\n").map_or(0, |i| i + 1)
+    };
+    serde_json::from_str(run.stderr.get(at..).unwrap_or(""))
         .unwrap_or_else(|e| panic!("bad JSON ({e}):\n{}", run.dump()))
 }
 
@@ -164,16 +169,16 @@ fn hist_is_drawn_like_funclatency() {
     let probe = format!("uprobe:{bin}:work");
     let run = hwprof(&["probe", &probe, "--hist", "--", &bin, "30", "300", "0", "0"]);
     run.assert_ok();
-    assert!(run.stdout.contains(": 30 calls"), "{}", run.dump());
+    assert!(run.stderr.contains(": 30 calls"), "{}", run.dump());
     assert!(
-        run.stdout
+        run.stderr
             .contains("     usecs               : count     distribution\n"),
         "{}",
         run.dump()
     );
     // Rows: "{lo:>10} -> {hi:<10} : {count:<8} |{stars:<40}|", from 0 -> 1 up.
     let rows: Vec<(u64, u64, u64, usize)> = run
-        .stdout
+        .stderr
         .lines()
         .filter(|l| l.contains(" -> "))
         .map(|l| {
@@ -223,7 +228,7 @@ fn hist_is_drawn_like_funclatency() {
         "256 -> 511 holds {mode} of 30 calls\n{}",
         run.dump()
     );
-    assert!(run.stdout.contains("p50 "), "{}", run.dump());
+    assert!(run.stderr.contains("p50 "), "{}", run.dump());
 }
 
 #[test]

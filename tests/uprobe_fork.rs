@@ -227,11 +227,12 @@ fn probe_counts_the_children_and_passes_the_exit_code_on() {
     let run = hwprof_limited(&["probe", &spec, "--json", "--", &bin, "7"]);
     assert_program_ran(&run);
     assert_eq!(run.code(), 7, "the target's exit code\n{}", run.dump());
+    // The result goes to stderr, after the program's own stderr lines.
     let at = run
-        .stdout
-        .find('{')
+        .stderr
+        .find("{\n")
         .expect("JSON after the program's output");
-    let v: serde_json::Value = serde_json::from_str(&run.stdout[at..]).expect("JSON");
+    let v: serde_json::Value = serde_json::from_str(&run.stderr[at..]).expect("JSON");
     report!(
         "probe on forker: count {} returns {} timed {}",
         v["count"],

@@ -66,7 +66,10 @@ pub struct Settings {
     pub runs: u32,
     /// Unmeasured warm-up runs before them.
     pub warmup: u32,
-    /// The counter events asked for (perf syntax).
+    /// The counter events, one name per event (as the metrics are named). Baselines
+    /// written before this held the `-e` arguments as given, comma-joined
+    /// (`["task-clock,instructions,..."]`): they are read back split into events.
+    #[serde(deserialize_with = "event_names")]
     pub events: Vec<String>,
     /// Regression threshold, percent.
     pub threshold_pct: f64,
@@ -75,6 +78,29 @@ pub struct Settings {
     /// The metrics whose verdicts decide the overall verdict and the exit code.
     #[serde(default)]
     pub gate: Vec<String>,
+}
+
+/// `settings.events` of any baseline: each entry split into its events with perf's
+/// grammar (a group's members, `pmu/a=1,b=2/` kept whole); an entry that does not
+/// parse is kept as it is.
+fn event_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    use hwprof_pmu::event::parse::{Item, parse_list};
+    let entries = Vec::<String>::deserialize(d)?;
+    let mut out = Vec::new();
+    for e in entries {
+        match parse_list(&e) {
+            Ok(items) if !items.is_empty() => {
+                for item in items {
+                    match item {
+                        Item::Event(ev) => out.push(ev.text),
+                        Item::Group(members, _) => out.extend(members.into_iter().map(|m| m.text)),
+                    }
+                }
+            }
+            _ => out.push(e),
+        }
+    }
+    Ok(out)
 }
 
 /// Units of a metric's values.
@@ -402,6 +428,26 @@ mod tests {
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
         assert_eq!(civil_from_days(20_415), (2025, 11, 23));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    /// Old baselines hold the `-e` arguments comma-joined; they read back as names.
+    #[test]
+    fn settings_events_read_old_joined_lists() {
+        let old = r#"{"runs": 3, "warmup": 1, "threshold_pct": 5.0, "confidence": 0.99,
+            "events": ["task-clock,instructions,cycles", "cpu/event=0x3c,umask=0x0/", "{a,b}:u", "not an event,,"]}"#;
+        let s: Settings = serde_json::from_str(old).expect("old settings");
+        assert_eq!(
+            s.events,
+            [
+                "task-clock",
+                "instructions",
+                "cycles",
+                "cpu/event=0x3c,umask=0x0/",
+                "a",
+                "b",
+                "not an event,,"
+            ]
+        );
     }
 
     #[test]

@@ -156,7 +156,10 @@ fn runs_line(doc: &Doc) -> String {
         1 => "1 warm-up run".to_string(),
         n => format!("{n} warm-up runs"),
     };
-    format!("{} runs, {warm}", s.runs)
+    format!(
+        "{}, {warm}",
+        crate::render::plural(u64::from(s.runs), "run")
+    )
 }
 
 /// A command line as a shell would read it back: words with spaces or shell
@@ -184,10 +187,10 @@ fn title(doc: &Doc) -> String {
             format!("A: {}  vs  B: {cmd} (interleaved)", shell_words(&b.command))
         }
         (Some(b), Some(_)) => format!(
-            "{cmd} vs baseline '{}' ({}, {} runs)",
+            "{cmd} vs baseline '{}' ({}, {})",
             b.name.as_deref().unwrap_or("?"),
             b.created,
-            b.values_len()
+            crate::render::plural(b.values_len() as u64, "run")
         ),
         _ => cmd,
     }

@@ -70,6 +70,29 @@ pub struct Folded {
 }
 
 impl Folded {
+    /// Folded stacks from `a;b;c 42` lines as given (for tests of what reads them).
+    #[cfg(test)]
+    pub fn from_text(text: &str) -> Folded {
+        let mut f = Folded {
+            text: text.to_string(),
+            ..Folded::default()
+        };
+        let mut at = 0;
+        for l in text.split_inclusive('\n') {
+            let line = l.trim_end_matches('\n');
+            if !line.is_empty() {
+                f.lines.push(at..at + line.len());
+                let n = line
+                    .rsplit_once(' ')
+                    .and_then(|(_, n)| n.parse::<u64>().ok());
+                f.total += n.unwrap_or(0);
+                f.samples += 1;
+            }
+            at += l.len();
+        }
+        f
+    }
+
     /// The folded lines (`a;b;c 42`, no newline), sorted.
     pub fn lines(&self) -> impl Iterator<Item = &str> + Clone {
         self.lines.iter().map(|r| &self.text[r.clone()])

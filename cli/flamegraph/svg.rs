@@ -29,6 +29,25 @@ pub struct Unit {
     pub clock: bool,
 }
 
+impl Unit {
+    /// The noun for `n` units: `1 miss`, `2 misses` (`ns` either way).
+    pub fn noun_for(&self, n: u64) -> &'static str {
+        if n != 1 {
+            return self.noun;
+        }
+        match self.noun {
+            "misses" => "miss",
+            "branches" => "branch",
+            "switches" => "switch",
+            "cache references" => "cache reference",
+            other => other
+                .strip_suffix('s')
+                .filter(|_| other != "ns")
+                .unwrap_or(other),
+        }
+    }
+}
+
 /// The unit of an event's period, from its name (`tracepoint`: a tracepoint event).
 pub fn unit_of(event: &str, tracepoint: bool) -> Unit {
     let base = event
@@ -102,32 +121,37 @@ pub fn title(
     period: u64,
 ) -> String {
     let secs = |ns: u64| format!("{:.3} s on CPU", ns as f64 / 1e9);
+    // `1 sample`, `12,345 samples`.
+    let samples_of = |n: u64| {
+        let s = if n == 1 { "sample" } else { "samples" };
+        format!("{} {s}", thousands(n))
+    };
     match m {
         Measure::Samples if unit.clock => {
-            format!("{event}: {} samples, {}", thousands(total), secs(period))
+            format!("{event}: {}, {}", samples_of(total), secs(period))
         }
         Measure::Samples => format!(
-            "{event}: {} samples, {} {}",
-            thousands(total),
+            "{event}: {}, {} {}",
+            samples_of(total),
             thousands(period),
-            unit.noun
+            unit.noun_for(period)
         ),
         Measure::Period if unit.clock => format!(
-            "{event}: {} ({} ns, period), {} samples",
+            "{event}: {} ({} ns, period), {}",
             secs(total),
             thousands(total),
-            thousands(samples)
+            samples_of(samples)
         ),
         Measure::Period => format!(
-            "{event}: {} {} (period), {} samples",
+            "{event}: {} {} (period), {}",
             thousands(total),
-            unit.noun,
-            thousands(samples)
+            unit.noun_for(total),
+            samples_of(samples)
         ),
         Measure::Weight => format!(
-            "{event}: load latency (weight), {} cycles, {} samples",
+            "{event}: load latency (weight), {} cycles, {}",
             thousands(total),
-            thousands(samples)
+            samples_of(samples)
         ),
     }
 }
@@ -241,6 +265,16 @@ mod tests {
         assert_eq!(unit_of("cycles:ppp", false).noun, "cycles");
         assert_eq!(unit_of("sched:sched_switch", true).noun, "events");
         assert_eq!(thousands(0), "0");
+        for (event, one) in [
+            ("cycles", "cycle"),
+            ("page-faults", "fault"),
+            ("branch-misses", "miss"),
+            ("cache-references", "cache reference"),
+            ("cpu-clock", "ns"),
+            ("context-switches", "switch"),
+        ] {
+            assert_eq!(unit_of(event, false).noun_for(1), one);
+        }
         assert_eq!(thousands(1234567), "1,234,567");
         let u = unit_of("cpu-clock", false);
         assert_eq!(
@@ -265,6 +299,15 @@ mod tests {
                 1_234_567
             ),
             "cache-misses: 1,234,567 misses (period), 12 samples"
+        );
+        assert_eq!(
+            title("cache-misses", &u, Measure::Period, 1, 1, 1),
+            "cache-misses: 1 miss (period), 1 sample"
+        );
+        let u = unit_of("cpu-clock", false);
+        assert_eq!(
+            title("cpu-clock", &u, Measure::Samples, 1, 1, 250_000),
+            "cpu-clock: 1 sample, 0.000 s on CPU"
         );
     }
 

@@ -1,4 +1,7 @@
-//! `hwprof offcpu --report`: the functions and stacks that waited longest.
+//! `hwprof offcpu --report`: the functions and stacks that waited longest. Stacks are
+//! printed whole, leaf first, as bcc's offcputime prints them: the kernel frames
+//! (`_[k]`, where the thread blocked), a `--` line, then the user frames (what the
+//! program was doing); `--no-kernel` leaves the kernel part out.
 
 use std::collections::{HashMap, HashSet};
 
@@ -6,7 +9,6 @@ use crate::flamegraph::fold::{Folded, deannotate};
 
 const TOP_FUNCTIONS: usize = 20;
 const TOP_STACKS: usize = 10;
-const STACK_FRAMES: usize = 8;
 
 fn ms(us: u64) -> String {
     format!("{:.3}", us as f64 / 1e3)
@@ -21,7 +23,7 @@ fn pct(part: u64, total: u64) -> f64 {
 }
 
 /// The table: functions by inclusive off-CPU time (each stack counts a function once),
-/// then the longest stacks, leaf first.
+/// then the longest stacks, whole, leaf first.
 pub fn table(f: &Folded, title: &str) -> String {
     let mut by_fn: HashMap<&str, u64> = HashMap::new();
     let mut stacks: Vec<(Vec<&str>, u64)> = Vec::new();
@@ -62,12 +64,39 @@ pub fn table(f: &Folded, title: &str) -> String {
             ms(*n),
             pct(*n, total)
         ));
-        for fr in frames.iter().skip(1).rev().take(STACK_FRAMES) {
+        let mut in_kernel = false;
+        for fr in frames.iter().skip(1).rev() {
+            let kernel = fr.ends_with("_[k]");
+            if in_kernel && !kernel {
+                s.push_str("                  --\n");
+            }
+            in_kernel = kernel;
             s.push_str(&format!("                  {fr}\n"));
-        }
-        if frames.len() > STACK_FRAMES + 1 {
-            s.push_str("                  ...\n");
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stack deeper than the old cut (8 frames): every user frame shows, after the
+    /// kernel part and a `--` line.
+    #[test]
+    fn stacks_show_their_user_frames_after_the_kernel_ones() {
+        let kernel: Vec<String> = (0..12).map(|i| format!("k{i}_[k]")).collect();
+        let line = format!("app;main;outer;wait_a;{} 1500\n", kernel.join(";"));
+        let f = Folded::from_text(&line);
+        let t = table(&f, "Off-CPU time");
+        let stack: Vec<&str> = t
+            .lines()
+            .skip_while(|l| !l.contains("[app]"))
+            .skip(1)
+            .map(str::trim)
+            .collect();
+        let mut want: Vec<String> = kernel.iter().rev().cloned().collect();
+        want.extend(["--", "wait_a", "outer", "main"].map(String::from));
+        assert_eq!(stack, want, "{t}");
+    }
 }

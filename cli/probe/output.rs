@@ -2,6 +2,7 @@
 //! HdrHistogram, slow calls with their stacks; or the same as JSON.
 
 use std::fmt::Write as _;
+use std::io::Write;
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 use super::calls::FuncResult;
 use super::stacks::Stacks;
 use super::{Func, ProbeArgs};
+use crate::render::plural;
 
 /// Percentiles of a set of durations (ns).
 #[derive(Debug, Default, Clone, Copy)]
@@ -102,8 +104,8 @@ fn func_json(f: &Func, r: &FuncResult, stacks: &mut Stacks) -> Value {
         .iter()
         .map(|s| {
             json!({
-                "pid": s.pid,
-                "tid": s.tid,
+                "pid": crate::render::id(s.pid),
+                "tid": crate::render::id(s.tid),
                 "duration_ns": s.duration_ns,
                 "stack": stacks.names(s.pid, &s.stack),
             })
@@ -124,8 +126,9 @@ fn func_json(f: &Func, r: &FuncResult, stacks: &mut Stacks) -> Value {
     })
 }
 
-/// Prints every function's results as text or JSON.
+/// Writes every function's results as text or JSON into `w`.
 pub fn print(
+    w: &mut dyn Write,
     a: &ProbeArgs,
     funcs: &[Func],
     results: &[FuncResult],
@@ -143,36 +146,50 @@ pub fn print(
         } else {
             Value::Array(all)
         };
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        serde_json::to_writer_pretty(&mut *w, &v)?;
+        writeln!(w)?;
         return Ok(());
     }
     for (f, r) in funcs.iter().zip(results) {
-        println!(
-            "{}: {} calls ({} returns, {} timed)",
+        writeln!(
+            w,
+            "{}: {} ({}, {} timed)",
             f.target,
-            r.calls,
-            r.returns,
+            plural(r.calls, "call"),
+            plural(r.returns, "return"),
             r.durations.len()
-        );
+        )?;
         if a.hist && !r.durations.is_empty() {
-            println!();
-            print!("{}", draw_hist(&log2_buckets(&r.durations)));
+            writeln!(w)?;
+            write!(w, "{}", draw_hist(&log2_buckets(&r.durations)))?;
             let p = percentiles(&r.durations);
-            println!(
+            writeln!(
+                w,
                 "\np50 {}  p90 {}  p99 {}  max {}",
                 human(p.p50),
                 human(p.p90),
                 human(p.p99),
                 human(p.max)
-            );
+            )?;
         }
         if let Some(t) = threshold {
-            println!("\n{} calls slower than {}:", r.slow.len(), human(t));
+            writeln!(
+                w,
+                "\n{} slower than {}:",
+                plural(r.slow.len() as u64, "call"),
+                human(t)
+            )?;
             for s in &r.slow {
-                println!("  pid {} tid {}: {}", s.pid, s.tid, human(s.duration_ns));
+                writeln!(
+                    w,
+                    "  pid {} tid {}: {}",
+                    crate::render::id(s.pid),
+                    crate::render::id(s.tid),
+                    human(s.duration_ns)
+                )?;
                 if a.stacks {
                     for n in stacks.names(s.pid, &s.stack) {
-                        println!("      {n}");
+                        writeln!(w, "      {n}")?;
                     }
                 }
             }

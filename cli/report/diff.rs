@@ -119,8 +119,12 @@ pub fn text(ds: &[EventDiff], sort: &[SortKey], hide_comm: bool, limit: f64) -> 
             out.push_str("\n\n");
         }
         out.push_str(&format!(
-            "# Event '{}'\n#\n# Baseline: {} samples, event count {}\n# New:      {} samples, event count {}\n#\n",
-            d.name, d.base.0, d.base.1, d.new.0, d.new.1
+            "# Event '{}'\n#\n# Baseline: {}, event count {}\n# New:      {}, event count {}\n#\n",
+            d.name,
+            crate::render::plural(d.base.0, "sample"),
+            d.base.1,
+            crate::render::plural(d.new.0, "sample"),
+            d.new.1
         ));
         let rows = shown(d, limit);
         let opt = |v: Option<f64>| v.map(|v| format!("{v:.2}%")).unwrap_or_default();

@@ -164,8 +164,10 @@ pub fn key_columns<'a>(
     cols
 }
 
+/// A pid or tid column cell (perf's -1 for the kernel's "none").
 fn opt_num(v: Option<u32>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_default()
+    v.map(|v| crate::render::id(v).to_string())
+        .unwrap_or_default()
 }
 
 /// The rows of `t` at or above `limit` percent.
@@ -235,10 +237,10 @@ pub fn key_fields(o: &mut Map<String, Value>, r: &Row) {
         o.insert("comm".into(), json!(c));
     }
     if let Some(p) = r.pid {
-        o.insert("pid".into(), json!(p));
+        o.insert("pid".into(), json!(crate::render::id(p)));
     }
     if let Some(t) = r.tid {
-        o.insert("tid".into(), json!(t));
+        o.insert("tid".into(), json!(crate::render::id(t)));
     }
     if let Some(d) = &r.dso {
         o.insert("dso".into(), json!(d));

@@ -53,6 +53,18 @@ pub fn dec_pad(out: &mut Vec<u8>, v: u64, width: usize) {
     out.extend_from_slice(&tmp);
 }
 
+/// Appends a pid or tid as perf prints it (`(u32)-1` is -1), right-aligned to `width`.
+pub fn id_pad(out: &mut Vec<u8>, v: u32, width: usize) {
+    let v = v as i32;
+    let mut tmp = Vec::with_capacity(11);
+    if v < 0 {
+        tmp.push(b'-');
+    }
+    dec(&mut tmp, u64::from(v.unsigned_abs()));
+    out.resize(out.len() + width.saturating_sub(tmp.len()), b' ');
+    out.extend_from_slice(&tmp);
+}
+
 /// Appends bytes as lowercase hex pairs.
 pub fn hex_bytes(out: &mut Vec<u8>, b: &[u8]) {
     const D: &[u8; 16] = b"0123456789abcdef";
@@ -113,6 +125,29 @@ impl<'o> Obj<'o> {
     /// An unsigned number.
     pub fn u(&mut self, k: &str, v: u64) -> &mut Self {
         dec(self.key(k), v);
+        self
+    }
+
+    /// A pid, tid or cpu as perf prints it: the kernel's "none" (`(u32)-1`, or
+    /// `(u64)-1` where a record stores it in 64 bits) is -1, never 4294967295.
+    pub fn id(&mut self, k: &str, v: u64) -> &mut Self {
+        let signed = match u32::try_from(v) {
+            Ok(v32) => i64::from(v32 as i32),
+            Err(_) => v as i64,
+        };
+        let o = self.key(k);
+        if signed < 0 {
+            o.push(b'-');
+        }
+        dec(o, signed.unsigned_abs());
+        self
+    }
+
+    /// An optional [`Obj::id`] (absent = no key).
+    pub fn opt_id(&mut self, k: &str, v: Option<u32>) -> &mut Self {
+        if let Some(v) = v {
+            self.id(k, v.into());
+        }
         self
     }
 
@@ -195,11 +230,16 @@ mod tests {
             .b("c", true)
             .arr("d", [1u64, 2].into_iter());
         j.x("e", &[0xab, 1]);
+        j.id("pid", u32::MAX.into())
+            .id("tid", 42)
+            .id("cpu", u64::MAX);
+        j.opt_id("none", None).opt_id("ptid", Some(u32::MAX));
         j.end();
         let v: serde_json::Value = serde_json::from_slice(&o).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"a":1,"b":"x","c":true,"d":[1,2],"e":"ab01"})
+            serde_json::json!({"a":1,"b":"x","c":true,"d":[1,2],"e":"ab01",
+                "pid":-1,"tid":42,"cpu":-1,"ptid":-1})
         );
     }
 }
