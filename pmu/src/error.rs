@@ -24,6 +24,32 @@ pub enum Error {
         /// The nearest known name, if any is close.
         suggestion: Option<String>,
     },
+    /// A vendor event name that hwprof's tables have for other CPU models only (an
+    /// Intel name on AMD, or the reverse, or another model's name).
+    #[error("{message}")]
+    ForeignEvent {
+        /// The name the user typed.
+        name: String,
+        /// The models whose tables have it.
+        models: Vec<String>,
+        /// The whole message: which models have it, what this CPU is, what to do.
+        message: String,
+    },
+    /// An event of an event file made for another vendor's CPU than the one encoded for
+    /// (its terms use that vendor's PMU layout).
+    #[error("'{name}' is from {path}, an event file for {file_cpu}, not for {this}: {hint}")]
+    EventFileForOtherCpu {
+        /// The event.
+        name: String,
+        /// The event file.
+        path: String,
+        /// The CPU the file is for (`Intel skylakex (GenuineIntel-6-55)`).
+        file_cpu: String,
+        /// The CPU encoded for (`this CPU (AMD zen5, "AMD EPYC")`, `--cpu zen4`).
+        this: String,
+        /// What to do.
+        hint: String,
+    },
     /// A modifier character that perf's grammar does not have.
     #[error(
         "bad modifier '{modifier}' in event '{event}': valid modifiers are u k h G H p pp ppp P"
