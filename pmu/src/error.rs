@@ -93,11 +93,21 @@ pub enum Error {
         "unknown CPU model '{0}': known models are skylake, skylakex, icelake, sapphirerapids, alderlake, zen2, zen3, zen4, zen5"
     )]
     UnknownModel(String),
-    /// tracefs is not mounted and could not be mounted.
-    #[error(
-        "tracefs is not available ({0}); as root: `mount -t tracefs nodev /sys/kernel/tracing`"
-    )]
+    /// tracefs is not there (absent, not mounted, no `events/`) and could not be
+    /// mounted; the text says which and what to do.
+    #[error("tracefs is not available: {0}")]
     NoTracefs(String),
+    /// tracefs (or a file in it) is there but this user may not read it: perf's
+    /// "permission denied" and its remount hint.
+    #[error(
+        "permission denied on {path}: run as root, or open tracefs to a group you are in: `sudo mount -o remount,mode=755,gid=GROUP {mount}`"
+    )]
+    TracefsDenied {
+        /// What refused, with its mode and owner when visible.
+        path: String,
+        /// The tracefs mount point.
+        mount: String,
+    },
     /// A tracepoint that tracefs does not list.
     #[error("unknown tracepoint '{name}'{}: `hwprof list tracepoint` shows them", suggestion_text(.suggestion))]
     UnknownTracepoint {

@@ -94,7 +94,7 @@ pub struct Encoder {
     cpu: Option<CpuId>,
     pmus: Vec<Pmu>,
     tables: Vec<EventTable>,
-    tracefs: std::cell::OnceCell<std::result::Result<PathBuf, String>>,
+    tracefs: std::cell::OnceCell<Result<PathBuf>>,
 }
 
 /// A PMU's type number, format and event aliases.
@@ -512,14 +512,16 @@ impl Encoder {
     }
 
     fn tracefs_path(&self) -> Result<PathBuf> {
-        let reason_of = |e: Error| match e {
-            Error::NoTracefs(reason) => reason,
-            other => other.to_string(),
-        };
-        self.tracefs
-            .get_or_init(|| sysfs::tracefs().map_err(reason_of))
-            .clone()
-            .map_err(Error::NoTracefs)
+        // Looked up once (it may mount tracefs); the error is rebuilt for each caller.
+        match self.tracefs.get_or_init(sysfs::tracefs) {
+            Ok(p) => Ok(p.clone()),
+            Err(Error::TracefsDenied { path, mount }) => Err(Error::TracefsDenied {
+                path: path.clone(),
+                mount: mount.clone(),
+            }),
+            Err(Error::NoTracefs(reason)) => Err(Error::NoTracefs(reason.clone())),
+            Err(other) => Err(Error::NoTracefs(other.to_string())),
+        }
     }
 
     fn unknown(&self, name: &str) -> Error {
