@@ -130,9 +130,12 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
             config::configure(&mut list, &opts);
             continue;
         }
+        // Not for uprobes: their PMU wants root whatever perf_event_paranoid says, so the
+        // retry would only add a misleading note before the same error.
         if !tried_user_only
             && matches!(errno, Some(libc::EACCES | libc::EPERM))
             && !matches!(target, Target::SystemWide { .. })
+            && list.events.iter().all(|e| e.class != Class::Uprobe)
             && list
                 .events
                 .iter()
