@@ -490,28 +490,48 @@ fn open_error(
     list: &EventList,
     branch_flag: Option<&str>,
 ) -> anyhow::Error {
+    let failed = match &e {
+        hwprof_sampler::Error::Pmu(hwprof_pmu::Error::Open { event, .. }) => Some(event.as_str()),
+        _ => None,
+    };
+    let event = failed
+        .or_else(|| list.events.first().map(|e| e.name.as_str()))
+        .unwrap_or_default()
+        .to_string();
     // A PMU that cannot record branches answers EOPNOTSUPP: say that, not "not supported".
     if let (Some(flag), Some(libc::EOPNOTSUPP)) = (branch_flag, e.raw_os_error()) {
-        let event = match &e {
-            hwprof_sampler::Error::Pmu(hwprof_pmu::Error::Open { event, .. }) => event.clone(),
-            _ => list
-                .events
-                .first()
-                .map(|e| e.name.clone())
-                .unwrap_or_default(),
-        };
         return anyhow!(
             "{flag}: cannot sample branch stacks on '{event}': this PMU does not record branches (Intel LBR, AMD BRS or LbrExtV2; VMs often do not pass them through): {INSTEAD_OF_BRANCHES}"
         );
     }
-    // The PMU layer's message already names the event and says what to do; only a
-    // frequency above the kernel's limit needs more.
-    if e.raw_os_error() == Some(libc::EINVAL) && list.events.iter().any(|e| e.attr.freq) {
-        return anyhow!(
-            "{e}: is -F above the kernel's limit of {} Hz (/proc/sys/kernel/perf_event_max_sample_rate)?",
-            config::max_sample_rate().map_or("?".into(), |m| m.to_string())
-        );
+    if e.raw_os_error() == Some(libc::EINVAL) {
+        // PMUs other than the CPU's (msr, power, uncore...) mostly only count: the
+        // kernel's EINVAL for a sampling event there is that, not a bad config.
+        if let Some(ev) = list
+            .events
+            .iter()
+            .find(|x| x.name == event && x.class == Class::Other)
+        {
+            return anyhow!(
+                "cannot sample '{event}': the '{}' PMU refused a sampling event (PMUs such as msr, power and uncore only count): count it with `hwprof stat -e {event}`",
+                ev.pmu
+            );
+        }
+        // A frequency above the kernel's limit (refused before opening when the limit
+        // is readable).
+        let max = config::max_sample_rate();
+        if list
+            .events
+            .iter()
+            .any(|e| e.attr.freq && max.is_none_or(|m| e.attr.sample_period > m))
+        {
+            return anyhow!(
+                "{e}: is -F above the kernel's limit of {} Hz (/proc/sys/kernel/perf_event_max_sample_rate)?",
+                max.map_or("?".into(), |m| m.to_string())
+            );
+        }
     }
+    // The PMU layer's message already names the event and says what to do.
     anyhow!(e)
 }
 

@@ -597,3 +597,28 @@ fn output_naming_a_missing_folder_is_refused_before_the_run() {
     assert!(!dir.join("nodir").exists());
     std::fs::remove_dir_all(&dir).expect("removing the scratch dir");
 }
+
+/// Sampling an event of a PMU that only counts (msr) used to say "invalid for this PMU
+/// (a bad config ...): is -F above the kernel's limit?" although no -F was given; it
+/// says the PMU refused sampling and to count the event instead.
+#[test]
+fn sampling_a_counting_only_pmu_says_to_count_it() {
+    if !common::require_pmu("msr", "sampling msr/tsc/") {
+        return;
+    }
+    let data = scratch_path("msr.data");
+    let data = data.to_str().expect("utf-8 scratch path");
+    let r = hwprof(&["record", "-e", "msr/tsc/", "-o", data, "--", "true"]);
+    let line = only_line(&r, 1);
+    assert_says(
+        &r,
+        &line,
+        &[
+            "cannot sample 'msr/tsc/'",
+            "'msr' PMU",
+            "hwprof stat -e msr/tsc/",
+        ],
+    );
+    assert_not_says(&r, &line, &["-F", "bad config"]);
+    assert!(!Path::new(data).exists());
+}
