@@ -622,3 +622,30 @@ fn sampling_a_counting_only_pmu_says_to_count_it() {
     assert_not_says(&r, &line, &["-F", "bad config"]);
     assert!(!Path::new(data).exists());
 }
+
+/// A hardware PMU this machine does not expose (`amd_l3/` without a PMU, `cpu_core/` on
+/// a CPU that is not hybrid) says why it is missing, not only "unknown PMU".
+#[test]
+fn missing_hardware_pmus_say_why() {
+    let r = hwprof(&["encode", "-e", "cpu_core/event=0x3c/"]);
+    if common::pmu_exists("cpu_core") {
+        r.assert_ok();
+    } else {
+        let line = only_line(&r, 2);
+        assert_says(
+            &r,
+            &line,
+            &["unknown PMU 'cpu_core'", "'cpu'", "hybrid CPUs"],
+        );
+    }
+    if !common::require_no_hardware_pmu("a hardware PMU's name without one") {
+        return;
+    }
+    let r = hwprof(&["stat", "-e", "amd_l3/event=0x4/", "--", "true"]);
+    let line = only_line(&r, 2);
+    assert_says(
+        &r,
+        &line,
+        &["unknown PMU 'amd_l3'", "no hardware PMUs", "software"],
+    );
+}

@@ -61,12 +61,14 @@ pub enum Error {
         modifier: String,
     },
     /// A `pmu/terms/` event names a PMU that does not exist.
-    #[error("unknown PMU '{name}'{}: `hwprof list` shows the PMUs of this machine", suggestion_text(.suggestion))]
+    #[error("unknown PMU '{name}'{}: {hint}", suggestion_text(.suggestion))]
     UnknownPmu {
         /// The PMU name.
         name: String,
         /// The nearest PMU name.
         suggestion: Option<String>,
+        /// Why it is missing when that is known, and where to look.
+        hint: String,
     },
     /// A `pmu/term=val/` term that the PMU's format does not define.
     #[error("PMU '{pmu}' has no term '{term}' (it has: {known})")]

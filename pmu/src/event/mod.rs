@@ -215,9 +215,30 @@ impl Encoder {
             None => {
                 let mut known: Vec<&str> = self.pmus.iter().map(|p| p.name.as_str()).collect();
                 known.push("cpu");
+                let list = "`hwprof list` shows the PMUs of this machine".to_string();
+                let near = nearest(name, known);
+                let (suggestion, hint) = if matches!(name, "cpu_core" | "cpu_atom") {
+                    (
+                        Some("cpu".to_string()),
+                        "cpu_core and cpu_atom are the core PMUs of hybrid CPUs (Alder Lake and later); other CPUs have one, 'cpu'".to_string(),
+                    )
+                } else if near.is_none() && !self.foreign && !self.host_has_cpu_pmu() {
+                    // Not a typo: most likely a hardware PMU this machine does not expose.
+                    let names: Vec<&str> = self.pmus.iter().map(|p| p.name.as_str()).collect();
+                    (
+                        None,
+                        format!(
+                            "this machine exposes no hardware PMUs (usual in VMs and containers), only {}",
+                            names.join(", ")
+                        ),
+                    )
+                } else {
+                    (near, list)
+                };
                 Err(Error::UnknownPmu {
                     name: name.to_string(),
-                    suggestion: nearest(name, known),
+                    suggestion,
+                    hint,
                 })
             }
         }
