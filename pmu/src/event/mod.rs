@@ -107,7 +107,11 @@ const HYBRID_TYPES: [(&str, u32); 2] = [("cpu_core", 4), ("cpu_atom", 7)];
 impl Encoder {
     /// An encoder for this machine: sysfs PMUs and the table of the host CPU model.
     pub fn host() -> Encoder {
-        let id = CpuId::host();
+        Self::for_host_cpu(CpuId::host())
+    }
+
+    /// [`Encoder::host`] for the CPU `id` says this machine has (tests give others).
+    fn for_host_cpu(id: Option<CpuId>) -> Encoder {
         let model = id.as_ref().and_then(CpuId::table_model);
         let vendor = id.as_ref().map_or(Vendor::Other, |i| i.vendor);
         let mut enc = Self::build(model, vendor, false);
@@ -321,7 +325,7 @@ impl Encoder {
         };
         match self.model {
             Some(m) => format!("this CPU ({} {m}{brand})", tables::vendor_name(id.vendor)),
-            None => format!("this CPU ({}{brand})", id.perf_cpuid()),
+            None => format!("this CPU ({}{brand})", family_model(id)),
         }
     }
 
@@ -589,7 +593,7 @@ impl Encoder {
             )
         } else if let (None, Some(id)) = (self.model, &self.cpu) {
             // No table for this CPU: the name may well be right for it.
-            let cpuid = id.perf_cpuid();
+            let cpuid = family_model(id);
             format!(
                 "'{name}' is {whose}, and hwprof has no built-in table for {}: give this CPU's event file with --event-file FILE.json (intel/perfmon's mapfile.csv names the file for {cpuid}), or {encode}",
                 self.describe_target()
@@ -720,6 +724,15 @@ impl Encoder {
             leader: 0,
             explicit_mods: !mods.is_empty(),
         })
+    }
+}
+
+/// `GenuineIntel-6-3F`: perf's CPUID without the stepping, as mapfile.csv rows start.
+fn family_model(id: &CpuId) -> String {
+    let full = id.perf_cpuid();
+    match full.rsplit_once('-') {
+        Some((fm, _stepping)) => fm.to_string(),
+        None => full,
     }
 }
 

@@ -239,3 +239,41 @@ fn event_files_for_another_vendor_name_their_cpu() {
     assert!(msg.contains("pass --cpu skylakex"), "{msg}");
     assert_eq!(ok.unwrap().events[0].attr.config1, 0x10001);
 }
+
+#[test]
+fn a_cpu_without_a_table_points_to_its_event_file() {
+    // Haswell: Intel, no built-in table.
+    let id = CpuId::parse(
+        "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 63\nmodel name\t: Intel(R) Xeon(R) CPU E5-2680 v3\nstepping\t: 2\n",
+    );
+    let msg = Encoder::for_host_cpu(Some(id))
+        .parse("MEM_LOAD_RETIRED.L3_MISS")
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("an Intel event of skylake"), "{msg}");
+    assert!(
+        msg.contains("hwprof has no built-in table for this CPU (GenuineIntel-6-3F, \"Intel"),
+        "{msg}"
+    );
+    assert!(msg.contains("--event-file FILE.json"), "{msg}");
+    assert!(
+        msg.contains("mapfile.csv names the file for GenuineIntel-6-3F)"),
+        "{msg}"
+    );
+    // An AMD CPU with a table: the name is not one of its events.
+    let id = CpuId::parse(
+        "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 97\nmodel name\t: AMD Ryzen 9 7950X\nstepping\t: 2\n",
+    );
+    let msg = Encoder::for_host_cpu(Some(id))
+        .parse("MEM_LOAD_RETIRED.L3_MISS")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("not an event of this CPU (AMD zen4, \"AMD Ryzen 9 7950X\")"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("hwprof encode --cpu skylake -e MEM_LOAD_RETIRED.L3_MISS"),
+        "{msg}"
+    );
+}
