@@ -181,6 +181,8 @@ pub fn pmu_exit_code(e: &hwprof_pmu::Error) -> u8 {
     match e {
         E::Syntax { .. }
         | E::UnknownEvent { .. }
+        | E::ForeignEvent { .. }
+        | E::EventFileForOtherCpu { .. }
         | E::BadModifier { .. }
         | E::UnknownPmu { .. }
         | E::UnknownTerm { .. }

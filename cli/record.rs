@@ -59,10 +59,16 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
     } else {
         Some(open_output(&a.output)?)
     };
+    let has_pmu = enc.host_has_cpu_pmu();
+    let branch_flag = branch_flag(&a);
     let mut list = if default_event {
-        if enc.host_has_cpu_pmu() {
+        if has_pmu {
             enc.parse("cycles:P")?
         } else {
+            if let Some(flag) = branch_flag.as_deref().filter(|_| !a.dry_run) {
+                // Refused before the note: the fallback to cpu-clock cannot help here.
+                return Err(no_pmu_for_branches(flag));
+            }
             notice(
                 &a,
                 "no hardware PMU here (cycles is not supported in this VM or container); sampling cpu-clock instead",
@@ -72,7 +78,11 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
     } else {
         parse_all(&enc, &a.events)?
     };
-    if !default_event && !enc.host_has_cpu_pmu() && !a.dry_run {
+    // --dry-run shows the attrs whatever they are; it opens nothing.
+    if let Some(flag) = branch_flag.as_deref().filter(|_| !a.dry_run) {
+        check_branch_events(&a, flag, &list, default_event, has_pmu)?;
+    }
+    if !default_event && !has_pmu && !a.dry_run {
         if let Some(e) = list.events.iter().find(|e| e.class == Class::Core) {
             return Err(ExitWith(
                 1,
@@ -97,7 +107,8 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
     // perf's fallbacks, each at most once: the default cycles becomes cpu-clock where
     // there is no hardware PMU, and events the user wrote without modifiers sample user
     // space only where perf_event_paranoid forbids the kernel.
-    let mut tried_cpu_clock = false;
+    // Where there is no hardware PMU the default event is cpu-clock already (and said so).
+    let mut tried_cpu_clock = default_event && !has_pmu;
     let mut tried_user_only = false;
     let session = loop {
         let e = match Session::open(&list, target.clone(), sopts.clone()) {
@@ -119,9 +130,12 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
             config::configure(&mut list, &opts);
             continue;
         }
+        // Not for uprobes: their PMU wants root whatever perf_event_paranoid says, so the
+        // retry would only add a misleading note before the same error.
         if !tried_user_only
             && matches!(errno, Some(libc::EACCES | libc::EPERM))
             && !matches!(target, Target::SystemWide { .. })
+            && list.events.iter().all(|e| e.class != Class::Uprobe)
             && list
                 .events
                 .iter()
@@ -147,7 +161,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
             );
             continue;
         }
-        return Err(open_error(e, &list));
+        return Err(open_error(e, &list, branch_flag.as_deref()));
     };
 
     for n in session.notices() {
@@ -399,15 +413,126 @@ fn ring_pages(m: Option<&str>) -> anyhow::Result<usize> {
     Ok(((bytes as usize).div_ceil(page)).max(1).next_power_of_two())
 }
 
-fn open_error(e: hwprof_sampler::Error, list: &EventList) -> anyhow::Error {
-    // The PMU layer's message already names the event and says what to do; only a
-    // frequency above the kernel's limit needs more.
-    if e.raw_os_error() == Some(libc::EINVAL) && list.events.iter().any(|e| e.attr.freq) {
+/// The flag that asked for branch stacks, as the user wrote it (`-b`, `-j FILTERS`,
+/// `--call-graph lbr`), or `None` when none did.
+fn branch_flag(a: &RecordArgs) -> Option<String> {
+    if let Some(j) = &a.branch_filter {
+        return Some(format!("-j {j}"));
+    }
+    if a.branch_any {
+        return Some("-b".to_string());
+    }
+    a.call_graph
+        .as_deref()
+        .filter(|c| c.trim().eq_ignore_ascii_case("lbr"))
+        .map(|_| "--call-graph lbr".to_string())
+}
+
+/// What to use instead of branch stacks for call stacks.
+const INSTEAD_OF_BRANCHES: &str =
+    "use -g (frame-pointer call stacks) or --call-graph dwarf instead";
+
+/// Branch stacks asked for on a machine without a hardware PMU (perf: "PMU Hardware
+/// or event type doesn't support branch stack sampling"): a limit of this machine, so
+/// exit 1, as for `-e cycles` here.
+fn no_pmu_for_branches(flag: &str) -> anyhow::Error {
+    ExitWith(
+        1,
+        format!(
+            "{flag}: branch-stack sampling (Intel LBR, AMD BRS or LbrExtV2) needs a hardware PMU that records branches, and this machine exposes none (usual in VMs and containers): {INSTEAD_OF_BRANCHES}"
+        ),
+    )
+    .into()
+}
+
+/// Refuses, before anything opens, branch stacks that cannot work: on events that never
+/// have them (software, tracepoint, breakpoint, uprobe: a usage error, exit 2) or on a
+/// machine without a hardware PMU (exit 1). The kernel would only say EOPNOTSUPP.
+fn check_branch_events(
+    a: &RecordArgs,
+    flag: &str,
+    list: &EventList,
+    default_event: bool,
+    has_pmu: bool,
+) -> anyhow::Result<()> {
+    let kind = |c: Class| match c {
+        Class::Software => Some("a software event"),
+        Class::Tracepoint => Some("a tracepoint"),
+        Class::Breakpoint => Some("a breakpoint"),
+        Class::Uprobe => Some("a uprobe"),
+        Class::Core | Class::Other => None,
+    };
+    if a.off_cpu {
+        return usage(format!(
+            "--off-cpu samples cpu-clock and sched:sched_switch, which cannot record branch stacks (only hardware events can): leave out {flag}; -g or --call-graph dwarf give call stacks"
+        ));
+    }
+    // The default event is the machine's choice (cpu-clock only without a PMU).
+    let named = list.events.iter().filter(|_| !default_event);
+    if let Some((e, k)) = named.filter_map(|e| kind(e.class).map(|k| (e, k))).next() {
+        let way_out = if has_pmu {
+            format!("sample a hardware event (e.g. -e cycles {flag}), or {INSTEAD_OF_BRANCHES}")
+        } else {
+            format!("this machine has no hardware PMU either, so {INSTEAD_OF_BRANCHES}")
+        };
+        return usage(format!(
+            "{flag}: branch-stack sampling needs a hardware event, and '{}' is {k}: {way_out}",
+            e.name
+        ));
+    }
+    if !has_pmu {
+        return Err(no_pmu_for_branches(flag));
+    }
+    Ok(())
+}
+
+fn open_error(
+    e: hwprof_sampler::Error,
+    list: &EventList,
+    branch_flag: Option<&str>,
+) -> anyhow::Error {
+    let failed = match &e {
+        hwprof_sampler::Error::Pmu(hwprof_pmu::Error::Open { event, .. }) => Some(event.as_str()),
+        _ => None,
+    };
+    let event = failed
+        .or_else(|| list.events.first().map(|e| e.name.as_str()))
+        .unwrap_or_default()
+        .to_string();
+    // A PMU that cannot record branches answers EOPNOTSUPP: say that, not "not supported".
+    if let (Some(flag), Some(libc::EOPNOTSUPP)) = (branch_flag, e.raw_os_error()) {
         return anyhow!(
-            "{e}: is -F above the kernel's limit of {} Hz (/proc/sys/kernel/perf_event_max_sample_rate)?",
-            config::max_sample_rate().map_or("?".into(), |m| m.to_string())
+            "{flag}: cannot sample branch stacks on '{event}': this PMU does not record branches (Intel LBR, AMD BRS or LbrExtV2; VMs often do not pass them through): {INSTEAD_OF_BRANCHES}"
         );
     }
+    if e.raw_os_error() == Some(libc::EINVAL) {
+        // PMUs other than the CPU's (msr, power, uncore...) mostly only count: the
+        // kernel's EINVAL for a sampling event there is that, not a bad config.
+        if let Some(ev) = list
+            .events
+            .iter()
+            .find(|x| x.name == event && x.class == Class::Other)
+        {
+            return anyhow!(
+                "cannot sample '{event}': the '{}' PMU refused a sampling event (PMUs such as msr, power and uncore only count): count it with `hwprof stat -e {event}`",
+                ev.pmu
+            );
+        }
+        // A frequency above the kernel's limit (refused before opening when the limit
+        // is readable).
+        let max = config::max_sample_rate();
+        if list
+            .events
+            .iter()
+            .any(|e| e.attr.freq && max.is_none_or(|m| e.attr.sample_period > m))
+        {
+            return anyhow!(
+                "{e}: is -F above the kernel's limit of {} Hz (/proc/sys/kernel/perf_event_max_sample_rate)?",
+                max.map_or("?".into(), |m| m.to_string())
+            );
+        }
+    }
+    // The PMU layer's message already names the event and says what to do.
     anyhow!(e)
 }
 
@@ -491,4 +616,33 @@ fn tracing_data(list: &EventList, session: &Session) -> anyhow::Result<Option<Ve
         None => hwprof_pmu::sysfs::tracefs()?,
     };
     Ok(Some(tracing::tracing_data(&root, &tps)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eopnotsupp_with_branch_stacks_names_branch_recording() {
+        let e = hwprof_sampler::Error::Pmu(hwprof_pmu::Error::Open {
+            event: "cycles".into(),
+            source: std::io::Error::from_raw_os_error(libc::EOPNOTSUPP),
+            hint: "not supported".into(),
+        });
+        let msg = open_error(e, &EventList::default(), Some("-b")).to_string();
+        assert!(
+            msg.starts_with(
+                "-b: cannot sample branch stacks on 'cycles': this PMU does not record branches"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("--call-graph dwarf"), "{msg}");
+        let e = hwprof_sampler::Error::Pmu(hwprof_pmu::Error::Open {
+            event: "cycles".into(),
+            source: std::io::Error::from_raw_os_error(libc::EOPNOTSUPP),
+            hint: "not supported".into(),
+        });
+        let msg = open_error(e, &EventList::default(), None).to_string();
+        assert!(!msg.contains("branch"), "{msg}");
+    }
 }

@@ -204,6 +204,12 @@ pub fn open_hint(errno: i32, event: &str, slot: Slot) -> String {
     let paranoid =
         crate::sysfs::paranoid().map_or_else(|| "unknown".to_string(), |p| p.to_string());
     match errno {
+        // perf_event_paranoid does not apply: lowering it or adding `:u` would not help.
+        libc::EACCES | libc::EPERM
+            if event.starts_with("uprobe:") || event.starts_with("uretprobe:") =>
+        {
+            "the kernel's uprobe PMU only opens for root or CAP_PERFMON/CAP_SYS_ADMIN, whatever kernel.perf_event_paranoid says: run as root".to_string()
+        }
         libc::EACCES | libc::EPERM if slot.pid == -1 => format!(
             "no permission for system-wide counting (kernel.perf_event_paranoid = {paranoid}): run as root or with CAP_PERFMON, or lower it with `sudo sysctl kernel.perf_event_paranoid=0`"
         ),

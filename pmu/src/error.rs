@@ -24,6 +24,32 @@ pub enum Error {
         /// The nearest known name, if any is close.
         suggestion: Option<String>,
     },
+    /// A vendor event name that hwprof's tables have for other CPU models only (an
+    /// Intel name on AMD, or the reverse, or another model's name).
+    #[error("{message}")]
+    ForeignEvent {
+        /// The name the user typed.
+        name: String,
+        /// The models whose tables have it.
+        models: Vec<String>,
+        /// The whole message: which models have it, what this CPU is, what to do.
+        message: String,
+    },
+    /// An event of an event file made for another vendor's CPU than the one encoded for
+    /// (its terms use that vendor's PMU layout).
+    #[error("'{name}' is from {path}, an event file for {file_cpu}, not for {this}: {hint}")]
+    EventFileForOtherCpu {
+        /// The event.
+        name: String,
+        /// The event file.
+        path: String,
+        /// The CPU the file is for (`Intel skylakex (GenuineIntel-6-55)`).
+        file_cpu: String,
+        /// The CPU encoded for (`this CPU (AMD zen5, "AMD EPYC")`, `--cpu zen4`).
+        this: String,
+        /// What to do.
+        hint: String,
+    },
     /// A modifier character that perf's grammar does not have.
     #[error(
         "bad modifier '{modifier}' in event '{event}': valid modifiers are u k h G H p pp ppp P"
@@ -35,12 +61,14 @@ pub enum Error {
         modifier: String,
     },
     /// A `pmu/terms/` event names a PMU that does not exist.
-    #[error("unknown PMU '{name}'{}: `hwprof list` shows the PMUs of this machine", suggestion_text(.suggestion))]
+    #[error("unknown PMU '{name}'{}: {hint}", suggestion_text(.suggestion))]
     UnknownPmu {
         /// The PMU name.
         name: String,
         /// The nearest PMU name.
         suggestion: Option<String>,
+        /// Why it is missing when that is known, and where to look.
+        hint: String,
     },
     /// A `pmu/term=val/` term that the PMU's format does not define.
     #[error("PMU '{pmu}' has no term '{term}' (it has: {known})")]
@@ -67,11 +95,21 @@ pub enum Error {
         "unknown CPU model '{0}': known models are skylake, skylakex, icelake, sapphirerapids, alderlake, zen2, zen3, zen4, zen5"
     )]
     UnknownModel(String),
-    /// tracefs is not mounted and could not be mounted.
-    #[error(
-        "tracefs is not available ({0}); as root: `mount -t tracefs nodev /sys/kernel/tracing`"
-    )]
+    /// tracefs is not there (absent, not mounted, no `events/`) and could not be
+    /// mounted; the text says which and what to do.
+    #[error("tracefs is not available: {0}")]
     NoTracefs(String),
+    /// tracefs (or a file in it) is there but this user may not read it: perf's
+    /// "permission denied" and its remount hint.
+    #[error(
+        "permission denied on {path}: run as root, or open tracefs to a group you are in: `sudo mount -o remount,mode=755,gid=GROUP {mount}`"
+    )]
+    TracefsDenied {
+        /// What refused, with its mode and owner when visible.
+        path: String,
+        /// The tracefs mount point.
+        mount: String,
+    },
     /// A tracepoint that tracefs does not list.
     #[error("unknown tracepoint '{name}'{}: `hwprof list tracepoint` shows them", suggestion_text(.suggestion))]
     UnknownTracepoint {

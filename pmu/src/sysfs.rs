@@ -151,39 +151,158 @@ pub fn paranoid() -> Option<i32> {
 /// Tracefs mount points to look at, in order.
 const TRACEFS_CANDIDATES: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
-/// Finds tracefs; when it is not mounted and we are root, mounts it at
-/// `/sys/kernel/tracing` (as perf does via its debugfs helpers).
-pub fn tracefs() -> Result<PathBuf> {
-    if let Some(p) = find_tracefs() {
-        return Ok(p);
+/// The environment variable that points hwprof at another tracefs (tests use it).
+pub const TRACEFS_VAR: &str = "HWPROF_TRACEFS";
+
+/// What a look at one tracefs mount point found.
+#[derive(Debug)]
+enum Found {
+    /// `events/` is there.
+    Ready,
+    /// The path does not exist.
+    Missing,
+    /// The path exists but is not a directory, or has no `events/`; `empty` when it is
+    /// an empty directory (nothing mounted there).
+    NoEvents { empty: bool },
+    /// This user may not look: a denial on the path or inside it.
+    Denied(Error),
+    /// Another error looking at it.
+    Failed(std::io::Error),
+}
+
+/// Looks at `dir` as a tracefs: never mounts, never follows anything but the path.
+fn look(dir: &Path) -> Found {
+    use std::io::ErrorKind as K;
+    match fs::metadata(dir) {
+        Err(e) if e.kind() == K::NotFound => return Found::Missing,
+        Err(e) if e.kind() == K::PermissionDenied => return Found::Denied(denied(dir, dir)),
+        Err(e) => return Found::Failed(e),
+        Ok(m) if !m.is_dir() => return Found::NoEvents { empty: false },
+        Ok(_) => {}
     }
-    if let Ok(p) = std::env::var("HWPROF_TRACEFS") {
-        return Err(Error::NoTracefs(format!(
-            "HWPROF_TRACEFS={p} has no events/ directory: point it at a mounted tracefs"
-        )));
+    match fs::metadata(dir.join("events")) {
+        Ok(m) if m.is_dir() => Found::Ready,
+        Ok(_) => Found::NoEvents { empty: false },
+        Err(e) if e.kind() == K::PermissionDenied => {
+            Found::Denied(denied(&dir.join("events"), dir))
+        }
+        Err(e) if e.kind() == K::NotFound => Found::NoEvents {
+            empty: fs::read_dir(dir).is_ok_and(|mut rd| rd.next().is_none()),
+        },
+        Err(e) => Found::Failed(e),
+    }
+}
+
+/// The error for a permission denial met on `path` inside the tracefs at `mount`: it
+/// names the directory or file that refused (the nearest one this user can see, with
+/// its mode and owner) and the way out, as perf does.
+pub fn denied(path: &Path, mount: &Path) -> Error {
+    use std::os::unix::fs::MetadataExt;
+    // A denial on stat(path) means a directory above it cannot be searched: name the
+    // nearest one whose mode this user can read.
+    let (at, m) = match fs::metadata(path) {
+        Ok(m) => (path.to_path_buf(), Some(m)),
+        Err(_) => path
+            .ancestors()
+            .skip(1)
+            .find_map(|a| fs::metadata(a).ok().map(|m| (a.to_path_buf(), Some(m))))
+            .unwrap_or_else(|| (path.to_path_buf(), None)),
+    };
+    let who = |id: u32| {
+        if id == 0 {
+            "root".to_string()
+        } else {
+            id.to_string()
+        }
+    };
+    let mode = m.map_or_else(String::new, |m| {
+        format!(
+            " (mode {:o}, owner {}:{})",
+            m.mode() & 0o7777,
+            who(m.uid()),
+            who(m.gid())
+        )
+    });
+    Error::TracefsDenied {
+        path: format!("{}{mode}", at.display()),
+        mount: mount.display().to_string(),
+    }
+}
+
+/// Finds tracefs; when it is not mounted and we are root, mounts it at
+/// `/sys/kernel/tracing` (as perf does via its debugfs helpers). Each failure says its
+/// own cause: `HWPROF_TRACEFS` naming a missing or wrong directory, permission denied
+/// (not root, tracefs mounted mode 700), a kernel without tracefs, not mounted and not
+/// root, mounting failed.
+pub fn tracefs() -> Result<PathBuf> {
+    if let Ok(p) = std::env::var(TRACEFS_VAR) {
+        let dir = PathBuf::from(&p);
+        return match look(&dir) {
+            Found::Ready => Ok(dir),
+            Found::Denied(e) => Err(e),
+            Found::Missing => Err(Error::NoTracefs(format!(
+                "{TRACEFS_VAR}={p} does not exist: point it at a mounted tracefs, or unset it"
+            ))),
+            Found::NoEvents { .. } => Err(Error::NoTracefs(format!(
+                "{TRACEFS_VAR}={p} has no events/ directory: point it at a mounted tracefs, or unset it"
+            ))),
+            Found::Failed(e) => Err(Error::io(format!("looking at {TRACEFS_VAR}={p}"), e)),
+        };
+    }
+    let mut denied = None;
+    let mut mount_points = Vec::new();
+    for c in TRACEFS_CANDIDATES {
+        match look(Path::new(c)) {
+            Found::Ready => return Ok(PathBuf::from(c)),
+            Found::Denied(e) => {
+                denied.get_or_insert(e);
+            }
+            Found::NoEvents { empty: true } => mount_points.push(*c),
+            Found::Missing | Found::NoEvents { empty: false } | Found::Failed(_) => {}
+        }
+    }
+    if let Some(e) = denied {
+        return Err(e);
     }
     let target = TRACEFS_CANDIDATES[0];
-    if crate::sys::euid() != 0 {
-        return Err(Error::NoTracefs(
-            "not root, so hwprof cannot mount it".into(),
-        ));
+    if !Path::new(target).is_dir() {
+        return Err(Error::NoTracefs(format!(
+            "{target} does not exist: this kernel has no tracefs (it needs CONFIG_TRACING)"
+        )));
     }
-    crate::sys::mount_tracefs(target)
-        .map_err(|e| Error::NoTracefs(format!("mounting it at {target} failed: {e}")))?;
-    find_tracefs()
-        .ok_or_else(|| Error::NoTracefs(format!("mounted at {target} but it lists no events")))
+    if !mount_points.contains(&target) {
+        return Err(Error::NoTracefs(format!(
+            "{target} has no events/ directory: is tracefs mounted there, in a kernel with CONFIG_EVENT_TRACING?"
+        )));
+    }
+    if crate::sys::euid() != 0 {
+        return Err(Error::NoTracefs(format!(
+            "it is not mounted, and only root can mount it: `sudo mount -t tracefs nodev {target}`"
+        )));
+    }
+    crate::sys::mount_tracefs(target).map_err(|e| {
+        Error::NoTracefs(format!(
+            "it is not mounted, and mounting it at {target} failed: {e}"
+        ))
+    })?;
+    match look(Path::new(target)) {
+        Found::Ready => Ok(PathBuf::from(target)),
+        _ => Err(Error::NoTracefs(format!(
+            "mounted at {target}, but it has no events/ directory (a kernel without CONFIG_EVENT_TRACING?)"
+        ))),
+    }
 }
 
 /// Finds a mounted tracefs with an `events/` directory, without mounting anything.
 pub fn find_tracefs() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("HWPROF_TRACEFS") {
+    if let Ok(p) = std::env::var(TRACEFS_VAR) {
         let p = PathBuf::from(p);
-        return p.join("events").is_dir().then_some(p);
+        return matches!(look(&p), Found::Ready).then_some(p);
     }
     TRACEFS_CANDIDATES
         .iter()
         .map(PathBuf::from)
-        .find(|p| p.join("events").is_dir())
+        .find(|p| matches!(look(p), Found::Ready))
 }
 
 /// The id of tracepoint `sys:name`, from `events/sys/name/id`.
@@ -205,6 +324,7 @@ pub fn tracepoint_id(tracefs: &Path, sys: &str, name: &str) -> Result<u64> {
                 suggestion,
             })
         }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(denied(&p, tracefs)),
         Err(e) => Err(Error::io(format!("reading {}", p.display()), e)),
     }
 }
@@ -243,6 +363,46 @@ mod tests {
         assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("x").is_err());
+    }
+
+    #[test]
+    fn tells_tracefs_failures_apart() {
+        let d = std::env::temp_dir().join(format!("hwprof-tracefs-{}", std::process::id()));
+        fs::create_dir_all(d.join("empty")).unwrap();
+        fs::create_dir_all(d.join("full/events")).unwrap();
+        fs::create_dir_all(d.join("other/x")).unwrap();
+        fs::write(d.join("file"), "").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(d.join("other"), fs::Permissions::from_mode(0o750)).unwrap();
+        }
+        let e = denied(&d.join("other"), &d).to_string();
+        let found: Vec<Found> = ["missing", "empty", "full", "other", "file"]
+            .iter()
+            .map(|n| look(&d.join(n)))
+            .collect();
+        fs::remove_dir_all(&d).unwrap();
+        assert!(matches!(found[0], Found::Missing), "{found:?}");
+        assert!(
+            matches!(found[1], Found::NoEvents { empty: true }),
+            "{found:?}"
+        );
+        assert!(matches!(found[2], Found::Ready), "{found:?}");
+        assert!(
+            matches!(found[3], Found::NoEvents { empty: false }),
+            "{found:?}"
+        );
+        assert!(
+            matches!(found[4], Found::NoEvents { empty: false }),
+            "{found:?}"
+        );
+        let other = format!(
+            "permission denied on {} (mode 750, owner ",
+            d.join("other").display()
+        );
+        assert!(e.starts_with(&other), "{e}");
+        let remount = format!("sudo mount -o remount,mode=755,gid=GROUP {}`", d.display());
+        assert!(e.contains(&remount), "{e}");
     }
 
     #[test]

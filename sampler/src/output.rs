@@ -212,6 +212,19 @@ impl Output {
                 Some(io::Error::from_raw_os_error(libc::ENXIO)),
             )),
             Ok(_) => Self::direct(path),
+            // `-o DIR/` for a DIR that does not exist: the rename at the end would fail
+            // (ENOTDIR) after the whole run; say it now.
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    && path.as_os_str().as_encoded_bytes().ends_with(b"/") =>
+            {
+                Err(Error::bad(
+                    format!(
+                        "{shown} names a directory (it ends in '/'), and there is none: name a file"
+                    ),
+                    Some(e),
+                ))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let mode = match opts.access {
                     Access::Private => 0o600,

@@ -14,7 +14,7 @@ use crate::cpu::{CpuId, Model, Vendor};
 use crate::error::{Error, Result, nearest};
 use crate::format::{self, Format};
 use crate::sysfs::{self, Pmu};
-use crate::tables::{EventDef, EventTable};
+use crate::tables::{self, EventDef, EventTable};
 use parse::{EventAst, Item, Kind, parse_num};
 
 pub use names::{HARDWARE, SOFTWARE, all_names as generic_names, canonical_cache_names};
@@ -90,9 +90,11 @@ pub struct Encoder {
     model: Option<Model>,
     vendor: Vendor,
     foreign: bool,
+    /// This machine's CPU, for messages (`None` with `--cpu`).
+    cpu: Option<CpuId>,
     pmus: Vec<Pmu>,
     tables: Vec<EventTable>,
-    tracefs: std::cell::OnceCell<std::result::Result<PathBuf, String>>,
+    tracefs: std::cell::OnceCell<Result<PathBuf>>,
 }
 
 /// A PMU's type number, format and event aliases.
@@ -105,10 +107,16 @@ const HYBRID_TYPES: [(&str, u32); 2] = [("cpu_core", 4), ("cpu_atom", 7)];
 impl Encoder {
     /// An encoder for this machine: sysfs PMUs and the table of the host CPU model.
     pub fn host() -> Encoder {
-        let id = CpuId::host();
+        Self::for_host_cpu(CpuId::host())
+    }
+
+    /// [`Encoder::host`] for the CPU `id` says this machine has (tests give others).
+    fn for_host_cpu(id: Option<CpuId>) -> Encoder {
         let model = id.as_ref().and_then(CpuId::table_model);
-        let vendor = id.map_or(Vendor::Other, |i| i.vendor);
-        Self::build(model, vendor, false)
+        let vendor = id.as_ref().map_or(Vendor::Other, |i| i.vendor);
+        let mut enc = Self::build(model, vendor, false);
+        enc.cpu = id;
+        enc
     }
 
     /// An encoder for `model`, used to encode for a CPU we may not be on: core PMU
@@ -123,6 +131,7 @@ impl Encoder {
             model,
             vendor,
             foreign,
+            cpu: None,
             pmus: sysfs::pmus(),
             tables,
             tracefs: Default::default(),
@@ -210,9 +219,30 @@ impl Encoder {
             None => {
                 let mut known: Vec<&str> = self.pmus.iter().map(|p| p.name.as_str()).collect();
                 known.push("cpu");
+                let list = "`hwprof list` shows the PMUs of this machine".to_string();
+                let near = nearest(name, known);
+                let (suggestion, hint) = if matches!(name, "cpu_core" | "cpu_atom") {
+                    (
+                        Some("cpu".to_string()),
+                        "cpu_core and cpu_atom are the core PMUs of hybrid CPUs (Alder Lake and later); other CPUs have one, 'cpu'".to_string(),
+                    )
+                } else if near.is_none() && !self.foreign && !self.host_has_cpu_pmu() {
+                    // Not a typo: most likely a hardware PMU this machine does not expose.
+                    let names: Vec<&str> = self.pmus.iter().map(|p| p.name.as_str()).collect();
+                    (
+                        None,
+                        format!(
+                            "this machine exposes no hardware PMUs (usual in VMs and containers), only {}",
+                            names.join(", ")
+                        ),
+                    )
+                } else {
+                    (near, list)
+                };
                 Err(Error::UnknownPmu {
                     name: name.to_string(),
-                    suggestion: nearest(name, known),
+                    suggestion,
+                    hint,
                 })
             }
         }
@@ -227,6 +257,76 @@ impl Encoder {
 
     fn table_event(&self, name: &str) -> Option<&EventDef> {
         self.tables.iter().find_map(|t| t.get(name))
+    }
+
+    /// The table event of that name, refused when its table is an event file for
+    /// another vendor's CPU: its terms would be encoded in the wrong PMU layout (or name
+    /// terms this PMU does not have, such as Intel's `offcore_rsp` on AMD).
+    fn usable_table_event(&self, name: &str) -> Result<Option<&EventDef>> {
+        let Some((table, def)) = self.tables.iter().find_map(|t| t.get(name).map(|d| (t, d)))
+        else {
+            return Ok(None);
+        };
+        let Some(tc) = &table.cpu else {
+            return Ok(Some(def));
+        };
+        if tc.vendor == Vendor::Other || self.vendor == Vendor::Other || tc.vendor == self.vendor {
+            return Ok(Some(def));
+        }
+        let here = self.count_here("an event file for this CPU");
+        let hint = match tc.model {
+            Some(m) => format!(
+                "pass --cpu {m} to encode its events for that CPU (`hwprof encode --cpu {m} --event-file FILE -e {}`){here}",
+                def.name,
+            ),
+            None => format!(
+                "pass --cpu with an {} model ({}) to encode its events{here}",
+                tables::vendor_name(tc.vendor),
+                tables::models_of(tc.vendor),
+            ),
+        };
+        Err(Error::EventFileForOtherCpu {
+            name: def.name.clone(),
+            path: table.source.clone(),
+            file_cpu: tc.describe(),
+            this: self.describe_target(),
+            hint,
+        })
+    }
+
+    /// How to count on this machine instead (`; to count here, use WHAT`), or that
+    /// nothing counts CPU events here; nothing with `--cpu`.
+    fn count_here(&self, what: &str) -> String {
+        if self.foreign {
+            String::new()
+        } else if self.host_has_cpu_pmu() {
+            format!("; to count here, use {what}")
+        } else {
+            "; counting CPU events here needs a hardware PMU, which this machine does not expose (usual in VMs)".to_string()
+        }
+    }
+
+    /// What events are encoded for, in messages: `this CPU (AMD zen5, "AMD EPYC")`, or
+    /// `--cpu zen4`.
+    fn describe_target(&self) -> String {
+        if self.foreign {
+            return match self.model {
+                Some(m) => format!("--cpu {m}"),
+                None => "the --cpu model".to_string(),
+            };
+        }
+        let Some(id) = &self.cpu else {
+            return "this CPU (/proc/cpuinfo does not say which)".to_string();
+        };
+        let brand = if id.brand.is_empty() {
+            String::new()
+        } else {
+            format!(", \"{}\"", id.brand)
+        };
+        match self.model {
+            Some(m) => format!("this CPU ({} {m}{brand})", tables::vendor_name(id.vendor)),
+            None => format!("this CPU ({}{brand})", family_model(id)),
+        }
     }
 
     /// Parses an event list (`-e` argument) into events with their attrs.
@@ -283,7 +383,7 @@ impl Encoder {
                         };
                         out.push(self.finish(ev, Attr::new(t, c), pmu, Class::Core, &mods)?);
                     }
-                } else if let Some(def) = self.table_event(name) {
+                } else if let Some(def) = self.usable_table_event(name)? {
                     let (t, f, _) = self.pmu(&def.pmu)?;
                     let mut attr = Attr::new(t, 0);
                     self.apply_terms(
@@ -437,17 +537,26 @@ impl Encoder {
     }
 
     fn tracefs_path(&self) -> Result<PathBuf> {
-        let reason_of = |e: Error| match e {
-            Error::NoTracefs(reason) => reason,
-            other => other.to_string(),
-        };
-        self.tracefs
-            .get_or_init(|| sysfs::tracefs().map_err(reason_of))
-            .clone()
-            .map_err(Error::NoTracefs)
+        // Looked up once (it may mount tracefs); the error is rebuilt for each caller.
+        match self.tracefs.get_or_init(sysfs::tracefs) {
+            Ok(p) => Ok(p.clone()),
+            Err(Error::TracefsDenied { path, mount }) => Err(Error::TracefsDenied {
+                path: path.clone(),
+                mount: mount.clone(),
+            }),
+            Err(Error::NoTracefs(reason)) => Err(Error::NoTracefs(reason.clone())),
+            Err(other) => Err(Error::NoTracefs(other.to_string())),
+        }
     }
 
     fn unknown(&self, name: &str) -> Error {
+        let others: Vec<Model> = tables::models_with(name)
+            .into_iter()
+            .filter(|&m| Some(m) != self.model)
+            .collect();
+        if !others.is_empty() {
+            return self.foreign_event(name, &others);
+        }
         let mut cands = names::all_names();
         for t in &self.tables {
             cands.extend(t.events().iter().map(|e| e.name.clone()));
@@ -458,6 +567,50 @@ impl Encoder {
         Error::UnknownEvent {
             name: name.to_string(),
             suggestion: nearest(name, cands.iter().map(String::as_str)),
+        }
+    }
+
+    /// `name` is in the built-in tables of `models` only, none of them the one in use:
+    /// say whose event it is, what this CPU is, and how to proceed.
+    fn foreign_event(&self, name: &str, models: &[Model]) -> Error {
+        let list = models
+            .iter()
+            .map(|m| m.name())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let vendor = models[0].vendor();
+        let whose = if models.iter().all(|m| m.vendor() == vendor) {
+            format!("an {} event of {list}", tables::vendor_name(vendor))
+        } else {
+            format!("an event of {list}")
+        };
+        let example = models[0];
+        let encode = format!("`hwprof encode --cpu {example} -e {name}` encodes it for {example}");
+        let message = if self.foreign {
+            format!(
+                "'{name}' is {whose}, not an event of {}: pass --cpu {example} (or another of those models) to encode it, or --event-file FILE.json with a file that defines it",
+                self.describe_target()
+            )
+        } else if let (None, Some(id)) = (self.model, &self.cpu) {
+            // No table for this CPU: the name may well be right for it.
+            let cpuid = family_model(id);
+            format!(
+                "'{name}' is {whose}, and hwprof has no built-in table for {}: give this CPU's event file with --event-file FILE.json (intel/perfmon's mapfile.csv names the file for {cpuid}), or {encode}",
+                self.describe_target()
+            )
+        } else {
+            format!(
+                "'{name}' is {whose}, not an event of {}: {encode}{}",
+                self.describe_target(),
+                self.count_here(
+                    "this CPU's events (`hwprof list`) or an event file for it (--event-file FILE.json)"
+                )
+            )
+        };
+        Error::ForeignEvent {
+            name: name.to_string(),
+            models: models.iter().map(|m| m.name().to_string()).collect(),
+            message,
         }
     }
 
@@ -571,6 +724,15 @@ impl Encoder {
             leader: 0,
             explicit_mods: !mods.is_empty(),
         })
+    }
+}
+
+/// `GenuineIntel-6-3F`: perf's CPUID without the stepping, as mapfile.csv rows start.
+fn family_model(id: &CpuId) -> String {
+    let full = id.perf_cpuid();
+    match full.rsplit_once('-') {
+        Some((fm, _stepping)) => fm.to_string(),
+        None => full,
     }
 }
 

@@ -187,3 +187,93 @@ fn hybrid_atom_events_are_reachable_through_their_pmu() {
     let a = one(&e, &format!("cpu_atom/{first}/"));
     assert_eq!(a.attr.type_, 7, "{first}");
 }
+
+#[test]
+fn other_vendors_names_say_whose_they_are() {
+    let err = enc(Model::Zen4)
+        .parse("MEM_LOAD_RETIRED.L3_MISS:pp")
+        .unwrap_err();
+    let Error::ForeignEvent { models, .. } = &err else {
+        panic!("{err}");
+    };
+    assert!(models.iter().any(|m| m == "skylake"), "{models:?}");
+    let msg = err.to_string();
+    assert!(msg.contains("an Intel event of skylake"), "{msg}");
+    assert!(msg.contains("not an event of --cpu zen4"), "{msg}");
+    assert!(msg.contains("--cpu skylake"), "{msg}");
+    let msg = enc(Model::Skylake)
+        .parse("ls_dmnd_fills_from_sys.dram_io_near")
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("an AMD event of zen4"), "{msg}");
+    // A typo is still a typo.
+    let err = enc(Model::Zen4)
+        .parse("MEM_LOAD_RETIRED.L3_MISX")
+        .unwrap_err();
+    assert!(matches!(err, Error::UnknownEvent { .. }), "{err}");
+}
+
+#[test]
+fn event_files_for_another_vendor_name_their_cpu() {
+    let dir = std::env::temp_dir().join(format!("hwprof-evfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("skylakex_core.json");
+    std::fs::write(
+        &file,
+        r#"{"Header":{"Copyright":"Intel Corporation"},"Events":[
+            {"EventCode":"0xB7, 0xBB","UMask":"0x01","EventName":"OFFCORE_RESPONSE.X",
+             "MSRIndex":"0x1a6,0x1a7","MSRValue":"0x10001"}]}"#,
+    )
+    .unwrap();
+    let mut amd = enc(Model::Zen3);
+    amd.add_event_file(&file).unwrap();
+    let err = amd.parse("OFFCORE_RESPONSE.X").unwrap_err();
+    let mut intel = enc(Model::SkylakeX);
+    intel.add_event_file(&file).unwrap();
+    let ok = intel.parse("OFFCORE_RESPONSE.X");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(matches!(err, Error::EventFileForOtherCpu { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("an event file for Intel skylakex"), "{msg}");
+    assert!(msg.contains("not for --cpu zen3"), "{msg}");
+    assert!(msg.contains("pass --cpu skylakex"), "{msg}");
+    assert_eq!(ok.unwrap().events[0].attr.config1, 0x10001);
+}
+
+#[test]
+fn a_cpu_without_a_table_points_to_its_event_file() {
+    // Haswell: Intel, no built-in table.
+    let id = CpuId::parse(
+        "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 63\nmodel name\t: Intel(R) Xeon(R) CPU E5-2680 v3\nstepping\t: 2\n",
+    );
+    let msg = Encoder::for_host_cpu(Some(id))
+        .parse("MEM_LOAD_RETIRED.L3_MISS")
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("an Intel event of skylake"), "{msg}");
+    assert!(
+        msg.contains("hwprof has no built-in table for this CPU (GenuineIntel-6-3F, \"Intel"),
+        "{msg}"
+    );
+    assert!(msg.contains("--event-file FILE.json"), "{msg}");
+    assert!(
+        msg.contains("mapfile.csv names the file for GenuineIntel-6-3F)"),
+        "{msg}"
+    );
+    // An AMD CPU with a table: the name is not one of its events.
+    let id = CpuId::parse(
+        "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 97\nmodel name\t: AMD Ryzen 9 7950X\nstepping\t: 2\n",
+    );
+    let msg = Encoder::for_host_cpu(Some(id))
+        .parse("MEM_LOAD_RETIRED.L3_MISS")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("not an event of this CPU (AMD zen4, \"AMD Ryzen 9 7950X\")"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("hwprof encode --cpu skylake -e MEM_LOAD_RETIRED.L3_MISS"),
+        "{msg}"
+    );
+}

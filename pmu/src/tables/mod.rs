@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::cpu::Model;
+use crate::cpu::{Model, Vendor};
 
 pub use perfmon::load_perfmon_json;
 
@@ -88,11 +88,76 @@ impl From<&NamedEvent> for EventDef {
     }
 }
 
+/// The CPU a table is for, as far as its source says (a built-in table's model; an
+/// event file's name, folder, header or a `mapfile.csv` next to it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableCpu {
+    /// The vendor whose PMU layout the events use.
+    pub vendor: Vendor,
+    /// The model, when known.
+    pub model: Option<Model>,
+    /// CPUIDs that a `mapfile.csv` maps to the file (`GenuineIntel-6-55`).
+    pub cpuids: Vec<String>,
+}
+
+impl TableCpu {
+    /// `Intel skylakex (GenuineIntel-6-55)`, `Intel CPUs`, `AMD zen4`.
+    pub fn describe(&self) -> String {
+        let mut s = vendor_name(self.vendor).to_string();
+        match self.model {
+            Some(m) => {
+                s.push(' ');
+                s.push_str(m.name());
+            }
+            None => s.push_str(" CPUs"),
+        }
+        if !self.cpuids.is_empty() {
+            let shown: Vec<&str> = self.cpuids.iter().take(3).map(String::as_str).collect();
+            let more = if self.cpuids.len() > 3 { ", ..." } else { "" };
+            s.push_str(&format!(" ({}{more})", shown.join(", ")));
+        }
+        s
+    }
+}
+
+/// `Intel`, `AMD`, or `another vendor`.
+pub fn vendor_name(v: Vendor) -> &'static str {
+    match v {
+        Vendor::Intel => "Intel",
+        Vendor::Amd => "AMD",
+        Vendor::Other => "another vendor",
+    }
+}
+
+/// The models whose built-in table has an event of this name (case-insensitive).
+pub fn models_with(name: &str) -> Vec<Model> {
+    Model::ALL
+        .into_iter()
+        .filter(|&m| {
+            builtin_events(m)
+                .iter()
+                .any(|e| e.name.eq_ignore_ascii_case(name))
+        })
+        .collect()
+}
+
+/// The built-in models of a vendor, comma-separated (`skylake, skylakex, ...`).
+pub fn models_of(vendor: Vendor) -> String {
+    Model::ALL
+        .into_iter()
+        .filter(|m| m.vendor() == vendor)
+        .map(Model::name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A set of named events with case-insensitive lookup.
 #[derive(Clone, Debug, Default)]
 pub struct EventTable {
     /// Where the table came from (`built-in skylake`, a file path).
     pub source: String,
+    /// The CPU the table is for, when its source says.
+    pub cpu: Option<TableCpu>,
     events: Vec<EventDef>,
     index: HashMap<String, usize>,
 }
@@ -106,9 +171,16 @@ impl EventTable {
         }
         EventTable {
             source: source.into(),
+            cpu: None,
             events,
             index,
         }
+    }
+
+    /// The same table, marked as being for `cpu`.
+    pub fn with_cpu(mut self, cpu: Option<TableCpu>) -> EventTable {
+        self.cpu = cpu;
+        self
     }
 
     /// The built-in table of a model.
@@ -118,6 +190,11 @@ impl EventTable {
             format!("built-in {model}"),
             src.iter().map(EventDef::from).collect(),
         )
+        .with_cpu(Some(TableCpu {
+            vendor: model.vendor(),
+            model: Some(model),
+            cpuids: Vec::new(),
+        }))
     }
 
     /// Looks an event up by name, ignoring case.

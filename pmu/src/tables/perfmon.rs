@@ -7,11 +7,12 @@
 //! and MSRIndex/MSRValue -> `ldlat` (0x3F6), `offcore_rsp` (0x1A6/0x1A7) or `frontend`
 //! (0x3F7) in config1.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Category, EventDef, EventTable};
+use super::{Category, EventDef, EventTable, TableCpu};
+use crate::cpu::{Model, Vendor};
 use crate::error::{Error, Result};
 
 /// The largest event file read: Intel's largest perfmon files are a few MiB.
@@ -52,7 +53,131 @@ pub fn load_perfmon_json(path: &Path, pmu: &str) -> Result<EventTable> {
     if events.is_empty() {
         return Err(err("no events with EventName and EventCode".into()));
     }
-    Ok(EventTable::new(path.display().to_string(), events))
+    let cpu = file_cpu(path, &doc, &events);
+    Ok(EventTable::new(path.display().to_string(), events).with_cpu(cpu))
+}
+
+/// The largest `mapfile.csv` read (intel/perfmon's is about 20 KiB).
+const MAX_MAPFILE: u64 = 1 << 20;
+
+/// What CPU an event file is for, as far as it says: a model in its name or its
+/// folders (`skylakex_core.json`, perfmon's `SKX/events/`, the kernel's `amdzen4/`),
+/// the CPUIDs a `mapfile.csv` up to three folders above maps to it, its header's
+/// copyright, or terms only Intel PMUs have (`offcore_rsp`, `ldlat`, `frontend`).
+fn file_cpu(path: &Path, doc: &Value, events: &[EventDef]) -> Option<TableCpu> {
+    let full = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let cpuids = mapfile_cpuids(&full);
+    let parsed: Vec<(Vendor, u32, u32)> = cpuids.iter().filter_map(|c| parse_cpuid(c)).collect();
+    let model = names_near(&full)
+        .into_iter()
+        .find_map(|n| model_named(&n))
+        .or_else(|| {
+            parsed
+                .iter()
+                .find_map(|&(v, f, m)| Model::from_cpuid(v, f, m))
+        });
+    let vendor = model
+        .map(Model::vendor)
+        .or_else(|| parsed.first().map(|&(v, _, _)| v))
+        .or_else(|| header_vendor(doc))
+        .or_else(|| {
+            events
+                .iter()
+                .any(|e| {
+                    e.terms.split(',').any(|t| {
+                        let k = t.split('=').next().unwrap_or(t);
+                        matches!(k, "offcore_rsp" | "ldlat" | "frontend")
+                    })
+                })
+                .then_some(Vendor::Intel)
+        })?;
+    Some(TableCpu {
+        vendor,
+        model,
+        cpuids,
+    })
+}
+
+/// The file's stem (and its first `_` word) and the names of its two folders.
+fn names_near(full: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(stem) = full.file_stem().and_then(|s| s.to_str()) {
+        out.push(stem.split('_').next().unwrap_or(stem).to_string());
+        out.push(stem.to_string());
+    }
+    for dir in full.ancestors().skip(1).take(2) {
+        if let Some(n) = dir.file_name().and_then(|s| s.to_str()) {
+            out.push(n.to_string());
+        }
+    }
+    out
+}
+
+/// A model named by a file or folder name: `skylake`, `SKX`, `amdzen4`.
+fn model_named(name: &str) -> Option<Model> {
+    let l = name.to_ascii_lowercase();
+    Model::from_name(l.strip_prefix("amd").unwrap_or(&l)).ok()
+}
+
+/// `Intel` or `AMD` from a perfmon header's copyright or description.
+fn header_vendor(doc: &Value) -> Option<Vendor> {
+    let h = doc.get("Header")?;
+    let text: String = ["Copyright", "Info"]
+        .iter()
+        .filter_map(|k| h.get(k).and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if text.contains("Intel") {
+        Some(Vendor::Intel)
+    } else if text.contains("AMD") || text.contains("Advanced Micro Devices") {
+        Some(Vendor::Amd)
+    } else {
+        None
+    }
+}
+
+/// The CPUIDs (`GenuineIntel-6-55`) that a `mapfile.csv` in one of the three folders
+/// above `full` maps to it (its `Filename` column is the path below that folder).
+fn mapfile_cpuids(full: &Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for dir in full.ancestors().skip(1).take(3) {
+        let map: PathBuf = dir.join("mapfile.csv");
+        let Ok(rel) = full.strip_prefix(dir) else {
+            continue;
+        };
+        let rel = format!("/{}", rel.display());
+        // Only a regular file of bounded size (never a FIFO or a device).
+        let Ok(text) = crate::file::read_to_string(&map, MAX_MAPFILE) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let mut cols = line.split(',');
+            let (Some(id), _, Some(file)) = (cols.next(), cols.next(), cols.next()) else {
+                continue;
+            };
+            if file.trim().eq_ignore_ascii_case(&rel) && !out.iter().any(|o| o == id.trim()) {
+                out.push(id.trim().to_string());
+            }
+        }
+        if !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// `GenuineIntel-6-4E` as vendor, family and model (hex); `None` for the patterns
+/// some mapfiles use.
+fn parse_cpuid(id: &str) -> Option<(Vendor, u32, u32)> {
+    let mut parts = id.split('-');
+    let vendor = match parts.next()? {
+        "GenuineIntel" => Vendor::Intel,
+        "AuthenticAMD" => Vendor::Amd,
+        _ => return None,
+    };
+    let family = parts.next()?.parse().ok()?;
+    let model = u32::from_str_radix(parts.next()?, 16).ok()?;
+    Some((vendor, family, model))
 }
 
 fn field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -163,6 +288,30 @@ fn guess_category(name: &str, msr: u64) -> Category {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_the_cpu_of_a_file() {
+        assert_eq!(
+            model_named("skylakex"),
+            Some(Model::SkylakeX),
+            "a perfmon file stem"
+        );
+        assert_eq!(model_named("SKX"), Some(Model::SkylakeX));
+        assert_eq!(model_named("amdzen4"), Some(Model::Zen4));
+        assert_eq!(model_named("events"), None);
+        assert_eq!(
+            parse_cpuid("GenuineIntel-6-4E"),
+            Some((Vendor::Intel, 6, 0x4e))
+        );
+        assert_eq!(parse_cpuid("AuthenticAMD-25-[[:xdigit:]]+"), None);
+        let doc: Value = serde_json::from_str(
+            r#"{"Header":{"Copyright":"Copyright (c) 2001 - 2024 Intel Corporation."}}"#,
+        )
+        .unwrap();
+        assert_eq!(header_vendor(&doc), Some(Vendor::Intel));
+        let cpu = file_cpu(Path::new("/nonexistent/x/events.json"), &Value::Null, &[]);
+        assert_eq!(cpu, None);
+    }
 
     #[test]
     fn converts_load_latency_and_offcore() {
