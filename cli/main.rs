@@ -104,7 +104,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
 pub fn error_line(err: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for e in err.chain() {
-        let text = without_os_error_code(&e.to_string()).replace('\n', " ");
+        let text = hwprof_pmu::error::without_os_error_code(&e.to_string()).replace('\n', " ");
         let text = text.trim();
         if text.is_empty() || parts.iter().any(|p| p.contains(text)) {
             continue;
@@ -112,26 +112,6 @@ pub fn error_line(err: &anyhow::Error) -> String {
         parts.push(text.to_string());
     }
     parts.join(": ")
-}
-
-/// `text` without Rust's ` (os error N)` markers.
-fn without_os_error_code(text: &str) -> String {
-    const MARK: &str = " (os error ";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(MARK) {
-        let after = &rest[at + MARK.len()..];
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 && after[digits..].starts_with(')') {
-            out.push_str(&rest[..at]);
-            rest = &after[digits + 1..];
-        } else {
-            out.push_str(&rest[..at + MARK.len()]);
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Whether `err` comes from writing into a pipe whose reader has gone (`| head`): such

@@ -187,6 +187,33 @@ impl Error {
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// `text` without Rust's ` (os error N)` markers: the OS's own words say what
+/// happened, and a user reads the number as noise. Every message hwprof prints about an
+/// I/O error goes through here (the binary's error line, the libraries' notices).
+pub fn without_os_error_code(text: &str) -> String {
+    const MARK: &str = " (os error ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        let after = &rest[at + MARK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(')') {
+            out.push_str(&rest[..at]);
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(&rest[..at + MARK.len()]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The text of an I/O error without its ` (os error N)` (see [`without_os_error_code`]).
+pub fn io_text(e: &std::io::Error) -> String {
+    without_os_error_code(&e.to_string())
+}
+
 /// The nearest of `candidates` to `name` by edit distance, if it is close enough to be a
 /// plausible typo (case-insensitive).
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
@@ -221,6 +248,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_errors_read_without_their_code() {
+        let e = std::io::Error::from_raw_os_error(libc::EACCES);
+        assert_eq!(io_text(&e), "Permission denied");
+        assert_eq!(
+            without_os_error_code("open x: Is a directory (os error 21); (os error z)"),
+            "open x: Is a directory; (os error z)"
+        );
+    }
 
     #[test]
     fn suggests_close_names_only() {

@@ -282,7 +282,8 @@ pub fn tracefs() -> Result<PathBuf> {
     }
     crate::sys::mount_tracefs(target).map_err(|e| {
         Error::NoTracefs(format!(
-            "it is not mounted, and mounting it at {target} failed: {e}"
+            "it is not mounted, and mounting it at {target} failed: {}",
+            crate::error::io_text(&e)
         ))
     })?;
     match look(Path::new(target)) {

@@ -222,8 +222,9 @@ fn define(list: &mut EventList, need: &[usize]) -> Result<Probes, String> {
     }
     let mut f = open_control(&control).map_err(|e| {
         format!(
-            "cannot define inheritable uprobes in {} ({e}; run as root with tracefs mounted read-write)",
-            control.display()
+            "cannot define inheritable uprobes in {} ({}; run as root with tracefs mounted read-write)",
+            control.display(),
+            crate::error::io_text(&e)
         )
     })?;
     remove_stale(&tracefs, &mut f);
@@ -254,8 +255,12 @@ fn define(list: &mut EventList, need: &[usize]) -> Result<Probes, String> {
 
     let group = format!("{GROUP_PREFIX}{}", std::process::id());
     let capacity = lines.len() * (group.len() + MAX_NAME + 16) + 64;
-    let watchdog = sys::Cleaner::spawn(&control, capacity, WATCHDOG_PATIENCE)
-        .map_err(|e| format!("cannot start the watchdog that removes uprobe definitions ({e})"))?;
+    let watchdog = sys::Cleaner::spawn(&control, capacity, WATCHDOG_PATIENCE).map_err(|e| {
+        format!(
+            "cannot start the watchdog that removes uprobe definitions ({})",
+            crate::error::io_text(&e)
+        )
+    })?;
     let mut probes = Probes {
         tracefs: tracefs.clone(),
         group,
@@ -268,8 +273,12 @@ fn define(list: &mut EventList, need: &[usize]) -> Result<Probes, String> {
         let del = delete_line(&probes.group, &name);
         // The watchdog learns how to undo it before it exists.
         if let Some(w) = &probes.watchdog {
-            w.send(&del)
-                .map_err(|e| format!("cannot reach the uprobe watchdog ({e})"))?;
+            w.send(&del).map_err(|e| {
+                format!(
+                    "cannot reach the uprobe watchdog ({})",
+                    crate::error::io_text(&e)
+                )
+            })?;
         }
         let def = format!(
             "{}:{}/{name} {path}:{offset:#x}",
@@ -278,13 +287,19 @@ fn define(list: &mut EventList, need: &[usize]) -> Result<Probes, String> {
         );
         write_line(&mut f, &def).map_err(|e| {
             format!(
-                "cannot define inheritable uprobes in {} (`{def}`: {e})",
-                control.display()
+                "cannot define inheritable uprobes in {} (`{def}`: {})",
+                control.display(),
+                crate::error::io_text(&e)
             )
         })?;
         probes.events.push((i, name.clone()));
-        let id = crate::sysfs::tracepoint_id(&tracefs, &probes.group, &name)
-            .map_err(|e| format!("cannot read the id of {}/{name} ({e})", probes.group))?;
+        let id = crate::sysfs::tracepoint_id(&tracefs, &probes.group, &name).map_err(|e| {
+            format!(
+                "cannot read the id of {}/{name} ({})",
+                probes.group,
+                crate::error::without_os_error_code(&e.to_string())
+            )
+        })?;
         ids.push((i, id));
     }
     for (i, id) in ids {
