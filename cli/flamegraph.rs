@@ -237,15 +237,19 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
                 );
                 continue;
             }
-            anyhow::bail!(
-                "no samples of {name} in {}{}",
-                path.display(),
-                if a.weight == FlameWeight::Weight {
-                    " with a weight"
-                } else {
-                    ""
-                }
-            );
+            return Err(NoSamples {
+                what: format!(
+                    "no samples of {name} in {}{}",
+                    path.display(),
+                    if a.weight == FlameWeight::Weight {
+                        " with a weight"
+                    } else {
+                        ""
+                    }
+                ),
+                event: name,
+            }
+            .into());
         }
         let out = if several {
             per_event_path(&a.output, &name)
@@ -284,7 +288,11 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
         drawn += 1;
     }
     if drawn == 0 {
-        anyhow::bail!("no samples in {}", path.display());
+        return Err(NoSamples {
+            what: format!("no samples in {}", path.display()),
+            event: String::new(),
+        }
+        .into());
     }
     if let Some(o) = stdout {
         crate::outfile::commit(o)?;
@@ -438,10 +446,52 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
     let code = crate::record::run(rec)?;
     // With --all, files get one name per event: `early` only proved -o (stdout serves
     // every event).
-    draw_file(a, &data, early)?;
+    let drawn = draw_file(a, &data, early);
     drop(scratch);
-    Ok(code)
+    match drawn {
+        // The recording is hwprof's own scratch file: its path means nothing to the
+        // user, the cause is the command being too short for the sampling rate.
+        Err(e) if a.data_file.is_none() && e.downcast_ref::<NoSamples>().is_some() => {
+            let event = e
+                .downcast_ref::<NoSamples>()
+                .map(|n| n.event.clone())
+                .unwrap_or_default();
+            let event = if event.is_empty() {
+                "any event".to_string()
+            } else {
+                event
+            };
+            anyhow::bail!(
+                "`{}` ran too briefly to be sampled: no samples of {event} (at {}); sample more often (-F 10000, or -c N) or give it more work",
+                a.command.join(" "),
+                match (&a.freq, a.count) {
+                    (_, Some(c)) => format!("one sample every {c} events"),
+                    (Some(f), None) => format!("-F {f}"),
+                    (None, None) => "-F 999".to_string(),
+                }
+            )
+        }
+        Err(e) => Err(e),
+        Ok(()) => Ok(code),
+    }
 }
+
+/// A recording with nothing to draw for the event asked for.
+#[derive(Debug)]
+struct NoSamples {
+    /// The message, naming the file.
+    what: String,
+    /// The event that has no samples (empty: none has).
+    event: String,
+}
+
+impl std::fmt::Display for NoSamples {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl std::error::Error for NoSamples {}
 
 /// Writes `bytes` to `path` ([`crate::outfile`], reports' mode; `-` is stdout), into
 /// `early` when the output was opened before recording.

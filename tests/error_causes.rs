@@ -649,3 +649,25 @@ fn missing_hardware_pmus_say_why() {
         &["unknown PMU 'amd_l3'", "no hardware PMUs", "software"],
     );
 }
+
+/// A command too short to be sampled: the error names the command and the rate, not the
+/// scratch recording the user never chose.
+#[test]
+fn a_command_too_short_for_a_flame_graph_is_named_not_the_scratch_file() {
+    let dir = scratch_path("short_flame");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let out = dir.join("short.svg");
+    let r = hwprof(&["flamegraph", "-o", out.to_str().unwrap(), "--", "true"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    let err = r.stderr.trim();
+    assert_eq!(err.lines().count(), 1, "one line\n{}", r.dump());
+    assert!(
+        err.contains("`true` ran too briefly to be sampled") && err.contains("-F 999"),
+        "names the command and the rate: {err}"
+    );
+    assert!(
+        !err.contains("scratch") && !err.contains("perf.data"),
+        "{err}"
+    );
+}
