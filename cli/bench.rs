@@ -80,7 +80,7 @@ pub struct BenchArgs {
     /// interleaved (A B A B ...), and compare CMD against it.
     #[arg(long = "compare", value_name = "CMD_A", conflicts_with = "save")]
     pub compare: Option<String>,
-    /// JSON output (schema hwprof-bench/1, see README).
+    /// JSON output (schema hwprof-bench/1, see docs/bench.md).
     #[arg(long = "json", conflicts_with = "markdown")]
     pub json: bool,
     /// Markdown output, for a pull-request comment.

@@ -2,7 +2,7 @@
 //! and what `--save` writes as a baseline. A saved baseline is the same document without
 //! `baseline` and `comparison`, so `hwprof bench --json -- CMD > main.json` also makes one.
 //!
-//! The schema is stable: fields are only ever added. README.md documents every field.
+//! The schema is stable: fields are only ever added. docs/bench.md documents every field.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -147,7 +147,7 @@ pub fn text(ds: &[EventDiff], sort: &[SortKey], hide_comm: bool, limit: f64) -> 
     out
 }
 
-/// The JSON document of the comparison (schema in the README).
+/// The JSON document of the comparison (schema in docs/report.md).
 pub fn json(ds: &[EventDiff], limit: f64) -> Value {
     let events: Vec<Value> = ds
         .iter()

@@ -250,7 +250,7 @@ pub fn key_fields(o: &mut Map<String, Value>, r: &Row) {
     }
 }
 
-/// The JSON document of the tables (schema in the README).
+/// The JSON document of the tables (schema in docs/report.md).
 pub fn json(ts: &[EventTable], lost: u64, limit: f64) -> Value {
     let events: Vec<Value> = ts
         .iter()
