@@ -5,7 +5,10 @@
  * The first form has every call of work() time itself (CLOCK_MONOTONIC, from its first
  * clock read to its last: inside what a uprobe/uretprobe pair measures; a loaded machine
  * stretches a busy-wait preempted near its end) and prints the durations to stderr at
- * the end, in call order: "probe_lat: durations_ns D1 D2 ...". */
+ * the end, in call order: "probe_lat: durations_ns D1 D2 ...". main also times each
+ * call from outside (a clock read before the call and one after it return: around the
+ * uprobe and uretprobe hits) and prints "probe_lat: outer_ns O1 O2 ...". A probe's
+ * duration of a call lies between the two, however the machine is loaded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,11 +63,13 @@ int main(int argc, char **argv)
 	int nf = atoi(argv[1]), fu = atoi(argv[2]), ns = atoi(argv[3]), su = atoi(argv[4]);
 	int total = (nf > 0 ? nf : 0) + (ns > 0 ? ns : 0), n = 0;
 	long *dur = malloc(sizeof(long) * (total > 0 ? total : 1));
-	if (!dur) {
+	long *outer = malloc(sizeof(long) * (total > 0 ? total : 1));
+	if (!dur || !outer) {
 		perror("malloc");
 		return 1;
 	}
 	for (int i = 0; nf > 0 || ns > 0; i++) {
+		long before = now_ns();
 		if (ns > 0 && (i % 10 == 9 || nf == 0)) {
 			work(su);
 			ns--;
@@ -72,13 +77,18 @@ int main(int argc, char **argv)
 			work(fu);
 			nf--;
 		}
+		outer[n] = now_ns() - before;
 		dur[n++] = last_work_ns;
 	}
 	printf("done\n");
 	fprintf(stderr, "probe_lat: durations_ns");
 	for (int i = 0; i < n; i++)
 		fprintf(stderr, " %ld", dur[i]);
+	fprintf(stderr, "\nprobe_lat: outer_ns");
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, " %ld", outer[i]);
 	fprintf(stderr, "\n");
 	free(dur);
+	free(outer);
 	return 0;
 }
