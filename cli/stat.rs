@@ -443,16 +443,24 @@ fn watch(
         if !tids.is_empty() {
             timeout = if timeout < 0 { 100 } else { timeout.min(100) };
         }
-        let live: Vec<&OwnedFd> = pidfds
+        let mut live: Vec<&OwnedFd> = pidfds
             .iter()
             .zip(&done)
             .filter(|(_, d)| !**d)
             .map(|(f, _)| f)
             .collect();
         let live_idx: Vec<usize> = (0..pidfds.len()).filter(|&i| !done[i]).collect();
+        // Until the first SIGINT is handled, its pipe wakes the poll even when the signal
+        // lands between the check below and the poll (it stays readable afterwards, so
+        // it is left out then).
+        if !interrupted && let Some(fd) = sys::interrupt_fd() {
+            live.push(fd);
+        }
         let ready = sys::poll_readable(&live, timeout).context("waiting for the target")?;
         for r in ready {
-            done[live_idx[r]] = true;
+            if let Some(&i) = live_idx.get(r) {
+                done[i] = true;
+            }
         }
         if let (Some(iv), Some(t)) = (o.interval, next_tick) {
             if Instant::now() >= t {
