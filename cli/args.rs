@@ -201,9 +201,13 @@ pub struct RecordArgs {
     /// Intel perfmon JSON file of named events (repeatable).
     #[arg(long = "event-file", value_name = "FILE.json")]
     pub event_file: Vec<PathBuf>,
-    /// Do not print the summary line.
+    /// Do not print the summary line or notes (as perf record -q).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Leave out only the summary line (`flamegraph` and `offcpu` record into a scratch
+    /// file the user never named), keeping the notes (the cpu-clock fallback, say).
+    #[arg(skip)]
+    pub no_summary: bool,
     /// The command to run, after `--`.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,

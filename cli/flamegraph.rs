@@ -440,7 +440,8 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
         off_cpu: false,
         switch_events: false,
         event_file: Vec::new(),
-        quiet: true,
+        quiet: false,
+        no_summary: true,
         command: a.command.clone(),
     };
     let code = crate::record::run(rec)?;

@@ -114,7 +114,8 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
         dry_run: false,
         off_cpu: false,
         event_file: Vec::new(),
-        quiet: true,
+        quiet: false,
+        no_summary: true,
         command: a.command.clone(),
     };
     let code = crate::record::run(rec)?;

@@ -255,7 +255,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
             crate::render::plural(stats.lost_samples, "sample")
         );
     }
-    if !a.quiet {
+    if !a.quiet && !a.no_summary {
         eprintln!(
             "[ hwprof record: {}, {} lost, {:.3} MB written to {}{} ]",
             crate::render::plural(stats.samples, "sample"),

@@ -524,3 +524,35 @@ fn errors_are_one_line_and_leave_nothing() {
         &dir,
     );
 }
+
+/// Recording and drawing in one step says, like `record`, that it samples cpu-clock
+/// where there is no hardware PMU, once, and prints no summary line naming its scratch
+/// recording.
+#[test]
+fn one_step_graph_says_it_fell_back_to_cpu_clock() {
+    if !require_no_hardware_pmu("the cpu-clock fallback note of flamegraph") {
+        return;
+    }
+    let out = scratch_path("fallback_note.svg");
+    let r = hwprof(&[
+        "flamegraph",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        &wl("spin"),
+        "100",
+    ]);
+    let _ = fs::remove_file(&out);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let notes: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("cpu-clock instead"))
+        .collect();
+    assert_eq!(notes.len(), 1, "one fallback note\n{}", r.dump());
+    assert!(
+        !r.stderr.contains("[ hwprof record"),
+        "no summary line\n{}",
+        r.dump()
+    );
+}
