@@ -52,12 +52,13 @@ fn thousands(n: i128) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
-/// A signed percentage: `+12.3%`.
+/// A signed percentage: `+12.3%`; `from 0` when the baseline's median is 0 (a change
+/// no percentage describes; JSON says `null`).
 pub fn pct(p: Option<f64>) -> String {
     match p {
         Some(p) if p.abs() >= 100.0 => format!("{p:+.0}%"),
         Some(p) => format!("{p:+.1}%"),
-        None => "+inf%".to_string(),
+        None => "from 0".to_string(),
     }
 }
 
@@ -520,7 +521,7 @@ mod tests {
         assert_eq!(value(2048.0, Unit::Kib), "2.000 MiB");
         assert_eq!(pct(Some(9.87)), "+9.9%");
         assert_eq!(pct(Some(-100.0)), "-100%");
-        assert_eq!(pct(None), "+inf%");
+        assert_eq!(pct(None), "from 0");
         assert_eq!(p_text(0.0001), "<0.001");
     }
 
