@@ -317,6 +317,13 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
     let mut sym = stacks::Stacks::new(maps);
     output::print(sink.w(), &a, &funcs, &results, threshold, &mut sym)?;
     sink.commit()?;
+    if !quiet {
+        for (f, r) in funcs.iter().zip(&results) {
+            if let Some(n) = output::short_calls_note(&f.target, &r.durations) {
+                eprintln!("hwprof: note: {n}");
+            }
+        }
+    }
     // The command's exit code, as `stat` and `record` pass it on (128 + signal when
     // killed); --duration ending it with SIGTERM is the plan, not a failure.
     Ok(match stats.exit {

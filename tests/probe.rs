@@ -312,3 +312,42 @@ fn errors_are_one_line_and_exit_non_zero() {
     assert_ne!(gone.code(), 0);
     assert!(gone.stderr.contains("no such process"), "{}", gone.dump());
 }
+
+/// Calls as short as the probes' own cost get a note saying the durations are upper
+/// bounds; calls of a millisecond do not.
+#[test]
+fn calls_as_short_as_the_probe_cost_get_a_note() {
+    if !uprobes_usable("probe's short-call note") {
+        return;
+    }
+    let bin = common::unique_copy("probe_lat", "shortnote")
+        .to_string_lossy()
+        .into_owned();
+    let run = hwprof(&[
+        "probe",
+        &format!("uprobe:{bin}:empty"),
+        "--",
+        &bin,
+        "empty",
+        "200",
+    ]);
+    run.assert_ok();
+    assert!(
+        run.stderr.contains(": 200 calls")
+            && run.stderr.contains("these durations are upper bounds"),
+        "{}",
+        run.dump()
+    );
+    let run = hwprof(&[
+        "probe",
+        &format!("uprobe:{bin}:work"),
+        "--",
+        &bin,
+        "5",
+        "1000",
+        "0",
+        "0",
+    ]);
+    run.assert_ok();
+    assert!(!run.stderr.contains("upper bounds"), "{}", run.dump());
+}

@@ -62,11 +62,19 @@ pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> 
             }
             None => {
                 let near = nearest_names(func, &names);
-                return Err(format!(
-                    "no function '{func}' in {}; nearest: {}",
-                    abs.display(),
-                    near.join(", ")
-                ));
+                return Err(if near.is_empty() {
+                    format!(
+                        "no function '{func}' in {} (and none with a similar name; `nm -C {}` lists them)",
+                        abs.display(),
+                        abs.display()
+                    )
+                } else {
+                    format!(
+                        "no function '{func}' in {}; nearest: {}",
+                        abs.display(),
+                        near.join(", ")
+                    )
+                });
             }
         }
     };
@@ -87,19 +95,20 @@ pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> 
     ))
 }
 
-/// Up to five names closest to `want`: those containing it first, then by edit distance.
+/// Up to five names close to `want`: those containing it (or contained in it) first,
+/// then plausible typos by edit distance; never names that merely come first.
 fn nearest_names(want: &str, names: &[String]) -> Vec<String> {
     let lw = want.to_ascii_lowercase();
     let mut scored: Vec<(usize, &String)> = names
         .iter()
-        .map(|n| {
+        .filter_map(|n| {
             let ln = n.to_ascii_lowercase();
             let d = if ln.contains(&lw) || lw.contains(&ln) {
                 0
             } else {
                 strsim(&lw, &ln)
             };
-            (d, n)
+            (d < usize::MAX / 2).then_some((d, n))
         })
         .collect();
     scored.sort();
@@ -127,6 +136,8 @@ mod tests {
         assert!(r.file_offset > 0);
         let e = resolve(p, "mian_no_such_fn", 0).unwrap_err();
         assert!(e.contains("no function 'mian_no_such_fn'"), "{e}");
+        let e = resolve(p, "zzqxjv_nothing_alike", 0).unwrap_err();
+        assert!(e.contains("none with a similar name"), "{e}");
         assert!(resolve("/nonexistent/bin", "main", 0).is_err());
         assert!(
             resolve("/etc/hostname", "main", 0)
