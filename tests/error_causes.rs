@@ -9,10 +9,10 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{Run, Why, hwprof, run_cmd, scratch_path, skip};
+use common::{Nobody, Run, Why, hwprof, run_cmd, scratch_path, skip};
 
 /// The error lines of a failed run: every stderr line, each checked to be `hwprof: ...`.
 /// At most one `hwprof: note:` line may come before the one error line.
@@ -312,63 +312,6 @@ fn event_files_for_another_cpu_say_which_cpu_they_are_for() {
 // ---------------------------------------------------------------------------
 // 3. tracefs that this user may not read, and tracefs's other failures
 // ---------------------------------------------------------------------------
-
-/// A private directory (0755) that user nobody can enter, with a copy of the binary.
-struct Nobody {
-    dir: PathBuf,
-    bin: PathBuf,
-}
-
-impl Nobody {
-    /// `None` (after a SKIPPED line) when we are not root or setpriv is missing.
-    fn new(tag: &str) -> Option<Nobody> {
-        // SAFETY: geteuid(2) has no preconditions and touches no memory.
-        if unsafe { libc::geteuid() } != 0 {
-            skip(Why::Setup, "not root, cannot run hwprof as user nobody");
-            return None;
-        }
-        if !["/usr/bin/setpriv", "/bin/setpriv"]
-            .iter()
-            .any(|p| Path::new(p).exists())
-        {
-            skip(Why::Setup, "setpriv not found");
-            return None;
-        }
-        let dir = std::env::temp_dir().join(format!("hwprof-causes-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("creating a temp dir");
-        chmod(&dir, 0o755);
-        let bin = dir.join("hwprof");
-        std::fs::copy(common::hwprof_bin(), &bin).expect("copying hwprof");
-        chmod(&bin, 0o755);
-        // Where nobody may write (`-o out/r.data`).
-        let out = dir.join("out");
-        std::fs::create_dir(&out).expect("creating out/");
-        std::os::unix::fs::chown(&out, Some(65534), Some(65534)).expect("chown out/ to nobody");
-        Some(Nobody { dir, bin })
-    }
-
-    /// Runs the copy as nobody, with `HWPROF_TRACEFS` set to `tracefs` when given.
-    fn run(&self, tracefs: Option<&Path>, args: &[&str]) -> Run {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&self.bin)
-            .args(args)
-            .current_dir(&self.dir)
-            .env_remove("HWPROF_TRACEFS")
-            .env("LC_ALL", "C");
-        if let Some(t) = tracefs {
-            c.env("HWPROF_TRACEFS", t);
-        }
-        run_cmd(&mut c, common::TIMEOUT)
-    }
-}
-
-impl Drop for Nobody {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn chmod(p: &Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))

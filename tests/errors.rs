@@ -3,26 +3,20 @@
 //! targets, bad flags, EMFILE, EACCES as an unprivileged user, missing tracefs, and a
 //! command that does not exist.
 
-use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+#[macro_use]
+mod common;
+
+use common::{Nobody, Run};
 use hwprof_testkit::{Why, skip};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hwprof");
 
 /// Longest any single invocation may take before it counts as hung.
 const TIMEOUT: Duration = Duration::from_secs(5);
-
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
 
 /// A `hwprof` command with a clean environment for the variables hwprof reads.
 fn hwprof(args: &[&str]) -> Command {
@@ -31,56 +25,10 @@ fn hwprof(args: &[&str]) -> Command {
     c
 }
 
-/// Runs `cmd` to completion with stdin closed, killing it after [`TIMEOUT`].
-///
-/// The command runs in its own process group so that a timeout kills the whole group
-/// (hwprof and any workload it forked) and leaves no stray process behind.
-fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let out = reader(child.stdout.take().expect("stdout is piped"));
-    let err = reader(child.stderr.take().expect("stderr is piped"));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waiting for hwprof") {
-            break s;
-        }
-        if start.elapsed() > TIMEOUT {
-            let pgid = child.id() as libc::pid_t;
-            // SAFETY: kill(2) has no memory-safety preconditions; a negative pid signals
-            // the process group created for this child above.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-            let _ = child.wait();
-            let stderr = err.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
-            panic!("{cmd:?} did not finish within {TIMEOUT:?} (hung?); its stderr: {stderr:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let collect = |rx: mpsc::Receiver<String>| {
-        rx.recv_timeout(TIMEOUT)
-            .expect("a process still holds hwprof's stdout or stderr open")
-    };
-    Output {
-        code: status.code(),
-        stdout: collect(out),
-        stderr: collect(err),
-    }
-}
-
-/// Reads `r` to the end on a thread; the text arrives on the returned channel.
-fn reader(mut r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = r.read_to_end(&mut v);
-        let _ = tx.send(String::from_utf8_lossy(&v).into_owned());
-    });
-    rx
+/// Runs `cmd` to completion (stdin closed, its own process group, killed and failed
+/// after [`TIMEOUT`]).
+fn run(cmd: &mut Command) -> Run {
+    common::run_cmd(cmd, TIMEOUT)
 }
 
 /// What a bad input must produce.
@@ -101,9 +49,9 @@ fn is_usage_hint(line: &str) -> bool {
 }
 
 /// Checks `out` against `exp`; returns every problem found.
-fn check(out: &Output, exp: &Expect) -> Vec<String> {
+fn check(out: &Run, exp: &Expect) -> Vec<String> {
     let mut problems = Vec::new();
-    match out.code {
+    match out.status.code() {
         None => problems.push("killed by a signal".to_string()),
         Some(0) => problems.push("exit code 0, expected a failure".to_string()),
         Some(c) if !exp.codes.contains(&c) => {
@@ -152,13 +100,13 @@ fn check(out: &Output, exp: &Expect) -> Vec<String> {
     problems
 }
 
-fn assert_error(what: &str, out: &Output, exp: &Expect) {
+fn assert_error(what: &str, out: &Run, exp: &Expect) {
     let problems = check(out, exp);
     assert!(
         problems.is_empty(),
         "{what}: {}\n--- exit {:?}\n--- stdout\n{}--- stderr\n{}",
         problems.join("; "),
-        out.code,
+        out.status.code(),
         out.stdout,
         out.stderr
     );
@@ -339,7 +287,7 @@ fn bad_inputs_give_one_line_and_the_right_exit_code() {
                 "{what} (hwprof {}): {}\n  exit {:?}; stderr: {:?}; stdout: {:?}",
                 args.join(" "),
                 problems.join("; "),
-                out.code,
+                out.status.code(),
                 out.stderr,
                 out.stdout
             ));
@@ -426,66 +374,12 @@ fn missing_tracefs_is_one_line() {
     );
 }
 
-fn euid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(2)?.parse().ok()
-}
-
 fn paranoid() -> i32 {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .expect("reading /proc/sys/kernel/perf_event_paranoid")
         .trim()
         .parse()
         .expect("perf_event_paranoid is a number")
-}
-
-/// A copy of the binary that user nobody can run, in a directory nobody can enter.
-struct NobodyBin {
-    dir: PathBuf,
-    bin: PathBuf,
-}
-
-impl NobodyBin {
-    /// `None` (with a SKIPPED note) when we are not root or setpriv is missing.
-    fn new(tag: &str) -> Option<NobodyBin> {
-        if euid() != Some(0) {
-            skip(Why::Setup, "not root, cannot run hwprof as user nobody");
-            return None;
-        }
-        if !["/usr/bin/setpriv", "/bin/setpriv"]
-            .iter()
-            .any(|p| Path::new(p).exists())
-        {
-            skip(Why::Setup, "setpriv not found");
-            return None;
-        }
-        let dir = temp_dir(&format!("nobody-{tag}"));
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-            .expect("chmod temp dir");
-        let bin = dir.join("hwprof");
-        std::fs::copy(BIN, &bin).expect("copying hwprof");
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))
-            .expect("chmod hwprof copy");
-        Some(NobodyBin { dir, bin })
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&self.bin)
-            .args(args)
-            .current_dir(&self.dir)
-            .env_remove("HWPROF_TRACEFS")
-            .env("LC_ALL", "C");
-        run(&mut c)
-    }
-}
-
-impl Drop for NobodyBin {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// Whether `text` states `perf_event_paranoid` with the value `p`
@@ -501,17 +395,17 @@ fn states_paranoid(text: &str, p: i32) -> bool {
 
 #[test]
 fn system_wide_as_nobody_explains_perf_event_paranoid() {
-    let Some(nobody) = NobodyBin::new("a") else {
+    let Some(nobody) = Nobody::new("a") else {
         return;
     };
     let p = paranoid();
-    let out = nobody.run(&["stat", "-a", "-e", "task-clock", "--", "true"]);
+    let out = nobody.run(None, &["stat", "-a", "-e", "task-clock", "--", "true"]);
     if p <= 0 {
         eprintln!(
             "perf_event_paranoid = {p}: system-wide counting is allowed to everyone, expecting success"
         );
         assert_eq!(
-            out.code,
+            out.status.code(),
             Some(0),
             "stat -a as nobody with paranoid {p}: {}",
             out.stderr
@@ -532,13 +426,13 @@ fn system_wide_as_nobody_explains_perf_event_paranoid() {
 
 #[test]
 fn per_task_as_nobody_counts_user_space_and_says_so() {
-    let Some(nobody) = NobodyBin::new("u") else {
+    let Some(nobody) = Nobody::new("u") else {
         return;
     };
     let p = paranoid();
-    let out = nobody.run(&["stat", "-e", "task-clock", "--", "true"]);
+    let out = nobody.run(None, &["stat", "-e", "task-clock", "--", "true"]);
     assert_eq!(
-        out.code,
+        out.status.code(),
         Some(0),
         "stat -e task-clock -- true as nobody failed: {}",
         out.stderr
@@ -571,15 +465,15 @@ fn record_as_nobody_falls_back_to_user_space_like_perf() {
         );
         return;
     }
-    let Some(nobody) = NobodyBin::new("rec") else {
+    let Some(nobody) = Nobody::new("rec") else {
         return;
     };
     let out = std::env::temp_dir().join(format!("hwprof-nobody-{}.data", std::process::id()));
     let _ = std::fs::remove_file(&out);
     let o = out.to_str().expect("utf-8 path");
     // No modifiers: perf's fallback to user space, said once.
-    let r = nobody.run(&["record", "-e", "cpu-clock", "-o", o, "--", "true"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = nobody.run(None, &["record", "-e", "cpu-clock", "-o", o, "--", "true"]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
     let notes: Vec<&str> = r
         .stderr
         .lines()
@@ -591,8 +485,11 @@ fn record_as_nobody_falls_back_to_user_space_like_perf() {
     assert!(out.exists());
     let _ = std::fs::remove_file(&out);
     // Explicit kernel sampling: no fallback, one line that says why.
-    let r = nobody.run(&["record", "-e", "cpu-clock:k", "-o", o, "--", "true"]);
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let r = nobody.run(
+        None,
+        &["record", "-e", "cpu-clock:k", "-o", o, "--", "true"],
+    );
+    assert_eq!(r.status.code(), Some(1), "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(states_paranoid(&r.stderr, paranoid()), "{}", r.stderr);
     assert!(!out.exists(), "no output file after a failed open");

@@ -240,8 +240,7 @@ fn describe(cmd: &Command) -> String {
 
 /// Sends `sig` to process `pid` (negative: a process group).
 pub fn signal(pid: i32, sig: i32) -> bool {
-    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-    unsafe { libc::kill(pid, sig) == 0 }
+    hwprof_pmu::sys::kill(pid, sig).is_ok()
 }
 
 /// Runs `cmd` in its own process group with stdin closed, collecting stdout
@@ -759,4 +758,71 @@ pub fn through(folded: &[(String, u64)], f: &str) -> u64 {
 #[track_caller]
 pub fn fixture(name: &str) -> Option<PathBuf> {
     hwprof_testkit::fixture_path(&format!("perfdata/{name}"))
+}
+
+// ---------------------------------------------------------------------------
+// Running hwprof as an unprivileged user
+// ---------------------------------------------------------------------------
+
+/// A private directory (0755) that user nobody (65534) can enter, with a copy of the
+/// binary nobody can run and an `out/` directory nobody may write; removed on drop.
+pub struct Nobody {
+    pub dir: PathBuf,
+    bin: PathBuf,
+}
+
+impl Nobody {
+    /// `None` (after a SKIPPED line, a failure with `HWPROF_STRICT=1`) when we are not
+    /// root or `setpriv` is missing.
+    pub fn new(tag: &str) -> Option<Nobody> {
+        use std::os::unix::fs::PermissionsExt;
+        if hwprof_pmu::sys::euid() != 0 {
+            skip(Why::Setup, "not root, cannot run hwprof as user nobody");
+            return None;
+        }
+        if !["/usr/bin/setpriv", "/bin/setpriv"]
+            .iter()
+            .any(|p| Path::new(p).exists())
+        {
+            skip(Why::Setup, "setpriv not found");
+            return None;
+        }
+        let chmod = |p: &Path, mode: u32| {
+            fs::set_permissions(p, fs::Permissions::from_mode(mode))
+                .unwrap_or_else(|e| panic!("chmod {mode:o} {}: {e}", p.display()))
+        };
+        let dir = std::env::temp_dir().join(format!("hwprof-nobody-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("creating a temp dir");
+        chmod(&dir, 0o755);
+        let bin = dir.join("hwprof");
+        fs::copy(hwprof_bin(), &bin).expect("copying hwprof");
+        chmod(&bin, 0o755);
+        let out = dir.join("out");
+        fs::create_dir(&out).expect("creating out/");
+        std::os::unix::fs::chown(&out, Some(65534), Some(65534)).expect("chown out/ to nobody");
+        Some(Nobody { dir, bin })
+    }
+
+    /// Runs the copy as nobody in [`Nobody::dir`], with `HWPROF_TRACEFS` set to
+    /// `tracefs` when given (unset otherwise) and `LC_ALL=C`.
+    pub fn run(&self, tracefs: Option<&Path>, args: &[&str]) -> Run {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&self.bin)
+            .args(args)
+            .current_dir(&self.dir)
+            .env_remove("HWPROF_TRACEFS")
+            .env("LC_ALL", "C");
+        if let Some(t) = tracefs {
+            c.env("HWPROF_TRACEFS", t);
+        }
+        run_cmd(&mut c, TIMEOUT)
+    }
+}
+
+impl Drop for Nobody {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
 }
