@@ -32,20 +32,13 @@ fn opens(attr: &Attr) -> bool {
     sys::perf_event_open(&a, 0, -1, None).is_ok()
 }
 
+/// `PATTERN` matches `s`, ignoring case: a glob when it has a `*`, else a substring.
 fn glob_or_contains(pat: &str, s: &str) -> bool {
     let (p, s) = (pat.to_ascii_lowercase(), s.to_ascii_lowercase());
     if !p.contains('*') {
         return s.contains(&p);
     }
-    let parts: Vec<&str> = p.split('*').collect();
-    let mut pos = 0;
-    for (i, part) in parts.iter().enumerate() {
-        match s[pos..].find(part) {
-            Some(at) if i > 0 || at == 0 || part.is_empty() => pos += at + part.len(),
-            _ => return false,
-        }
-    }
-    parts.last().is_none_or(|l| l.is_empty() || s.ends_with(l))
+    hwprof_pmu::event::glob(&p, &s)
 }
 
 pub fn run(a: ListArgs) -> anyhow::Result<()> {

@@ -766,18 +766,39 @@ fn terms_of(text: &str) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
-/// Shell-style glob with `*` and `?`.
-fn glob(pat: &str, s: &str) -> bool {
-    fn go(p: &[u8], s: &[u8]) -> bool {
-        match (p.first(), s.first()) {
-            (None, None) => true,
-            (Some(b'*'), _) => go(&p[1..], s) || (!s.is_empty() && go(p, &s[1..])),
-            (Some(b'?'), Some(_)) => go(&p[1..], &s[1..]),
-            (Some(a), Some(b)) if a == b => go(&p[1..], &s[1..]),
-            _ => false,
+/// Shell-style glob over the whole of `s`: `*` matches any run of characters, `?` any one
+/// character, everything else itself (case-sensitive). hwprof's one glob: tracepoint
+/// names in events (`sched:sched_*`) and `hwprof list PATTERN`.
+///
+/// Linear in `pat.len() × s.len()` at worst: on a mismatch after a `*` only that last `*`
+/// takes one more character (a match never needs an earlier `*` to take more), so
+/// patterns like `*a*a*a*b` cannot make it explode.
+pub fn glob(pat: &str, s: &str) -> bool {
+    let (p, s): (Vec<char>, Vec<char>) = (pat.chars().collect(), s.chars().collect());
+    let (mut pi, mut si) = (0, 0);
+    // The last `*` seen and the position in `s` it has taken up to.
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, si));
+                pi += 1;
+            }
+            Some(&c) if c == '?' || c == s[si] => {
+                pi += 1;
+                si += 1;
+            }
+            _ => match star {
+                Some((sp, taken)) => {
+                    star = Some((sp, taken + 1));
+                    pi = sp + 1;
+                    si = taken + 1;
+                }
+                None => return false,
+            },
         }
     }
-    go(pat.as_bytes(), s.as_bytes())
+    p[pi..].iter().all(|&c| c == '*')
 }
 
 /// Applies perf's modifier semantics:

@@ -169,6 +169,19 @@ fn globs() {
     assert!(glob("*", "x"));
     assert!(glob("s?hed", "sched"));
     assert!(!glob("sched_*", "irq"));
+    assert!(glob("", ""));
+    assert!(!glob("", "x"));
+    assert!(glob("**", ""));
+    assert!(glob("a*b", "abxb"));
+    assert!(!glob("a*a", "a"));
+    assert!(glob("*miss", "l3_miss"));
+    assert!(!glob("*miss", "l3_hit"));
+    assert!(glob("mem_load*miss", "mem_load_retired.l3_miss"));
+    assert!(glob("?é*", "xéy"), "characters, not bytes");
+    // Backtracking stays linear: 2^40 ways to place the stars, one answer.
+    let long = "a".repeat(200);
+    assert!(!glob(&format!("{}b", "*a".repeat(40)), &long));
+    assert!(glob(&format!("{}*", "*a".repeat(40)), &long));
 }
 
 #[test]
