@@ -98,6 +98,8 @@ pub struct PerfData {
     decoder: Decoder,
     /// File length when the header's data section runs past it (a truncated file).
     truncated: Option<u64>,
+    /// Pipe mode: offset and size of the tracing data after `HEADER_TRACING_DATA`.
+    pipe_tracing: Option<(u64, u64)>,
 }
 
 fn u64_at(b: &[u8], off: u64, what: &'static str) -> Result<u64> {
@@ -252,6 +254,7 @@ impl PerfData {
             warnings: Vec::new(),
             decoder: Decoder::default(),
             truncated: None,
+            pipe_tracing: None,
         };
         match scan {
             Some(scan) if pd.pipe => {
@@ -261,6 +264,7 @@ impl PerfData {
                 pd.features = scan.features;
                 pd.feature_bits = scan.feature_bits;
                 pd.warnings = scan.warnings;
+                pd.pipe_tracing = scan.tracing;
             }
             _ => pd.read_file_header()?,
         }
@@ -482,6 +486,24 @@ impl PerfData {
         &self.decoder
     }
 
+    /// The tracing data: the `format` files of the recorded tracepoints, which say where
+    /// each field sits in their raw data (read them with [`super::tracing::formats`]).
+    /// From the `TRACING_DATA` feature in file mode, from the data after the
+    /// `HEADER_TRACING_DATA` record in pipe mode; `None` when the file has none.
+    pub fn tracing_data(&self) -> Option<&[u8]> {
+        if let Some((off, len)) = self.pipe_tracing {
+            let start = usize::try_from(off).ok()?;
+            return self
+                .bytes
+                .get(start..start.checked_add(usize::try_from(len).ok()?)?);
+        }
+        self.features
+            .other
+            .iter()
+            .find(|(f, _)| *f == feat::TRACING_DATA)
+            .map(|(_, b)| b.as_slice())
+    }
+
     /// Calls `f(offset, record)` for every record in file order. Records inside
     /// `COMPRESSED` records follow the compressed record itself and carry its offset.
     /// Stops at the first error (of decoding, or returned by `f`).
@@ -647,6 +669,8 @@ struct PipeScan {
     features: Features,
     feature_bits: Vec<u32>,
     warnings: Vec<String>,
+    /// Offset and size of the tracing data (the first `HEADER_TRACING_DATA`'s).
+    tracing: Option<(u64, u64)>,
 }
 
 impl PipeScan {
@@ -659,6 +683,7 @@ impl PipeScan {
             features: Features::default(),
             feature_bits: Vec::new(),
             warnings: Vec::new(),
+            tracing: None,
         }
     }
 
@@ -702,7 +727,11 @@ impl PipeScan {
                         }
                         self.feature_bits.push(f);
                     }
-                    Body::TracingData { size } => skip = u64::from(size).next_multiple_of(8),
+                    Body::TracingData { size: len } => {
+                        skip = u64::from(len).next_multiple_of(8);
+                        self.tracing
+                            .get_or_insert((off + u64::from(size), u64::from(len)));
+                    }
                     Body::Auxtrace { size, .. } => skip = size,
                     _ => {}
                 },

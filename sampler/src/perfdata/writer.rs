@@ -505,6 +505,12 @@ mod tests {
         let mut ids = pd.feature_ids().to_vec();
         ids.sort_unstable();
         assert_eq!(ids, [feat::HOSTNAME, feat::EVENT_DESC, LAST_FEATURE]);
+        // The tracing data after its record (padded to 8 bytes, as perf pads it).
+        let t = pd.tracing_data().expect("tracing data");
+        assert_eq!(
+            (&t[..tracing.len()], t.len()),
+            (&tracing[..], tracing.len().next_multiple_of(8))
+        );
         let mut kinds = Vec::new();
         pd.for_each_record(|_, r| -> Result<()> {
             kinds.push(match &r.body {
