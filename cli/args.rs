@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use hwprof_analysis::fold::Weight;
 
 /// hwprof: Linux hardware performance counters, PMU sampling and flame graphs.
 #[derive(Debug, Parser)]
@@ -311,17 +312,6 @@ pub struct ReportArgs {
     pub no_inline: bool,
 }
 
-/// What a flame graph's frame widths measure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum FlameWeight {
-    /// One per sample.
-    Samples,
-    /// The events each sample stands for (its period): cycles, cache misses...
-    Period,
-    /// The sampled weight (e.g. PEBS load latency in cycles).
-    Weight,
-}
-
 #[derive(Debug, Args)]
 pub struct FlamegraphArgs {
     /// The perf.data file to draw (ignored when a command is given).
@@ -347,8 +337,8 @@ pub struct FlamegraphArgs {
     #[arg(long = "folded")]
     pub folded: bool,
     /// What frame widths measure.
-    #[arg(long = "weight", value_enum, default_value_t = FlameWeight::Period)]
-    pub weight: FlameWeight,
+    #[arg(long = "weight", value_enum, default_value_t = Weight::Period)]
+    pub weight: Weight,
     /// Draw only this event (by name) of a recording with several (`-e` records).
     #[arg(long = "draw-event", value_name = "NAME", conflicts_with = "all")]
     pub draw_event: Option<String>,

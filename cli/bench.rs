@@ -8,12 +8,13 @@ mod compare;
 mod doc;
 mod output;
 mod run;
-mod stats;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+// The statistics (`super::stats` in run.rs) live in the analysis crate.
+use hwprof_analysis::stats;
 use hwprof_pmu::event::Class;
 use hwprof_pmu::sys;
 

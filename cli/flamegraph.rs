@@ -1,8 +1,8 @@
 //! `hwprof flamegraph`: SVG flame graphs (or folded stacks) from a perf.data, from two
 //! (differential), or from a command recorded on the spot.
 //!
-//! Every input becomes folded stacks ([`fold`]), then one renderer draws them ([`svg`],
-//! inferno). Outputs go through [`crate::outfile`]: a temporary file in the same directory
+//! Every input becomes folded stacks ([`hwprof_analysis::fold`]), then one renderer draws
+//! them ([`svg`], inferno). Outputs go through [`crate::outfile`]: a temporary file in the same directory
 //! renamed over a regular file (so a failure never leaves a half-written graph), or
 //! straight into a device or FIFO; mode `0666 & ~umask`. When a command is recorded the
 //! output is opened before it starts, and the recording lives in a private scratch
@@ -18,22 +18,20 @@
 //! Flags: `-e/--event` records (perf's name); `--draw-event NAME` picks one event of a
 //! recording to draw.
 
-pub(crate) mod fold;
 pub(crate) mod svg;
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use hwprof_analysis::fold::{self, FoldOptions, Folded, Weight};
 use hwprof_pmu::attr::types;
 use hwprof_sampler::output::Output;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
-use crate::args::{FlameWeight, FlamegraphArgs, RecordArgs};
+use crate::args::{FlamegraphArgs, RecordArgs};
 use crate::usage;
-use fold::{CountBy, FoldOptions, Folded};
-use svg::{Measure, Render};
+use svg::Render;
 
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
 pub fn run(a: FlamegraphArgs) -> anyhow::Result<u8> {
@@ -82,14 +80,6 @@ fn fold_options(a: &FlamegraphArgs) -> FoldOptions {
     FoldOptions {
         inline: !a.no_inline,
         kernel: !a.no_kernel,
-    }
-}
-
-fn weight_of(a: &FlamegraphArgs) -> (CountBy, Measure) {
-    match a.weight {
-        FlameWeight::Samples => (CountBy::Samples, Measure::Samples),
-        FlameWeight::Period => (CountBy::Period, Measure::Period),
-        FlameWeight::Weight => (CountBy::Weight, Measure::Weight),
     }
 }
 
@@ -185,10 +175,9 @@ fn folded_to_stdout(a: &FlamegraphArgs) -> bool {
 
 /// Folds one event, checking that the asked weight exists.
 fn fold_event(a: &FlamegraphArgs, p: &Profile, ev: u32, path: &Path) -> anyhow::Result<Folded> {
-    let (weight, _) = weight_of(a);
-    let folded = fold::fold(p, ev, weight, fold_options(a));
+    let folded = fold::fold(p, ev, a.weight, fold_options(a));
     let name = p.events.get(ev as usize).map_or("", |e| e.name.as_str());
-    if weight == CountBy::Weight && folded.samples > 0 && folded.weighted == 0 {
+    if a.weight == Weight::Weight && folded.samples > 0 && folded.weighted == 0 {
         return usage(format!(
             "{name} in {} has no sample weights: record with `hwprof record --weight` (-W) to sample them, or draw --weight period",
             path.display()
@@ -204,14 +193,14 @@ fn title_of(a: &FlamegraphArgs, p: &Profile, ev: u32, f: &Folded) -> String {
     let e = p.events.get(ev as usize);
     let name = e.map_or("", |e| e.name.as_str());
     let unit = svg::unit_of(name, e.is_some_and(|e| e.attr.type_ == types::TRACEPOINT));
-    svg::title(name, &unit, weight_of(a).1, f.total, f.samples, f.period)
+    svg::title(name, &unit, a.weight, f.total, f.samples, f.period)
 }
 
 fn count_name_of(a: &FlamegraphArgs, p: &Profile, ev: u32) -> String {
     let e = p.events.get(ev as usize);
     let name = e.map_or("", |e| e.name.as_str());
     let unit = svg::unit_of(name, e.is_some_and(|e| e.attr.type_ == types::TRACEPOINT));
-    svg::count_name(&unit, weight_of(a).1)
+    svg::count_name(&unit, a.weight)
 }
 
 /// Draws `path`. `early` is the output opened before recording (used for a single graph).
@@ -241,7 +230,7 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
                 what: format!(
                     "no samples of {name} in {}{}",
                     path.display(),
-                    if a.weight == FlameWeight::Weight {
+                    if a.weight == Weight::Weight {
                         " with a weight"
                     } else {
                         ""
@@ -333,28 +322,9 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
             }
         );
     }
-    let mut two = Vec::new();
-    let dopt = inferno::differential::Options {
-        normalize: true,
-        strip_hex: false,
-    };
-    inferno::differential::from_readers(
-        dopt,
-        fb.to_text().as_bytes(),
-        fn_.to_text().as_bytes(),
-        &mut two,
-    )
-    .context("differential fold")?;
-    let two = String::from_utf8(two).context("differential fold")?;
-    // inferno writes them in hash order: sort for a reproducible output.
-    let mut lines: Vec<&str> = two.lines().filter(|l| !l.is_empty()).collect();
-    lines.sort_unstable();
+    let two = fold::diff(&fb, &fn_).context("differential fold")?;
     if a.folded {
-        let mut text = String::with_capacity(two.len() + 1);
-        for l in &lines {
-            text.push_str(l);
-            text.push('\n');
-        }
+        let text = two.to_text();
         if folded_to_stdout(a) {
             write_output(Path::new("-"), None, text.as_bytes())?;
         } else {
@@ -378,14 +348,13 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
         file_name(base),
         file_name(new)
     ));
-    let sources: HashMap<String, String> = fn_.sources.clone();
     let r = Render {
         title: title.clone(),
         subtitle,
         count_name: count_name_of(a, &pn, ev_new),
-        sources: &sources,
+        sources: &fn_.sources,
     };
-    let bytes = svg::render(lines.iter().copied(), &r).context("drawing the flame graph")?;
+    let bytes = svg::render(two.lines(), &r).context("drawing the flame graph")?;
     write_output(&a.output, None, &bytes)?;
     eprintln!("hwprof: wrote {} ({title})", a.output.display());
     Ok(())
@@ -427,7 +396,7 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
         branch_any: false,
         branch_filter: None,
         data: false,
-        weight: a.weight == FlameWeight::Weight,
+        weight: a.weight == Weight::Weight,
         pid: a.pid.clone(),
         tid: None,
         all_cpus: a.all_cpus,

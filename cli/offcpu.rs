@@ -1,24 +1,25 @@
 //! `hwprof offcpu`: where threads wait. Records `sched:sched_switch` with callchains
 //! (kernel + user, frame pointers, every switch), pairs each thread's switch-out with its
-//! end ([`pair`]), and weights each blocked stack by its time off CPU in µs: an SVG flame
-//! graph titled "Off-CPU time", folded stacks (`--folded`), or a table (`--report`).
+//! end, and weights each blocked stack by its time off CPU in µs
+//! ([`hwprof_analysis::offcpu`], which decodes the switches with the `sched_switch`
+//! format stored in the recording): an SVG flame graph titled "Off-CPU time", folded
+//! stacks (`--folded`), or a table (`--report`).
 
-mod pair;
 mod report;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use hwprof_analysis::fold::{self, FoldOptions, Weight};
+use hwprof_analysis::offcpu::{self, SwitchFormat};
 use hwprof_sampler::output::Output;
-use hwprof_sampler::record::Body;
-use hwprof_symbolize::{Frame, FrameId, FrameKind, Options as SymOptions, Profile};
+use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::RecordArgs;
-use crate::flamegraph::fold::{self, CountBy, FoldOptions};
 use crate::flamegraph::svg::{self, Render};
 use crate::flamegraph::write_output;
+use crate::render::thousands;
 use crate::usage;
-use pair::Switch;
 
 const DEFAULT_OUT: &str = "offcpu.svg";
 
@@ -124,10 +125,10 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// The off-CPU profile: the switch-out samples that ended, each with its time off CPU
-/// (µs) as its period; blocks shorter than `min_block_us` are left out. With `wall`, the
-/// samples of the recording's other events (cpu-clock: periods in ns) are kept too, as
-/// µs, and every stack gets a leaf frame `[off]` or `[on]`. All samples are of event 0.
+/// The off-CPU profile of the recording `path` ([`offcpu::profile`]): the switch-out
+/// samples that ended, each with its time off CPU (µs) as its period; blocks shorter than
+/// `min_block_us` are left out. With `wall`, the on-CPU samples too, every stack ending in
+/// `[off]` or `[on]`. All samples are of event 0.
 pub fn offcpu_profile(
     path: &Path,
     opts: &SymOptions,
@@ -135,117 +136,27 @@ pub fn offcpu_profile(
     wall: bool,
 ) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
-    let root = hwprof_pmu::sysfs::tracefs()?;
-    let fmt_path = root.join("events/sched/sched_switch/format");
-    let format = std::fs::read_to_string(&fmt_path)
-        .with_context(|| format!("cannot read {}", fmt_path.display()))?;
-    let next_pid = pair::field(&format, "next_pid");
-    let switch_event = pd
-        .attrs()
-        .iter()
-        .position(|e| e.name.starts_with("sched:sched_switch"))
+    let switch_event = offcpu::switch_event(pd.attrs())
         .with_context(|| format!("{} has no sched:sched_switch samples", path.display()))?;
-    let mut switches: Vec<Switch> = Vec::new();
-    // Exact switch-ins from PERF_RECORD_SWITCH (recorded with --switch-events): they end
-    // a block where the tracepoint, seen only in the task switching out, cannot.
-    let mut switch_ins: Vec<Switch> = Vec::new();
-    // One entry per sample, in file order (as the profile's samples).
-    pd.for_each_record(|_off, rec| -> anyhow::Result<()> {
-        if let Body::Switch { out: false, .. } = &rec.body
-            && let Some(id) = rec.sample_id
-            && let (Some(time), Some(tid)) = (id.time, id.tid)
-        {
-            switch_ins.push(Switch {
-                time,
-                tid,
-                next_pid: None,
-                out: false,
-            });
+    // The layout the recording kernel wrote the raw data in, from the file.
+    let format = match SwitchFormat::of_recording(&pd)
+        .with_context(|| format!("reading the tracing data of {}", path.display()))?
+    {
+        Some(f) => f,
+        None => {
+            eprintln!(
+                "hwprof: warning: {} holds no sched_switch format (no tracing data): blocks end only at switch-ins, on-CPU samples and the next switch-out",
+                path.display()
+            );
+            SwitchFormat::default()
         }
-        if let Body::Sample(s) = &rec.body {
-            if rec.attr.unwrap_or(0) != switch_event {
-                switches.push(Switch {
-                    time: s.time.unwrap_or(0),
-                    tid: s.tid.unwrap_or(0),
-                    next_pid: None,
-                    out: false,
-                });
-                return Ok(());
-            }
-            switches.push(Switch {
-                out: true,
-                time: s.time.unwrap_or(0),
-                tid: s.tid.unwrap_or(0),
-                next_pid: match (s.raw, next_pid) {
-                    (Some(raw), Some(at)) => pair::read_pid(raw, at),
-                    _ => None,
-                },
-            });
-        }
-        Ok(())
-    })?;
-    let mut profile = Profile::from_perf_data(pd, opts)
+    };
+    let switches = offcpu::collect(&pd, switch_event, format)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let profile = Profile::from_perf_data(pd, opts)
         .with_context(|| format!("symbolizing {}", path.display()))?;
-    if profile.samples.len() != switches.len() {
-        anyhow::bail!(
-            "{}: {} samples read but {} symbolized",
-            path.display(),
-            switches.len(),
-            profile.samples.len()
-        );
-    }
-    // After the sample-aligned entries: a block's index is always a sample's.
-    switches.extend(switch_ins);
-    let samples = std::mem::take(&mut profile.samples);
-    let mut tag = |name: &str| -> FrameId {
-        profile.frames.push(Frame {
-            function: Some(name.to_string()),
-            module: None,
-            module_offset: 0,
-            file: None,
-            line: None,
-            inlined: false,
-            kind: FrameKind::User,
-        });
-        (profile.frames.len() - 1) as FrameId
-    };
-    let (off_tag, on_tag) = if wall {
-        (Some(tag("[off]")), Some(tag("[on]")))
-    } else {
-        (None, None)
-    };
-    let mut out = Vec::new();
-    for b in pair::pair(&switches) {
-        let us = b.ns / 1000;
-        if us < min_block_us.max(1) {
-            continue;
-        }
-        if let Some(s) = samples.get(b.index) {
-            let mut s = s.clone();
-            s.period = us;
-            s.weight = None;
-            s.event = 0;
-            if let Some(t) = off_tag {
-                s.stack.insert(0, t);
-            }
-            out.push(s);
-        }
-    }
-    if let Some(t) = on_tag {
-        for (s, sw) in samples.iter().zip(&switches) {
-            if sw.out || s.period < 1000 {
-                continue;
-            }
-            let mut s = s.clone();
-            s.period /= 1000;
-            s.weight = None;
-            s.event = 0;
-            s.stack.insert(0, t);
-            out.push(s);
-        }
-    }
-    profile.samples = out;
-    Ok(profile)
+    offcpu::profile(profile, switches, min_block_us, wall)
+        .with_context(|| format!("pairing the switches of {}", path.display()))
 }
 
 /// `12.345 s`, `123.4 ms`, `56 µs`.
@@ -289,7 +200,7 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
     let folded = fold::fold(
         &profile,
         0,
-        CountBy::Period,
+        Weight::Micros,
         FoldOptions {
             inline: true,
             kernel: !a.no_kernel,
@@ -311,7 +222,7 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         format!(
             "Wall-clock time: {} ({} µs): on CPU {}, off CPU {}",
             human_us(folded.total),
-            svg::thousands(folded.total),
+            thousands(folded.total),
             human_us(on),
             human_us(folded.total.saturating_sub(on))
         )
@@ -319,8 +230,8 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         format!(
             "Off-CPU time: {} ({} µs), {} {}",
             human_us(folded.total),
-            svg::thousands(folded.total),
-            svg::thousands(folded.samples),
+            thousands(folded.total),
+            thousands(folded.samples),
             crate::render::noun(folded.samples, "block")
         )
     };

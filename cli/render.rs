@@ -40,28 +40,27 @@ pub fn is_clock(event: &str) -> bool {
     matches!(base_name(event), "task-clock" | "cpu-clock")
 }
 
-/// Formats with thousands separators: 1234567.891 -> "1,234,567.89" (with `decimals`).
-pub fn thousands(v: f64, decimals: usize) -> String {
-    let s = format!("{v:.decimals$}");
-    let (int, frac) = match s.split_once('.') {
-        Some((i, f)) => (i.to_string(), Some(f.to_string())),
-        None => (s, None),
+/// A number's text with thousands separators in its integer part: `1234567` ->
+/// `1,234,567`, `format_args!("{:.2}", -1234.567)` -> `-1,234.57`. The one thousands
+/// separator of hwprof (stat's tables, flame graph titles, bench reports).
+pub fn thousands(n: impl std::fmt::Display) -> String {
+    let s = n.to_string();
+    let (sign, rest) = match s.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", s.as_str()),
     };
-    let (sign, digits) = match int.strip_prefix('-') {
-        Some(d) => ("-", d.to_string()),
-        None => ("", int),
-    };
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let (int, tail) = rest.split_at(digits);
+    let mut out = String::with_capacity(s.len() + digits / 3);
+    out.push_str(sign);
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (digits - i) % 3 == 0 {
             out.push(',');
         }
         out.push(c);
     }
-    match frac {
-        Some(f) => format!("{sign}{out}.{f}"),
-        None => format!("{sign}{out}"),
-    }
+    out.push_str(tail);
+    out
 }
 
 /// `noun` for `n` things: `sample` for 1, `samples` otherwise (every count hwprof
@@ -138,8 +137,8 @@ fn human_line(w: &mut dyn Write, ts: Option<f64>, l: &Line) -> io::Result<()> {
     let clock = is_clock(&l.event);
     let (value, unit) = match (status_text(l), l.value) {
         (Some(t), _) => (t.to_string(), if clock { "msec" } else { "" }),
-        (None, Some(v)) if clock => (thousands(v / 1e6, 2), "msec"),
-        (None, Some(v)) => (thousands(v.round(), 0), ""),
+        (None, Some(v)) if clock => (thousands(format_args!("{:.2}", v / 1e6)), "msec"),
+        (None, Some(v)) => (thousands(format_args!("{:.0}", v.round())), ""),
         (None, None) => (String::new(), ""),
     };
     s.push_str(&format!("{value:>18} {unit:<4} {:<32}", l.event));
@@ -289,12 +288,18 @@ mod tests {
 
     #[test]
     fn thousands_separators() {
-        assert_eq!(thousands(1234567.0, 0), "1,234,567");
-        assert_eq!(thousands(999.0, 0), "999");
-        assert_eq!(thousands(1000.0, 0), "1,000");
-        assert_eq!(thousands(1234.567, 2), "1,234.57");
-        assert_eq!(thousands(-1234.0, 0), "-1,234");
-        assert_eq!(thousands(0.87, 2), "0.87");
+        let f = |v: f64, d: usize| thousands(format_args!("{v:.d$}"));
+        assert_eq!(f(1234567.0, 0), "1,234,567");
+        assert_eq!(f(999.0, 0), "999");
+        assert_eq!(f(1000.0, 0), "1,000");
+        assert_eq!(f(1234.567, 2), "1,234.57");
+        assert_eq!(f(-1234.0, 0), "-1,234");
+        assert_eq!(f(0.87, 2), "0.87");
+        assert_eq!(f(-0.4, 0), "-0");
+        assert_eq!(f(f64::NAN, 2), "NaN");
+        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+        assert_eq!(thousands(-1234567i128), "-1,234,567");
+        assert_eq!(thousands(0), "0");
     }
 
     fn line(event: &str, raw: u64, metric: Option<Metric>) -> Line {

@@ -1,23 +1,24 @@
 //! `hwprof report`: the top table of a perf.data file, per event, like
 //! `perf report --stdio`, as text or JSON; and `--diff BASE NEW`, like `perf diff`.
 //!
-//! The file is symbolized once into a [`Profile`]; [`table::aggregate`] groups its samples
-//! by the sort keys; [`text`] and [`diff`] render.
+//! The file is symbolized once into a [`Profile`]; [`hwprof_analysis::report`] groups its
+//! samples by the sort keys and compares two files; [`text`] and [`diff`] render.
 
 mod diff;
-mod table;
+#[cfg(test)]
+mod fixture;
 mod text;
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use hwprof_pmu::attr::sample;
+use hwprof_analysis::report::diff::{EventDiff, compare_events};
+use hwprof_analysis::report::{self, EventTable, Filter, Keys};
 use hwprof_symbolize::{Options, Profile};
 
-use crate::args::ReportArgs;
+use crate::args::{ReportArgs, SortKey};
 use crate::usage;
-use table::{EventTable, Filter, aggregate};
 
 pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     if !(a.percent_limit >= 0.0 && a.percent_limit <= 100.0) {
@@ -106,27 +107,19 @@ fn select_events(a: &ReportArgs, path: &Path, p: &Profile) -> anyhow::Result<Vec
             }
             Ok(found)
         }
-        None => {
-            let mut with_samples = vec![false; p.events.len()];
-            for s in &p.samples {
-                if let Some(w) = with_samples.get_mut(s.event as usize) {
-                    *w = true;
-                }
-            }
-            Ok((0..p.events.len())
-                .filter(|&i| with_samples.get(i) == Some(&true))
-                .collect())
-        }
+        None => Ok(report::events_with_samples(p)),
     }
 }
 
-/// Whether the events carry callchains (perf shows children by default then).
-fn has_callchains(p: &Profile, events: &[usize]) -> bool {
-    events.iter().any(|&i| {
-        p.events
-            .get(i)
-            .is_some_and(|e| e.attr.sample_type & sample::CALLCHAIN != 0)
-    })
+/// The row keys of `--sort`.
+pub(crate) fn keys(sort: &[SortKey]) -> Keys {
+    Keys {
+        comm: sort.contains(&SortKey::Comm),
+        pid: sort.contains(&SortKey::Pid),
+        tid: sort.contains(&SortKey::Tid),
+        dso: sort.contains(&SortKey::Dso),
+        sym: sort.contains(&SortKey::Sym),
+    }
 }
 
 fn no_match(filter: &Filter, path: &Path) -> anyhow::Error {
@@ -149,11 +142,8 @@ fn tables(
     p: &Profile,
 ) -> anyhow::Result<Vec<EventTable>> {
     let events = select_events(a, path, p)?;
-    let children = !a.no_children && (a.children || has_callchains(p, &events));
-    let tables: Vec<EventTable> = events
-        .iter()
-        .map(|&e| aggregate(p, e, &a.sort, filter, children))
-        .collect();
+    let children = !a.no_children && (a.children || report::has_callchains(p, &events));
+    let tables = report::tables(p, &events, keys(&a.sort), filter, children);
     if !filter.is_empty() && tables.iter().all(|t| t.kept_samples == 0) {
         return Err(no_match(filter, path));
     }
@@ -166,27 +156,14 @@ fn diff_events(
     filter: &Filter,
     (base_path, base): (&Path, &Profile),
     (new_path, new): (&Path, &Profile),
-) -> anyhow::Result<Vec<diff::EventDiff>> {
+) -> anyhow::Result<Vec<EventDiff>> {
     let base_events = select_events(a, base_path, base)?;
     let new_events = select_events(a, new_path, new)?;
-    let mut out = Vec::new();
-    for &be in &base_events {
-        let Some(name) = base.events.get(be).map(|e| &e.name) else {
-            continue;
-        };
-        let Some(&ne) = new_events
-            .iter()
-            .find(|&&ne| new.events.get(ne).is_some_and(|e| &e.name == name))
-        else {
-            continue;
-        };
-        let tb = aggregate(base, be, &a.sort, filter, false);
-        let tn = aggregate(new, ne, &a.sort, filter, false);
-        if tb.kept_samples == 0 && tn.kept_samples == 0 {
-            continue;
-        }
-        out.push(diff::compare(&tb, &tn));
-    }
+    let k = keys(&a.sort);
+    let out = compare_events(
+        &report::tables(base, &base_events, k, filter, false),
+        &report::tables(new, &new_events, k, filter, false),
+    );
     if out.is_empty() {
         if !filter.is_empty() {
             return Err(no_match(filter, base_path));

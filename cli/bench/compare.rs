@@ -14,17 +14,16 @@
 //! context switches or system time between a baseline and today while the code did not
 //! change.
 
-use super::doc::{Comparison, Doc, Metric, MetricChange};
-use super::stats;
+use hwprof_analysis::stats::verdict::{self, Verdict, best_p, runs_needed};
 
-/// Verdict strings of the JSON schema.
-pub const REGRESSION: &str = "regression";
+use super::doc::{Comparison, Doc, Metric, MetricChange};
+
+/// Verdict strings of the JSON schema ([`Verdict::as_str`]).
+pub const REGRESSION: &str = Verdict::Regression.as_str();
 /// A significant decrease beyond the threshold.
-pub const IMPROVEMENT: &str = "improvement";
+pub const IMPROVEMENT: &str = Verdict::Improvement.as_str();
 /// Significant but within the threshold.
-pub const NEGLIGIBLE: &str = "negligible";
-/// Not significant.
-pub const NO_CHANGE: &str = "no_change";
+pub const NEGLIGIBLE: &str = Verdict::Negligible.as_str();
 
 /// How the two sides were measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,7 +99,7 @@ pub fn compare(
     }
     let alpha = 1.0 - confidence;
     if let Some((b, c)) = pairs.first() {
-        let best = stats::min_p(b.values.len(), c.values.len()) * pairs.len() as f64;
+        let best = best_p(b.values.len(), c.values.len(), pairs.len());
         if best >= alpha {
             warnings.push(format!(
                 "too few runs to find any difference: with {} and {} runs over {} metrics the smallest possible p is {:.3}, not below {alpha:.3}; use -r {} or more",
@@ -123,73 +122,56 @@ pub fn compare(
             scaled.join(", ")
         ));
     }
-    let raw: Vec<f64> = pairs
+    let values: Vec<(&[f64], &[f64])> = pairs
         .iter()
-        .map(|(b, c)| stats::mann_whitney_p(&b.values, &c.values))
+        .map(|(b, c)| (b.values.as_slice(), c.values.as_slice()))
         .collect();
-    let adjusted = stats::holm(&raw);
+    let changes = verdict::changes(&values, threshold_pct, confidence);
     let metrics: Vec<MetricChange> = pairs
         .iter()
-        .zip(raw.iter().zip(&adjusted))
-        .map(|((b, c), (&p, &padj))| {
-            let (bm, cm) = (stats::median(&b.values), stats::median(&c.values));
-            let change = stats::change_pct(bm, cm);
-            let (lo, hi) = stats::change_ci(&b.values, &c.values, confidence);
-            let verdict = if padj >= alpha {
-                NO_CHANGE
-            } else if change > threshold_pct {
-                REGRESSION
-            } else if change < -threshold_pct {
-                IMPROVEMENT
-            } else {
-                NEGLIGIBLE
-            };
+        .zip(&changes)
+        .map(|((_, c), ch)| {
+            let (lo, hi) = ch.change_ci;
             MetricChange {
                 name: c.name.clone(),
                 unit: c.unit,
-                baseline_median: bm,
-                median: cm,
-                change_pct: change.is_finite().then_some(change),
+                baseline_median: ch.baseline_median,
+                median: ch.median,
+                change_pct: ch.change_pct.is_finite().then_some(ch.change_pct),
                 change_ci: (lo.is_finite() && hi.is_finite()).then_some([lo, hi]),
-                p_value: p,
-                p_adjusted: padj,
-                verdict: verdict.to_string(),
+                p_value: ch.p_value,
+                p_adjusted: ch.p_adjusted,
+                verdict: ch.verdict.as_str().to_string(),
                 gating: gate.contains(&c.name),
             }
         })
         .collect();
-    let any = |v: &str| metrics.iter().any(|m| m.gating && m.verdict == v);
-    let verdict = if any(REGRESSION) {
-        REGRESSION
-    } else if any(IMPROVEMENT) {
-        IMPROVEMENT
-    } else {
-        NO_CHANGE
-    };
+    // The overall verdict: from the gating metrics only.
+    let overall = verdict::overall(
+        pairs
+            .iter()
+            .zip(&changes)
+            .filter(|((_, c), _)| gate.contains(&c.name))
+            .map(|(_, ch)| ch.verdict),
+    );
     Comparison {
         mode: match mode {
             Mode::Baseline => "baseline",
             Mode::Ab => "ab",
         }
         .to_string(),
-        verdict: verdict.to_string(),
+        verdict: overall.as_str().to_string(),
         warnings,
         metrics,
     }
-}
-
-/// The fewest runs per side for which fully separated samples reach `alpha` after the
-/// Holm correction over `m` metrics.
-pub fn runs_needed(m: usize, alpha: f64) -> usize {
-    (2..=1000)
-        .find(|&n| stats::min_p(n, n) * m as f64 * 2.0 < alpha)
-        .unwrap_or(1000)
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::doc::{Machine, Settings, Unit};
     use super::*;
+
+    const NO_CHANGE: &str = Verdict::NoChange.as_str();
 
     fn doc(metrics: Vec<(&str, Vec<f64>)>) -> Doc {
         Doc {
@@ -302,12 +284,5 @@ mod tests {
         let w = c.warnings.join("\n");
         assert!(w.contains("too few runs") && w.contains("-r "), "{w}");
         assert!(w.contains("counted in the baseline only): cycles"), "{w}");
-    }
-
-    #[test]
-    fn runs_needed_is_enough() {
-        let n = runs_needed(7, 0.01);
-        assert!(stats::min_p(n, n) * 7.0 < 0.01);
-        assert!(stats::min_p(n - 1, n - 1) * 7.0 * 2.0 >= 0.01);
     }
 }

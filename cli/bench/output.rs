@@ -34,22 +34,10 @@ pub fn value(v: f64, unit: Unit) -> String {
             if v.fract() != 0.0 && v.abs() < 1000.0 {
                 format!("{v:.1}")
             } else {
-                thousands(v.round() as i128)
+                crate::render::thousands(v.round() as i128)
             }
         }
     }
-}
-
-fn thousands(n: i128) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
 }
 
 /// A signed percentage: `+12.3%`; `from 0` when the baseline's median is 0 (a change

@@ -12,13 +12,17 @@
 //! inferno's script strips to get the label back when zooming. (inferno's
 //! `func_frameattrs` would replace the whole title, counts included, so it is not used.)
 //!
-//! This file depends only on inferno and std (the fold+render bench includes it).
+//! The folded lines come from [`hwprof_analysis::fold`]; the widths are what its
+//! [`Weight`] says.
 
 use std::collections::HashMap;
 use std::io;
 
+use hwprof_analysis::fold::Weight;
 use inferno::flamegraph::color::{MultiPalette, Palette};
 use inferno::flamegraph::{self, Options};
+
+use crate::render::thousands;
 
 /// What the graph measures, for its title and tooltips.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,42 +88,11 @@ pub fn unit_of(event: &str, tracepoint: bool) -> Unit {
     Unit { noun, clock: false }
 }
 
-/// `1234567` → `1,234,567`.
-pub fn thousands(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The graph's figures, for [`title`] and [`count_name`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Measure {
-    /// Widths are sample counts.
-    Samples,
-    /// Widths are periods (events).
-    Period,
-    /// Widths are sample weights (load latency in cycles).
-    Weight,
-}
-
 /// The title: names the event, its unit and the total, e.g.
 /// `cpu-clock: 12.346 s on CPU (12,345,678,901 ns, period), 12,345 samples`,
 /// `cache-misses: 1,234,567 misses (period), 1,234 samples`,
 /// `MEM_LOAD_RETIRED.L3_MISS: load latency (weight), 123,456 cycles, 1,234 samples`.
-pub fn title(
-    event: &str,
-    unit: &Unit,
-    m: Measure,
-    total: u64,
-    samples: u64,
-    period: u64,
-) -> String {
+pub fn title(event: &str, unit: &Unit, m: Weight, total: u64, samples: u64, period: u64) -> String {
     let secs = |ns: u64| format!("{:.3} s on CPU", ns as f64 / 1e9);
     // `1 sample`, `12,345 samples`.
     let samples_of = |n: u64| {
@@ -127,41 +100,43 @@ pub fn title(
         format!("{} {s}", thousands(n))
     };
     match m {
-        Measure::Samples if unit.clock => {
+        Weight::Samples if unit.clock => {
             format!("{event}: {}, {}", samples_of(total), secs(period))
         }
-        Measure::Samples => format!(
+        Weight::Samples => format!(
             "{event}: {}, {} {}",
             samples_of(total),
             thousands(period),
             unit.noun_for(period)
         ),
-        Measure::Period if unit.clock => format!(
+        Weight::Period if unit.clock => format!(
             "{event}: {} ({} ns, period), {}",
             secs(total),
             thousands(total),
             samples_of(samples)
         ),
-        Measure::Period => format!(
+        Weight::Period => format!(
             "{event}: {} {} (period), {}",
             thousands(total),
             unit.noun_for(total),
             samples_of(samples)
         ),
-        Measure::Weight => format!(
+        Weight::Weight => format!(
             "{event}: load latency (weight), {} cycles, {}",
             thousands(total),
             samples_of(samples)
         ),
+        Weight::Micros => format!("{event}: {} µs, {}", thousands(total), samples_of(samples)),
     }
 }
 
 /// The tooltips' count name (`1,234 misses, 12.5%`).
-pub fn count_name(unit: &Unit, m: Measure) -> String {
+pub fn count_name(unit: &Unit, m: Weight) -> String {
     match m {
-        Measure::Samples => "samples".to_string(),
-        Measure::Period => unit.noun.to_string(),
-        Measure::Weight => "cycles".to_string(),
+        Weight::Samples => "samples".to_string(),
+        Weight::Period => unit.noun.to_string(),
+        Weight::Weight => "cycles".to_string(),
+        Weight::Micros => "µs".to_string(),
     }
 }
 
@@ -281,7 +256,7 @@ mod tests {
             title(
                 "cpu-clock",
                 &u,
-                Measure::Period,
+                Weight::Period,
                 12_345_678_901,
                 12_345,
                 12_345_678_901
@@ -290,23 +265,16 @@ mod tests {
         );
         let u = unit_of("cache-misses", false);
         assert_eq!(
-            title(
-                "cache-misses",
-                &u,
-                Measure::Period,
-                1_234_567,
-                12,
-                1_234_567
-            ),
+            title("cache-misses", &u, Weight::Period, 1_234_567, 12, 1_234_567),
             "cache-misses: 1,234,567 misses (period), 12 samples"
         );
         assert_eq!(
-            title("cache-misses", &u, Measure::Period, 1, 1, 1),
+            title("cache-misses", &u, Weight::Period, 1, 1, 1),
             "cache-misses: 1 miss (period), 1 sample"
         );
         let u = unit_of("cpu-clock", false);
         assert_eq!(
-            title("cpu-clock", &u, Measure::Samples, 1, 1, 250_000),
+            title("cpu-clock", &u, Weight::Samples, 1, 1, 250_000),
             "cpu-clock: 1 sample, 0.000 s on CPU"
         );
     }

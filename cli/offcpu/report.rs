@@ -3,9 +3,8 @@
 //! (`_[k]`, where the thread blocked), a `--` line, then the user frames (what the
 //! program was doing); `--no-kernel` leaves the kernel part out.
 
-use std::collections::{HashMap, HashSet};
-
-use crate::flamegraph::fold::{Folded, deannotate};
+use hwprof_analysis::fold::Folded;
+use hwprof_analysis::report::top::top;
 
 const TOP_FUNCTIONS: usize = 20;
 const TOP_STACKS: usize = 10;
@@ -25,31 +24,11 @@ fn pct(part: u64, total: u64) -> f64 {
 /// The table: functions by inclusive off-CPU time (each stack counts a function once),
 /// then the longest stacks, whole, leaf first.
 pub fn table(f: &Folded, title: &str) -> String {
-    let mut by_fn: HashMap<&str, u64> = HashMap::new();
-    let mut stacks: Vec<(Vec<&str>, u64)> = Vec::new();
-    for line in f.lines() {
-        let Some((stack, n)) = line.rsplit_once(' ') else {
-            continue;
-        };
-        let Ok(n) = n.parse::<u64>() else { continue };
-        let frames: Vec<&str> = stack.split(';').collect();
-        let mut seen = HashSet::new();
-        // The first frame is the thread's command name.
-        for fr in frames.iter().skip(1) {
-            let name = deannotate(fr);
-            if seen.insert(name) {
-                *by_fn.entry(name).or_insert(0) += n;
-            }
-        }
-        stacks.push((frames, n));
-    }
-    let total = f.total;
-    let mut fns: Vec<(&str, u64)> = by_fn.into_iter().collect();
-    fns.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    stacks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let t = top(f, TOP_FUNCTIONS, TOP_STACKS);
+    let total = t.total;
     let mut s = format!("# {title}\n#\n# Functions by off-CPU time (inclusive)\n");
     s.push_str(&format!("{:>12}  {:>6}  function\n", "ms", "%"));
-    for (name, n) in fns.iter().take(TOP_FUNCTIONS) {
+    for (name, n) in &t.functions {
         s.push_str(&format!(
             "{:>12}  {:>5.1}%  {name}\n",
             ms(*n),
@@ -57,7 +36,7 @@ pub fn table(f: &Folded, title: &str) -> String {
         ));
     }
     s.push_str("\n# Longest-waiting stacks (leaf first)\n");
-    for (frames, n) in stacks.iter().take(TOP_STACKS) {
+    for (frames, n) in &t.stacks {
         let comm = frames.first().copied().unwrap_or("?");
         s.push_str(&format!(
             "{:>12} ms  {:>5.1}%  [{comm}]\n",

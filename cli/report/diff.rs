@@ -1,115 +1,11 @@
 //! `hwprof report --diff BASE NEW`: each row's share of its event in both files and the
 //! change in percentage points, sorted by the size of the change (like `perf diff`).
 
-use std::collections::HashMap;
-
+use hwprof_analysis::report::diff::EventDiff;
 use serde_json::{Map, Value, json};
 
-use super::table::{EventTable, Row};
 use super::text::{Col, columns, key_columns, key_fields, round4};
 use crate::args::SortKey;
-
-/// One row of the comparison.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DiffRow {
-    /// The keys (comm, pid, tid, dso, sym) and NEW's counts, or BASE's when NEW lacks it.
-    pub row: Row,
-    /// Share of BASE's total period, percent; `None` when BASE has no such row.
-    pub base: Option<f64>,
-    /// Share of NEW's total period, percent; `None` when NEW has no such row.
-    pub new: Option<f64>,
-}
-
-impl DiffRow {
-    /// NEW minus BASE, percentage points (a missing side counts 0).
-    pub fn delta(&self) -> f64 {
-        self.new.unwrap_or(0.0) - self.base.unwrap_or(0.0)
-    }
-}
-
-/// The comparison of one event.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EventDiff {
-    /// The event's name.
-    pub name: String,
-    /// Samples and period of the event in BASE.
-    pub base: (u64, u64),
-    /// Samples and period of the event in NEW.
-    pub new: (u64, u64),
-    /// The rows, sorted by |delta| (largest first).
-    pub rows: Vec<DiffRow>,
-}
-
-type RowKey = (
-    Option<String>,
-    Option<u32>,
-    Option<u32>,
-    Option<String>,
-    Option<String>,
-);
-
-fn key(r: &Row) -> RowKey {
-    (r.comm.clone(), r.pid, r.tid, r.dso.clone(), r.sym.clone())
-}
-
-/// Joins the self-overhead tables of one event from two files.
-pub fn compare(base: &EventTable, new: &EventTable) -> EventDiff {
-    let mut at: HashMap<RowKey, usize> = HashMap::new();
-    let mut rows: Vec<DiffRow> = Vec::new();
-    for r in &base.rows {
-        at.insert(key(r), rows.len());
-        rows.push(DiffRow {
-            row: r.clone(),
-            base: Some(base.pct(r.period)),
-            new: None,
-        });
-    }
-    for r in &new.rows {
-        let v = Some(new.pct(r.period));
-        match at.get(&key(r)) {
-            Some(&i) => {
-                if let Some(d) = rows.get_mut(i) {
-                    d.new = v;
-                    d.row = r.clone();
-                }
-            }
-            None => rows.push(DiffRow {
-                row: r.clone(),
-                base: None,
-                new: v,
-            }),
-        }
-    }
-    // Rows with no samples in a file (they exist only to carry children) are absent there.
-    for d in &mut rows {
-        if d.base == Some(0.0) {
-            d.base = None;
-        }
-        if d.new == Some(0.0) {
-            d.new = None;
-        }
-    }
-    rows.retain(|d| d.base.is_some() || d.new.is_some());
-    rows.sort_by(|a, b| {
-        b.delta()
-            .abs()
-            .total_cmp(&a.delta().abs())
-            .then(b.base.unwrap_or(0.0).total_cmp(&a.base.unwrap_or(0.0)))
-            .then_with(|| key(&a.row).cmp(&key(&b.row)))
-    });
-    EventDiff {
-        name: new.name.clone(),
-        base: (base.samples, base.period),
-        new: (new.samples, new.period),
-        rows,
-    }
-}
-
-fn shown(d: &EventDiff, limit: f64) -> impl Iterator<Item = &DiffRow> + Clone {
-    d.rows
-        .iter()
-        .filter(move |r| r.base.unwrap_or(0.0).max(r.new.unwrap_or(0.0)) >= limit)
-}
 
 /// The text tables, one per event.
 pub fn text(ds: &[EventDiff], sort: &[SortKey], hide_comm: bool, limit: f64) -> String {
@@ -126,7 +22,7 @@ pub fn text(ds: &[EventDiff], sort: &[SortKey], hide_comm: bool, limit: f64) -> 
             crate::render::plural(d.new.0, "sample"),
             d.new.1
         ));
-        let rows = shown(d, limit);
+        let rows = d.shown(limit);
         let opt = |v: Option<f64>| v.map(|v| format!("{v:.2}%")).unwrap_or_default();
         let mut cols = Vec::new();
         let mut c = Col::new("Baseline", true).min(8);
@@ -152,7 +48,8 @@ pub fn json(ds: &[EventDiff], limit: f64) -> Value {
     let events: Vec<Value> = ds
         .iter()
         .map(|d| {
-            let rows: Vec<Value> = shown(d, limit)
+            let rows: Vec<Value> = d
+                .shown(limit)
                 .map(|r| {
                     let mut o = Map::new();
                     o.insert("baseline".into(), json!(r.base.map(round4)));
@@ -175,10 +72,9 @@ pub fn json(ds: &[EventDiff], limit: f64) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::super::table::{Filter, aggregate, tests::profile};
+    use super::super::fixture::{DEFAULT, aggregate, profile};
     use super::*;
-
-    const DEFAULT: [SortKey; 3] = [SortKey::Comm, SortKey::Dso, SortKey::Sym];
+    use hwprof_analysis::report::diff::compare;
 
     #[test]
     fn deltas_and_order() {
@@ -188,8 +84,8 @@ mod tests {
         new.samples.retain(|s| s.stack != [6]);
         let extra = new.samples[3].clone();
         new.samples.push(extra);
-        let b = aggregate(&base, 0, &DEFAULT, &Filter::default(), false);
-        let n = aggregate(&new, 0, &DEFAULT, &Filter::default(), false);
+        let b = aggregate(&base, 0, &DEFAULT, false);
+        let n = aggregate(&new, 0, &DEFAULT, false);
         let d = compare(&b, &n);
         // base: hot_a 300/550, hot_b 100/550, kernel 100/550, main 50/550.
         // new:  hot_a 300/550, hot_b 200/550, main 50/550.

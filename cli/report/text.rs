@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use super::table::{EventTable, Row};
+use hwprof_analysis::report::{EventTable, Row};
+
 use crate::args::SortKey;
 
 /// One column of a table.
@@ -170,11 +171,6 @@ fn opt_num(v: Option<u32>) -> String {
         .unwrap_or_default()
 }
 
-/// The rows of `t` at or above `limit` percent.
-pub fn shown(t: &EventTable, limit: f64) -> impl Iterator<Item = &Row> + Clone {
-    t.rows.iter().filter(move |r| t.sort_pct(r) >= limit)
-}
-
 /// perf report's `--stdio` text for every table: the lost-samples line, then per event
 /// its sample count, event count, and rows.
 pub fn tables(
@@ -197,7 +193,7 @@ pub fn tables(
             t.name,
             t.period
         );
-        let rows = shown(t, limit);
+        let rows = t.shown(limit);
         let mut cols = Vec::new();
         if t.children {
             let mut c = Col::new("Children", true).min(8);
@@ -255,7 +251,8 @@ pub fn json(ts: &[EventTable], lost: u64, limit: f64) -> Value {
     let events: Vec<Value> = ts
         .iter()
         .map(|t| {
-            let rows: Vec<Value> = shown(t, limit)
+            let rows: Vec<Value> = t
+                .shown(limit)
                 .map(|r| {
                     let mut o = Map::new();
                     o.insert("overhead".into(), json!(round4(t.pct(r.period))));
@@ -282,10 +279,8 @@ pub fn json(ts: &[EventTable], lost: u64, limit: f64) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::super::table::{Filter, aggregate, tests::profile};
+    use super::super::fixture::{DEFAULT, aggregate, profile};
     use super::*;
-
-    const DEFAULT: [SortKey; 3] = [SortKey::Comm, SortKey::Dso, SortKey::Sym];
 
     #[test]
     fn short_counts_like_perf() {
@@ -298,7 +293,7 @@ mod tests {
     #[test]
     fn table_layout_is_perfs() {
         let p = profile();
-        let t = aggregate(&p, 0, &DEFAULT, &Filter::default(), false);
+        let t = aggregate(&p, 0, &DEFAULT, false);
         let text = tables(&[t], 3, &DEFAULT, false, 0.0);
         let want = "\
 #
@@ -321,7 +316,7 @@ mod tests {
     #[test]
     fn children_columns_and_limit() {
         let p = profile();
-        let t = aggregate(&p, 0, &[SortKey::Sym], &Filter::default(), true);
+        let t = aggregate(&p, 0, &[SortKey::Sym], true);
         let text = tables(&[t], 0, &[SortKey::Sym], false, 50.0);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -343,13 +338,7 @@ mod tests {
     #[test]
     fn json_fields() {
         let p = profile();
-        let t = aggregate(
-            &p,
-            0,
-            &[SortKey::Comm, SortKey::Pid, SortKey::Sym],
-            &Filter::default(),
-            true,
-        );
+        let t = aggregate(&p, 0, &[SortKey::Comm, SortKey::Pid, SortKey::Sym], true);
         let v = json(&[t], 3, 20.0);
         let e = &v["events"][0];
         assert_eq!(e["name"], "cpu-clock");

@@ -3,6 +3,11 @@
 //!
 //! Everything is deterministic: the bootstrap draws from a fixed-seed generator, so the
 //! same runs always give the same intervals (a CI log can be reproduced from its JSON).
+//!
+//! [`verdict`] turns these into `hwprof bench`'s verdicts: which metrics changed, with
+//! what confidence, and whether that is a regression.
+
+pub mod verdict;
 
 /// Bootstrap resamples per interval. 10,000 keeps the 0.5% tails of a 99% interval
 /// stable to about a tenth of their spread.

@@ -1,4 +1,4 @@
-//! Pairing switch-outs with switch-ins: how long each thread stayed off CPU.
+//! Pairing switch-outs with their ends: how long each thread stayed off CPU.
 //!
 //! Every `sched:sched_switch` sample is taken in the context of the task switching out
 //! (its tid, time and stack are the blocked thread's); its raw data names the task that
@@ -18,7 +18,8 @@
 
 use std::collections::HashMap;
 
-/// One `sched_switch` sample.
+/// One event of the pairing: a `sched_switch` sample (a switch-out), or a sign that a
+/// thread runs (an on-CPU sample, a switch-in record).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Switch {
     /// Timestamp (ns).
@@ -38,44 +39,6 @@ pub struct Block {
     pub index: usize,
     /// Nanoseconds off CPU.
     pub ns: u64,
-}
-
-/// The field `name`'s (offset, size) in a tracefs `format` file's text.
-pub fn field(format: &str, name: &str) -> Option<(usize, usize)> {
-    for line in format.lines() {
-        let line = line.trim();
-        let Some(rest) = line.strip_prefix("field:") else {
-            continue;
-        };
-        let mut parts = rest.split(';').map(str::trim);
-        let decl = parts.next()?;
-        let ident = decl.rsplit([' ', '*']).next().unwrap_or(decl);
-        let ident = ident.split('[').next().unwrap_or(ident);
-        if ident != name {
-            continue;
-        }
-        let mut offset = None;
-        let mut size = None;
-        for p in parts {
-            if let Some(v) = p.strip_prefix("offset:") {
-                offset = v.parse().ok();
-            } else if let Some(v) = p.strip_prefix("size:") {
-                size = v.parse().ok();
-            }
-        }
-        return Some((offset?, size?));
-    }
-    None
-}
-
-/// Reads a 4-byte little-endian pid at `(offset, size)` of the raw data, if it is there.
-pub fn read_pid(raw: &[u8], at: (usize, usize)) -> Option<u32> {
-    let (off, size) = at;
-    if size != 4 {
-        return None;
-    }
-    let b = raw.get(off..off.checked_add(4)?)?;
-    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// Pairs switch-outs with their ends (see the module docs). Samples of the idle task
@@ -120,20 +83,6 @@ pub fn pair(switches: &[Switch]) -> Vec<Block> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const FORMAT: &str = "name: sched_switch\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n";
-
-    #[test]
-    fn fields_of_the_format() {
-        assert_eq!(field(FORMAT, "next_pid"), Some((56, 4)));
-        assert_eq!(field(FORMAT, "prev_pid"), Some((24, 4)));
-        assert_eq!(field(FORMAT, "prev_comm"), Some((8, 16)));
-        assert_eq!(field(FORMAT, "nope"), None);
-        let mut raw = vec![0u8; 64];
-        raw[56..60].copy_from_slice(&1234u32.to_le_bytes());
-        assert_eq!(read_pid(&raw, (56, 4)), Some(1234));
-        assert_eq!(read_pid(&raw[..58], (56, 4)), None);
-    }
 
     fn sw(time: u64, tid: u32, next: Option<u32>) -> Switch {
         Switch {

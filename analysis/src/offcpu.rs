@@ -1,0 +1,252 @@
+//! Off-CPU time: where threads wait, from `sched:sched_switch` samples with callchains.
+//!
+//! Three steps, each usable on its own:
+//! 1. [`SwitchFormat`]: where `prev_pid`, `prev_state` and `next_pid` sit in a switch
+//!    sample's raw data, from the tracepoint format stored in the recording
+//!    ([`SwitchFormat::of_recording`], the `HEADER_TRACING_DATA` section), never from
+//!    the running kernel's unless the recording has none (a recording from another
+//!    kernel may lay the fields out differently).
+//! 2. [`Collector`]: one pass over the records: one [`Switch`] per sample in file order
+//!    (switch-outs, and the other events' samples, which show a thread running), plus
+//!    the exact switch-ins of `PERF_RECORD_SWITCH` records.
+//! 3. [`profile`]: the switch-outs paired with their ends ([`pair`]), each blocked
+//!    stack weighted by its time off CPU in µs; with `wall`, on-CPU samples too, every
+//!    stack ending in an `[off]` or `[on]` frame. Fold it with [`crate::fold::Weight::Micros`].
+
+pub mod pair;
+
+use hwprof_sampler::perfdata::reader::{EventAttr, PerfData};
+use hwprof_sampler::perfdata::tracing::{self, TraceField, TraceFormat};
+use hwprof_sampler::record::{Body, Record};
+use hwprof_symbolize::{Frame, FrameId, FrameKind, Profile};
+
+pub use pair::{Block, Switch, pair};
+
+use crate::{Error, Result};
+
+/// The tracepoint whose samples are switch-outs.
+pub const SCHED_SWITCH: &str = "sched:sched_switch";
+
+/// Where the fields of a `sched_switch` sample's raw data sit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SwitchFormat {
+    prev_pid: Option<TraceField>,
+    prev_state: Option<TraceField>,
+    next_pid: Option<TraceField>,
+}
+
+/// The fields of one `sched_switch` sample that the pairing and its readers use; a field
+/// the format does not have, or the raw data does not hold, is `None`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SwitchFields {
+    /// The task switching out.
+    pub prev_pid: Option<u32>,
+    /// Its state (0: preempted, running; else why it blocked: `TASK_*` bits).
+    pub prev_state: Option<i64>,
+    /// The task switching in.
+    pub next_pid: Option<u32>,
+}
+
+impl SwitchFormat {
+    /// The fields of a parsed `sched_switch` format.
+    pub fn from_format(f: &TraceFormat) -> SwitchFormat {
+        SwitchFormat {
+            prev_pid: f.field("prev_pid").cloned(),
+            prev_state: f.field("prev_state").cloned(),
+            next_pid: f.field("next_pid").cloned(),
+        }
+    }
+
+    /// The fields of the text of a tracefs `events/sched/sched_switch/format` file.
+    pub fn parse(text: &str) -> SwitchFormat {
+        SwitchFormat::from_format(&TraceFormat::parse("sched", text))
+    }
+
+    /// The `sched_switch` format in a tracing data section; `None` when the section has
+    /// none, an error when it cannot be read.
+    pub fn from_tracing_data(bytes: &[u8]) -> Result<Option<SwitchFormat>> {
+        Ok(tracing::formats(bytes)?
+            .iter()
+            .find(|f| f.system == "sched" && f.name == "sched_switch")
+            .map(SwitchFormat::from_format))
+    }
+
+    /// The format stored in `pd`: `None` when it holds no tracing data or none for
+    /// `sched_switch` (then only the running kernel's format is left, which may not be
+    /// the recording kernel's), an error when its tracing data cannot be read.
+    pub fn of_recording(pd: &PerfData) -> Result<Option<SwitchFormat>> {
+        match pd.tracing_data() {
+            Some(bytes) => SwitchFormat::from_tracing_data(bytes),
+            None => Ok(None),
+        }
+    }
+
+    /// Decodes the fields of a sample's raw data (the pids must fit a `pid_t` ≥ 0).
+    pub fn decode(&self, raw: &[u8]) -> SwitchFields {
+        let int = |f: &Option<TraceField>| f.as_ref().and_then(|f| f.int(raw));
+        let pid = |f: &Option<TraceField>| int(f).and_then(|v| u32::try_from(v).ok());
+        SwitchFields {
+            prev_pid: pid(&self.prev_pid),
+            prev_state: int(&self.prev_state),
+            next_pid: pid(&self.next_pid),
+        }
+    }
+
+    /// The format has `next_pid`, without which only switch-in records and on-CPU samples
+    /// end blocks.
+    pub fn has_next_pid(&self) -> bool {
+        self.next_pid.is_some()
+    }
+}
+
+/// The index of the `sched:sched_switch` event among a recording's events.
+pub fn switch_event(attrs: &[EventAttr]) -> Option<usize> {
+    attrs.iter().position(|e| e.name.starts_with(SCHED_SWITCH))
+}
+
+/// What the record pass found (see [`Collector`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// One entry per sample, in file order (the profile's samples): a switch-out for a
+    /// `sched_switch` sample, a sign of running for any other.
+    pub per_sample: Vec<Switch>,
+    /// Exact switch-ins (`PERF_RECORD_SWITCH`, recorded with `--switch-events`).
+    pub switch_ins: Vec<Switch>,
+}
+
+/// The record pass of the off-CPU analysis: give it every record, in file order.
+#[derive(Clone, Debug)]
+pub struct Collector {
+    switch_event: usize,
+    format: SwitchFormat,
+    out: Switches,
+}
+
+impl Collector {
+    /// A pass for a recording whose `sched_switch` event is attr `switch_event`, its
+    /// raw data laid out as `format` says.
+    pub fn new(switch_event: usize, format: SwitchFormat) -> Collector {
+        Collector {
+            switch_event,
+            format,
+            out: Switches::default(),
+        }
+    }
+
+    /// Takes one record.
+    pub fn add(&mut self, rec: &Record<'_>) {
+        // Exact switch-ins: they end a block where the tracepoint, seen only in the task
+        // switching out, cannot.
+        if let Body::Switch { out: false, .. } = &rec.body
+            && let Some(id) = rec.sample_id
+            && let (Some(time), Some(tid)) = (id.time, id.tid)
+        {
+            self.out.switch_ins.push(Switch {
+                time,
+                tid,
+                next_pid: None,
+                out: false,
+            });
+        }
+        if let Body::Sample(s) = &rec.body {
+            // (A record of a file with one attr and no sample ids is that attr's.)
+            let out = rec.attr.unwrap_or(0) == self.switch_event;
+            self.out.per_sample.push(Switch {
+                time: s.time.unwrap_or(0),
+                tid: s.tid.unwrap_or(0),
+                next_pid: match (out, s.raw) {
+                    (true, Some(raw)) => self.format.decode(raw).next_pid,
+                    _ => None,
+                },
+                out,
+            });
+        }
+    }
+
+    /// What was found.
+    pub fn finish(self) -> Switches {
+        self.out
+    }
+}
+
+/// [`Collector`] over every record of `pd`.
+pub fn collect(pd: &PerfData, switch_event: usize, format: SwitchFormat) -> Result<Switches> {
+    let mut c = Collector::new(switch_event, format);
+    pd.for_each_record(|_, rec| -> Result<()> {
+        c.add(rec);
+        Ok(())
+    })?;
+    Ok(c.finish())
+}
+
+/// The off-CPU profile of `p` (the recording's profile; `sw` from the same recording):
+/// the switch-out samples that ended, each with its time off CPU (µs) as its period;
+/// blocks shorter than `min_block_us` (at least 1) are left out. With `wall`, the
+/// samples of the other events (cpu-clock: periods in ns) are kept too, as µs, and every
+/// stack gets a leaf frame `[off]` or `[on]`. All samples are of event 0. An error when
+/// `sw` does not have one entry per sample of `p`.
+pub fn profile(mut p: Profile, sw: Switches, min_block_us: u64, wall: bool) -> Result<Profile> {
+    if p.samples.len() != sw.per_sample.len() {
+        return Err(Error::Misaligned {
+            read: sw.per_sample.len(),
+            symbolized: p.samples.len(),
+        });
+    }
+    // After the sample-aligned entries: a block's index is always a sample's.
+    let mut switches = sw.per_sample;
+    let aligned = switches.len();
+    switches.extend(sw.switch_ins);
+    let samples = std::mem::take(&mut p.samples);
+    let mut tag = |name: &str| -> FrameId {
+        p.frames.push(Frame {
+            function: Some(name.to_string()),
+            module: None,
+            module_offset: 0,
+            file: None,
+            line: None,
+            inlined: false,
+            kind: FrameKind::User,
+        });
+        (p.frames.len() - 1) as FrameId
+    };
+    let (off_tag, on_tag) = if wall {
+        (Some(tag("[off]")), Some(tag("[on]")))
+    } else {
+        (None, None)
+    };
+    let mut out = Vec::new();
+    for b in pair(&switches) {
+        let us = b.ns / 1000;
+        if us < min_block_us.max(1) {
+            continue;
+        }
+        if let Some(s) = samples.get(b.index) {
+            let mut s = s.clone();
+            s.period = us;
+            s.weight = None;
+            s.event = 0;
+            if let Some(t) = off_tag {
+                s.stack.insert(0, t);
+            }
+            out.push(s);
+        }
+    }
+    if let Some(t) = on_tag {
+        for (s, sw) in samples.iter().zip(&switches[..aligned]) {
+            if sw.out || s.period < 1000 {
+                continue;
+            }
+            let mut s = s.clone();
+            s.period /= 1000;
+            s.weight = None;
+            s.event = 0;
+            s.stack.insert(0, t);
+            out.push(s);
+        }
+    }
+    p.samples = out;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests;
