@@ -361,3 +361,156 @@ fn record_and_flamegraph_off_cpu() {
     assert_eq!(bad.code(), 2);
     assert!(bad.stderr.contains("--off-cpu"), "{}", bad.stderr);
 }
+
+/// Another kernel's `sched_switch` layout: `next_pid` at 28, `prev_pid` at 64 and a
+/// 4-byte `prev_state` at 68 (this machine's 6.x kernel has `next_pid` at 56).
+const OTHER_SWITCH_FORMAT: &str = "name: sched_switch\nID: 316\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:char prev_comm[16];\toffset:12;\tsize:16;\tsigned:0;\n\tfield:pid_t next_pid;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:pid_t prev_pid;\toffset:64;\tsize:4;\tsigned:1;\n\tfield:unsigned int prev_state;\toffset:68;\tsize:4;\tsigned:0;\n";
+
+/// A tracing data section (perf's layout, version 0.6) holding `format` for `sched`.
+fn tracing_section(format: &str) -> Vec<u8> {
+    let mut b = b"\x17\x08\x44tracing0.6\0\0\x08".to_vec();
+    b.extend_from_slice(&4096u32.to_le_bytes());
+    for name in ["header_page", "header_event"] {
+        b.extend_from_slice(name.as_bytes());
+        b.push(0);
+        b.extend_from_slice(&0u64.to_le_bytes());
+    }
+    b.extend_from_slice(&0u32.to_le_bytes()); // ftrace formats
+    b.extend_from_slice(&1u32.to_le_bytes()); // systems
+    b.extend_from_slice(b"sched\0");
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&(format.len() as u64).to_le_bytes());
+    b.extend_from_slice(format.as_bytes());
+    b.extend_from_slice(&[0; 8]); // no ftrace_printk, no saved_cmdline
+    b
+}
+
+/// A `sched_switch` sample's raw data in [`OTHER_SWITCH_FORMAT`]'s layout, with another
+/// number where this kernel's layout has `next_pid`.
+fn other_switch_raw(prev: u32, next: u32) -> Vec<u8> {
+    let mut raw = vec![0u8; 76]; // + the u32 size: 8-byte aligned
+    raw[28..32].copy_from_slice(&next.to_le_bytes());
+    raw[56..60].copy_from_slice(&7777u32.to_le_bytes());
+    raw[64..68].copy_from_slice(&prev.to_le_bytes());
+    raw[68..72].copy_from_slice(&1u32.to_le_bytes());
+    raw
+}
+
+fn perf_record(type_: u32, body: &[u8]) -> Vec<u8> {
+    let mut r = type_.to_le_bytes().to_vec();
+    r.extend_from_slice(&0u16.to_le_bytes());
+    r.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+    r.extend_from_slice(body);
+    r
+}
+
+/// The sample id trailer (and a sample's first fields): TID, TIME, IDENTIFIER.
+fn sample_id(tid: u32, time: u64, id: u64) -> Vec<u8> {
+    let mut b = tid.to_le_bytes().to_vec();
+    b.extend_from_slice(&tid.to_le_bytes());
+    b.extend_from_slice(&time.to_le_bytes());
+    b.extend_from_slice(&id.to_le_bytes());
+    b
+}
+
+/// A recording made on a kernel whose `sched_switch` layout is not this machine's is
+/// paired with the layout stored in its tracing data. Thread 10 blocks at 1 ms and 11
+/// hands the CPU back to it at 1.05 ms (said only by the raw data's `next_pid`); 10
+/// switches out again at 2 ms. Read with this machine's layout, `next_pid` is 7777 and
+/// 10's block runs to 2 ms: 1000 µs instead of 50.
+#[test]
+fn a_recording_from_another_kernel_is_read_with_its_own_format() {
+    use hwprof_pmu::attr::{Attr, sample, types};
+    use hwprof_sampler::perfdata::features::{Features, id as feature_id};
+    use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
+    use hwprof_sampler::record::kind;
+
+    const MS: u64 = 1_000_000;
+    let (switch_id, clock_id) = (1u64, 2u64);
+    // Sample ids first (IDENTIFIER), in every record (sample_id_all).
+    let st = sample::IDENTIFIER | sample::TID | sample::TIME;
+    let mut tp = Attr::new(types::TRACEPOINT, 316);
+    tp.sample_type = st | sample::RAW;
+    tp.sample_period = 1;
+    tp.sample_id_all = true;
+    let mut clock = Attr::new(types::SOFTWARE, 0);
+    clock.sample_type = st;
+    clock.sample_period = 250_000;
+    clock.sample_id_all = true;
+    let data = scratch_path("other_kernel.data");
+    let mut w = Writer::create(
+        &data,
+        vec![
+            EventEntry {
+                attr: tp,
+                name: "sched:sched_switch".into(),
+                ids: vec![switch_id],
+            },
+            EventEntry {
+                attr: clock,
+                name: "cpu-clock".into(),
+                ids: vec![clock_id],
+            },
+        ],
+    )
+    .expect("writer");
+    for tid in [10u32, 11, 12] {
+        let mut body = tid.to_le_bytes().to_vec();
+        body.extend_from_slice(&tid.to_le_bytes());
+        body.extend_from_slice(format!("t{tid}\0\0\0\0\0").as_bytes());
+        body.extend_from_slice(&sample_id(tid, 0, switch_id));
+        w.write_record(&perf_record(kind::COMM, &body))
+            .expect("comm");
+    }
+    let switch = |tid: u32, time: u64, next: u32| {
+        let mut body = sample_id(tid, time, switch_id);
+        // IDENTIFIER comes first in a sample: move it there.
+        body.rotate_right(8);
+        let raw = other_switch_raw(tid, next);
+        body.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        body.extend_from_slice(&raw);
+        perf_record(kind::SAMPLE, &body)
+    };
+    for r in [
+        switch(10, MS, 11),
+        switch(11, MS + 50_000, 10),
+        switch(10, 2 * MS, 0),
+        switch(12, 3 * MS, 0),
+    ] {
+        w.write_record(&r).expect("sample");
+    }
+    // 12 is seen running at 3.3 ms.
+    let mut on = sample_id(12, 3 * MS + 300_000, clock_id);
+    on.rotate_right(8);
+    w.write_record(&perf_record(kind::SAMPLE, &on))
+        .expect("sample");
+    let mut features = Features::default();
+    features.other.push((
+        feature_id::TRACING_DATA,
+        tracing_section(OTHER_SWITCH_FORMAT),
+    ));
+    w.finish(&features).expect("finish");
+
+    let run = hwprof(&[
+        "flamegraph",
+        "--off-cpu",
+        "--folded",
+        "-i",
+        data.to_str().unwrap(),
+    ]);
+    run.assert_ok();
+    let off: Vec<(String, u64)> = parse_folded(&run.stdout)
+        .into_iter()
+        .filter(|(st, _)| st.ends_with(";[off]"))
+        .collect();
+    assert_eq!(
+        off,
+        [
+            ("t10;[off]".to_string(), 50),
+            ("t12;[off]".to_string(), 300)
+        ],
+        "{}",
+        run.dump()
+    );
+    let _ = fs::remove_file(&data);
+}
