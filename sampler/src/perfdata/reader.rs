@@ -1,8 +1,12 @@
 //! Reading perf.data files (file mode and pipe mode).
 //!
-//! [`PerfData`] holds the whole file in memory (no `mmap`: that needs `unsafe`), its
-//! attrs with their sample ids and names, and its header [`Features`]. Records are
-//! visited in file order with [`PerfData::for_each_record`]; `PERF_RECORD_COMPRESSED` /
+//! [`PerfData`] holds a file's attrs with their sample ids and names, and its header
+//! [`Features`]. Records are visited in file order with [`PerfData::for_each_record`],
+//! which reads a file-mode file's data section through a window of [`STREAM_CHUNK`]
+//! bytes (no `mmap`: that needs `unsafe`), so memory does not grow with the file: a
+//! 10 GB recording is read with the same few MiB as a small one, and reading it twice
+//! (the symbolizer's two passes) costs the page cache, not the heap. A pipe-mode stream
+//! is held in memory (see below). `PERF_RECORD_COMPRESSED` /
 //! `COMPRESSED2` payloads are decompressed (one zstd stream across records, as perf
 //! writes them) and the records inside are visited right after the compressed record.
 //!
@@ -43,7 +47,10 @@
 //! # Ok::<(), hwprof_sampler::Error>(())
 //! ```
 
+use std::borrow::Cow;
+use std::fs::File;
 use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use hwprof_pmu::attr::{Attr, types};
@@ -82,10 +89,154 @@ pub struct EventAttr {
     pub name: String,
 }
 
-/// A perf.data file read into memory.
+/// Where a recording's bytes are.
+#[derive(Debug)]
+enum Source {
+    /// All in memory: a pipe-mode stream, or [`PerfData::from_bytes`].
+    Memory(Vec<u8>),
+    /// A regular file of `len` bytes (its length when opened), read at offsets.
+    File {
+        /// The file.
+        file: File,
+        /// Its length when opened: what the header is checked against.
+        len: u64,
+        /// Its name in errors.
+        name: String,
+    },
+}
+
+impl Source {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Memory(b) => b.len() as u64,
+            Source::File { len, .. } => *len,
+        }
+    }
+
+    /// The 8-byte little-endian value at `off`.
+    fn u64_at(&self, off: u64, what: &'static str) -> Result<u64> {
+        match self {
+            Source::Memory(b) => u64_at(b, off, what),
+            Source::File { .. } => {
+                let b = self.section(off, 8, off, what).map_err(|_| {
+                    Error::malformed(
+                        what,
+                        off,
+                        format!("file ends at {:#x} before this field", self.len()),
+                    )
+                })?;
+                u64_at(&b, 0, what)
+            }
+        }
+    }
+
+    /// Bytes `off..off+len`, or an error naming `at`: where the section's descriptor
+    /// sits. A file's section is read into memory; the callers bound `len` by the file.
+    fn section(&self, off: u64, len: u64, at: u64, what: &'static str) -> Result<Cow<'_, [u8]>> {
+        match self {
+            Source::Memory(b) => section(b, off, len, at, what).map(Cow::Borrowed),
+            Source::File {
+                file,
+                len: flen,
+                name,
+            } => {
+                let past = || {
+                    Error::malformed(
+                        what,
+                        at,
+                        format!(
+                            "section of {len} bytes at {off:#x} runs past the end of the file ({flen:#x})"
+                        ),
+                    )
+                };
+                let n = off
+                    .checked_add(len)
+                    .filter(|&e| e <= *flen)
+                    .and_then(|_| usize::try_from(len).ok())
+                    .ok_or_else(past)?;
+                let mut buf = Vec::new();
+                buf.try_reserve_exact(n).map_err(|_| past())?;
+                buf.resize(n, 0);
+                read_exact_at(file, &mut buf, off, name)?;
+                Ok(Cow::Owned(buf))
+            }
+        }
+    }
+}
+
+/// `read_exact_at`, with the file ending early (it shrank while read) as an error.
+fn read_exact_at(file: &File, buf: &mut [u8], off: u64, name: &str) -> Result<()> {
+    file.read_exact_at(buf, off).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            Error::malformed(
+                "record",
+                off,
+                format!("{name} became shorter while it was read (truncated by another program?)"),
+            )
+        } else {
+            Error::io(format!("cannot read {name}"), e)
+        }
+    })
+}
+
+/// The records of a data section, read through a window: a slice of the memory, or a
+/// buffer of at least [`STREAM_CHUNK`] bytes refilled from the file as records pass.
+struct Window<'a> {
+    source: &'a Source,
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    start: u64,
+}
+
+impl<'a> Window<'a> {
+    fn new(source: &'a Source) -> Window<'a> {
+        Window {
+            source,
+            buf: Vec::new(),
+            start: 0,
+        }
+    }
+
+    /// Makes `buf` hold `off..off+need` (clipped to `end`), reading ahead up to a chunk.
+    fn load(&mut self, off: u64, need: u64, end: u64) -> Result<()> {
+        let Source::File { file, name, .. } = self.source else {
+            return Ok(());
+        };
+        let have = off >= self.start && off + need <= self.start + self.buf.len() as u64;
+        if have || off >= end {
+            return Ok(());
+        }
+        let n = need.max(STREAM_CHUNK).min(end - off);
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        self.buf.clear();
+        self.buf.resize(n, 0);
+        self.start = off;
+        read_exact_at(file, &mut self.buf, off, name)
+    }
+
+    /// The record at `off` (checked against `end` and its own size field).
+    fn record(&mut self, off: u64, end: u64) -> Result<&[u8]> {
+        match self.source {
+            Source::Memory(b) => record_at(b, 0, off, end),
+            Source::File { .. } => {
+                self.load(off, 8.min(end.saturating_sub(off)), end)?;
+                let size = self
+                    .buf
+                    .get(usize::try_from(off - self.start).unwrap_or(usize::MAX)..)
+                    .and_then(peek_header)
+                    .map_or(8, |(_, _, size)| u64::from(size));
+                self.load(off, size.min(end - off), end)?;
+                record_at(&self.buf, self.start, off, end)
+            }
+        }
+    }
+}
+
+/// A perf.data recording: its header, attrs and features, and its records read on
+/// demand ([`PerfData::for_each_record`]).
 #[derive(Debug)]
 pub struct PerfData {
-    bytes: Vec<u8>,
+    source: Source,
     pipe: bool,
     header_size: u64,
     attr_size: u64,
@@ -143,7 +294,7 @@ impl PerfData {
             return PerfData::from_stdin();
         }
         let (file, meta) = hwprof_pmu::file::open(path)?;
-        PerfData::read_stream(file, &path.display().to_string(), true, meta.len())
+        PerfData::from_file(file, meta.len(), &path.display().to_string())
     }
 
     /// Stdin: a regular file (`-i - < perf.data`) may hold either mode; anything else (a
@@ -155,13 +306,45 @@ impl PerfData {
             .as_fd()
             .try_clone_to_owned()
             .ok()
-            .map(std::fs::File::from)
-            .and_then(|f| f.metadata().ok())
-            .filter(std::fs::Metadata::is_file);
+            .map(File::from)
+            .and_then(|f| Some((f.metadata().ok().filter(std::fs::Metadata::is_file)?, f)));
         match regular {
-            Some(m) => PerfData::read_stream(stdin.lock(), "<stdin>", true, m.len()),
+            Some((m, f)) => PerfData::from_file(f, m.len(), "<stdin>"),
             None => PerfData::from_reader(stdin.lock()),
         }
+    }
+
+    /// A regular file of `len` bytes: file mode is read at offsets, through a window (its
+    /// records are never all in memory); pipe mode (`perf record -o - > file`) is read
+    /// whole, as a stream.
+    fn from_file(file: File, len: u64, name: &str) -> Result<PerfData> {
+        let mut head = [0u8; PIPE_HEADER_SIZE as usize];
+        let mut got = 0;
+        while got < head.len() {
+            match file.read_at(&mut head[got..], got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(format!("cannot read {name}"), e)),
+            }
+        }
+        let file_mode = got == head.len() && {
+            check_magic(&head, name)?;
+            let hs = u64_at(&head, 8, "perf.data header")?;
+            hs == FILE_HEADER_SIZE || hs == FILE_HEADER_SIZE_NO_FEATURES
+        };
+        if !file_mode {
+            // Too short, not perf.data, or pipe mode: the stream reader says which. The
+            // reads above were at offsets, so `file` is still at its start.
+            return PerfData::read_stream(file, name, true, len);
+        }
+        let hs = u64_at(&head, 8, "perf.data header")?;
+        let source = Source::File {
+            file,
+            len,
+            name: name.to_string(),
+        };
+        PerfData::build(source, hs, None)
     }
 
     /// Reads a pipe-mode stream from `r`, checking it as it arrives (see the module
@@ -213,7 +396,7 @@ impl PerfData {
             eof = fill(&mut r, &mut bytes, want, name)?;
         }
         scan.advance(&bytes, true)?;
-        PerfData::build(bytes, header_size, Some(scan))
+        PerfData::build(Source::Memory(bytes), header_size, Some(scan))
     }
 
     /// Parses perf.data held in `bytes`; `name` names it in errors.
@@ -233,14 +416,14 @@ impl PerfData {
         } else {
             None
         };
-        PerfData::build(bytes, header_size, scan)
+        PerfData::build(Source::Memory(bytes), header_size, scan)
     }
 
     /// The reader over `bytes`, whose magic is checked; `scan` holds what the pipe-mode
     /// scan found (`None` in file mode: the header is read here).
-    fn build(bytes: Vec<u8>, header_size: u64, scan: Option<PipeScan>) -> Result<PerfData> {
+    fn build(source: Source, header_size: u64, scan: Option<PipeScan>) -> Result<PerfData> {
         let mut pd = PerfData {
-            bytes,
+            source,
             pipe: header_size == PIPE_HEADER_SIZE,
             header_size,
             attr_size: 0,
@@ -256,7 +439,7 @@ impl PerfData {
         match scan {
             Some(scan) if pd.pipe => {
                 pd.data_offset = PIPE_HEADER_SIZE;
-                pd.data_size = (pd.bytes.len() as u64).saturating_sub(PIPE_HEADER_SIZE);
+                pd.data_size = pd.source.len().saturating_sub(PIPE_HEADER_SIZE);
                 pd.attrs = scan.attrs;
                 pd.features = scan.features;
                 pd.feature_bits = scan.feature_bits;
@@ -275,12 +458,12 @@ impl PerfData {
     }
 
     fn read_file_header(&mut self) -> Result<()> {
-        let b = &self.bytes;
+        let b = &self.source;
         let hs = self.header_size;
         if hs != FILE_HEADER_SIZE && hs != FILE_HEADER_SIZE_NO_FEATURES {
             return Err(bad_header_size(hs));
         }
-        let h = |o: u64| u64_at(b, o, "perf.data header");
+        let h = |o: u64| b.u64_at(o, "perf.data header");
         let attr_size = h(16)?;
         let (attrs_off, attrs_len) = (h(24)?, h(32)?);
         let (data_off, mut data_len) = (h(40)?, h(48)?);
@@ -302,7 +485,7 @@ impl PerfData {
                 format!("attr_size {attr_size} is too small"),
             ));
         }
-        let attrs_bytes = section(b, attrs_off, attrs_len, 24, "attrs section")?;
+        let attrs_bytes = b.section(attrs_off, attrs_len, 24, "attrs section")?;
         let mut attrs = Vec::new();
         // Ids sections of different attrs never overlap in a file perf wrote; sections
         // that do (or add up past the file) would be copied once per attr.
@@ -315,15 +498,9 @@ impl PerfData {
                 .map_err(|e| Error::malformed("attr", at, e.to_string()))?;
             let ids_w = U64s::new(ids_sec);
             let (ids_off, ids_len) = (ids_w.get(0).unwrap_or(0), ids_w.get(1).unwrap_or(0));
-            let ids = section(
-                b,
-                ids_off,
-                ids_len,
-                at + step as u64 - 16,
-                "attr ids section",
-            )?;
+            let ids = b.section(ids_off, ids_len, at + step as u64 - 16, "attr ids section")?;
             ids_total += ids_len;
-            if ids_total > b.len() as u64 {
+            if ids_total > b.len() {
                 return Err(Error::malformed(
                     "attr ids section",
                     at + step as u64 - 16,
@@ -335,11 +512,11 @@ impl PerfData {
             }
             attrs.push(EventAttr {
                 attr,
-                ids: U64s::new(ids).to_vec(),
+                ids: U64s::new(&ids).to_vec(),
                 name: String::new(),
             });
         }
-        let file_len = b.len() as u64;
+        let file_len = b.len();
         if data_off > file_len {
             return Err(Error::malformed(
                 "perf.data header",
@@ -370,8 +547,8 @@ impl PerfData {
             for (n, &bit) in bits.iter().enumerate() {
                 let at = table + 16 * n as u64;
                 let (off, len) = match (
-                    u64_at(b, at, "feature table"),
-                    u64_at(b, at + 8, "feature table"),
+                    b.u64_at(at, "feature table"),
+                    b.u64_at(at + 8, "feature table"),
                 ) {
                     (Ok(o), Ok(l)) => (o, l),
                     (Err(e), _) | (_, Err(e)) => {
@@ -391,8 +568,9 @@ impl PerfData {
                     warnings.push(format!("feature {bit}: {e}"));
                     break;
                 }
-                match section(b, off, len, at, "feature section")
-                    .and_then(|s| features.parse_section(bit, s, off))
+                match b
+                    .section(off, len, at, "feature section")
+                    .and_then(|s| features.parse_section(bit, &s, off))
                 {
                     Ok(()) => {}
                     Err(e) => warnings.push(format!("feature {bit}: {e}")),
@@ -490,12 +668,12 @@ impl PerfData {
         E: From<Error>,
         F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
     {
-        let b = &self.bytes;
         let end = self.data_offset + self.data_size;
         let mut off = self.data_offset;
         let mut z: Option<Inflater> = None;
+        let mut window = Window::new(&self.source);
         while off < end {
-            let rec_bytes = record_at(b, off, end)?;
+            let rec_bytes = window.record(off, end)?;
             let rec = self.decoder.decode(rec_bytes, off)?;
             let mut skip = 0;
             match rec.body {
@@ -607,10 +785,13 @@ fn check_frame(type_: u32, size: u16, off: u64) -> Result<()> {
     Ok(())
 }
 
-/// The record at `off` (checked against `end` and its own size field).
-fn record_at(b: &[u8], off: u64, end: u64) -> Result<&[u8]> {
-    let start = usize::try_from(off).unwrap_or(usize::MAX);
-    let stop = usize::try_from(end).unwrap_or(usize::MAX).min(b.len());
+/// The record at `off` (checked against `end` and its own size field) in `b`, which
+/// holds the bytes from offset `base` on.
+fn record_at(b: &[u8], base: u64, off: u64, end: u64) -> Result<&[u8]> {
+    let start = usize::try_from(off - base).unwrap_or(usize::MAX);
+    let stop = usize::try_from(end - base)
+        .unwrap_or(usize::MAX)
+        .min(b.len());
     let avail = b.get(start..stop).unwrap_or(&[]);
     let (type_, _, size) = peek_header(avail).ok_or_else(|| {
         Error::malformed(
@@ -682,7 +863,7 @@ impl PipeScan {
             } else if !complete {
                 return Ok(());
             }
-            let rec = record_at(b, off, end)?;
+            let rec = record_at(b, 0, off, end)?;
             let (type_, _, size) = peek_header(rec).unwrap_or((0, 0, 0));
             let mut skip = 0;
             match type_ {
