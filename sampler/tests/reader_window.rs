@@ -54,8 +54,11 @@ fn recording(dir: &std::path::Path, n: u64) -> (PathBuf, u64) {
     (path, len)
 }
 
-/// Every sample's (offset, ip, tid, raw) in file order.
-fn samples(pd: &PerfData) -> Result<Vec<(u64, u64, u32, Vec<u8>)>, Error> {
+/// A sample's offset, ip, tid and raw data.
+type Seen = (u64, u64, u32, Vec<u8>);
+
+/// Every sample in file order.
+fn samples(pd: &PerfData) -> Result<Vec<Seen>, Error> {
     let mut out = Vec::new();
     pd.for_each_record(|off, r| {
         if let Body::Sample(s) = &r.body {
