@@ -28,6 +28,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     }
     let opts = Options {
         inline: !a.no_inline,
+        merge: true,
         ..Options::default()
     };
     let filter = Filter {

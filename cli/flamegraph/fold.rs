@@ -199,13 +199,13 @@ pub fn fold(p: &Profile, event: u32, weight: CountBy, opts: FoldOptions) -> Fold
     let mut frame_weight: Vec<(u64, u64)> = vec![(0, 0); p.frames.len()];
     let mut key: Vec<u32> = Vec::with_capacity(128);
     for s in p.samples.iter().filter(|s| s.event == event) {
-        out.samples += 1;
+        out.samples += s.count;
         out.period = out.period.saturating_add(s.period);
         if s.weight.is_some() {
-            out.weighted += 1;
+            out.weighted += s.count;
         }
         let w = match weight {
-            CountBy::Samples => 1,
+            CountBy::Samples => s.count,
             CountBy::Period => s.period,
             CountBy::Weight => s.weight.unwrap_or(0),
         };
@@ -345,6 +345,7 @@ mod tests {
             cpu: None,
             period,
             weight,
+            count: 1,
             stack: stack.to_vec(),
         };
         Profile {

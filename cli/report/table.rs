@@ -212,10 +212,10 @@ impl Acc {
     }
 
     /// Adds a sample (tagged `tag`) to row `r`'s children unless it is there already.
-    fn child(&mut self, r: usize, tag: u32, period: u64) {
+    fn child(&mut self, r: usize, tag: u32, count: u64, period: u64) {
         if self.last_seen[r] != tag {
             self.last_seen[r] = tag;
-            self.counts[r][2] += 1;
+            self.counts[r][2] += count;
             self.counts[r][3] = self.counts[r][3].saturating_add(period);
         }
     }
@@ -248,12 +248,12 @@ pub fn aggregate(
         if s.event as usize != event {
             continue;
         }
-        total_samples += 1;
+        total_samples += s.count;
         total_period = total_period.saturating_add(s.period);
         if !filter.keeps(p, s) {
             continue;
         }
-        kept += 1;
+        kept += s.count;
         let comm = if k.comm {
             comm_canon.get(s.comm as usize).copied().unwrap_or(none - 1)
         } else {
@@ -273,15 +273,15 @@ pub fn aggregate(
             .and_then(|&id| fk.of(id))
             .unwrap_or(fk.empty);
         let r = acc.row(base, leaf);
-        acc.counts[r][0] += 1;
+        acc.counts[r][0] += s.count;
         acc.counts[r][1] = acc.counts[r][1].saturating_add(s.period);
         if children {
             let tag = i as u32 + 1;
-            acc.child(r, tag, s.period);
+            acc.child(r, tag, s.count, s.period);
             for &id in &s.stack {
                 if let Some(key) = fk.of(id) {
                     let r = acc.row(base, key);
-                    acc.child(r, tag, s.period);
+                    acc.child(r, tag, s.count, s.period);
                 }
             }
         }
@@ -373,6 +373,7 @@ pub(crate) mod tests {
             cpu: None,
             period,
             weight: None,
+            count: 1,
             stack: stack.to_vec(),
         }
     }
