@@ -79,6 +79,7 @@ fn generated() -> Profile {
                 cpu: None,
                 period: 1_000_000 + rng.next() % 1000,
                 weight: None,
+                count: 1,
                 stack: paths[path.min(PATHS - 1)].clone(),
             }
         })

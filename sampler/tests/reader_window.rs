@@ -109,3 +109,35 @@ fn a_file_cut_short_while_it_is_read_is_an_error() {
     assert!(e.contains("became shorter while it was read"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_pipe_mode_stream_spooled_and_read_back_equals_the_stream_in_memory() {
+    let dir = scratch("pipe");
+    let (path, _) = recording(&dir, 2_500);
+    // The same records in pipe mode: the header, one HEADER_ATTR, the data section.
+    let file = PerfData::open(&path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let data = &bytes[file.data_offset() as usize..][..file.data_size() as usize];
+    let mut stream = b"PERFILE2".to_vec();
+    stream.extend_from_slice(&16u64.to_le_bytes());
+    let attr = file.attrs()[0].attr.to_bytes();
+    stream.extend_from_slice(&kind::HEADER_ATTR.to_le_bytes());
+    stream.extend_from_slice(&0u16.to_le_bytes());
+    stream.extend_from_slice(&((8 + attr.len()) as u16).to_le_bytes());
+    stream.extend_from_slice(&attr);
+    stream.extend_from_slice(data);
+    let piped = PerfData::from_reader(std::io::Cursor::new(stream.clone())).unwrap();
+    let in_memory = PerfData::from_bytes(stream, "mem").unwrap();
+    assert!(piped.is_pipe());
+    let (a, b) = (samples(&piped).unwrap(), samples(&in_memory).unwrap());
+    assert_eq!(a.len(), 2_500);
+    assert_eq!(a, b);
+    // Offsets differ between the modes; the records do not.
+    let records = |v: Vec<Seen>| -> Vec<_> {
+        v.into_iter()
+            .map(|(_, ip, tid, raw)| (ip, tid, raw))
+            .collect()
+    };
+    assert_eq!(records(a), records(samples(&file).unwrap()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -6,7 +6,7 @@
 //! bytes (no `mmap`: that needs `unsafe`), so memory does not grow with the file: a
 //! 10 GB recording is read with the same few MiB as a small one, and reading it twice
 //! (the symbolizer's two passes) costs the page cache, not the heap. A pipe-mode stream
-//! is held in memory (see below). `PERF_RECORD_COMPRESSED` /
+//! is read the same way once it is spooled (see below). `PERF_RECORD_COMPRESSED` /
 //! `COMPRESSED2` payloads are decompressed (one zstd stream across records, as perf
 //! writes them) and the records inside are visited right after the compressed record.
 //!
@@ -22,15 +22,19 @@
 //! directory is refused before anything is read, see [`hwprof_pmu::file`]), and checks
 //! the magic and header before reading the rest (a 50 GB log given as `-i` costs 16
 //! bytes, and so does `/proc/self/pagemap`, which reads on and on). A pipe-mode stream
-//! ([`PerfData::from_reader`], `-` for stdin) must be held whole, because its attrs and
-//! features may come anywhere in it; so it is checked as it arrives. The magic and the
+//! ([`PerfData::from_reader`], `-` for stdin) must be read to its end before its records
+//! are visited, because its attrs and features may come anywhere in it: it is scanned a
+//! chunk at a time and spooled into an unlinked temporary file (in `$TMPDIR`; a
+//! pipe-mode stream in a regular file is read in place), then read back like a file;
+//! only where no temporary file can be made is it held in memory. It is checked as it
+//! arrives. The magic and the
 //! header are checked as soon as their 16 bytes are in (`/dev/zero`, random bytes or a
 //! file-mode file on a pipe stop there). Each record's header is checked as soon as it
 //! is in (a size that holds the header; a known type, or a size that is a multiple of 8
 //! as perf requires of the types it skips), and the user records (attrs, features,
 //! tracing data) as soon as they are whole. Reading stops at most one chunk
-//! ([`STREAM_CHUNK`]) past a bad record: only a stream of valid-looking records grows
-//! in memory.
+//! ([`STREAM_CHUNK`]) past a bad record: only a stream of valid-looking records is
+//! spooled.
 //!
 //! ```no_run
 //! use hwprof_sampler::perfdata::reader::PerfData;
@@ -160,6 +164,31 @@ impl Source {
                 read_exact_at(file, &mut buf, off, name)?;
                 Ok(Cow::Owned(buf))
             }
+        }
+    }
+}
+
+/// Where the scanned part of a pipe-mode stream goes.
+enum Spool {
+    /// Nowhere: the stream is a regular file, read again at offsets.
+    Reuse(File),
+    /// An unlinked temporary file.
+    Temp(File),
+    /// Nowhere: the stream stays in memory whole (no temporary directory).
+    Memory,
+}
+
+impl Spool {
+    fn write(&mut self, b: &[u8], name: &str) -> Result<()> {
+        use std::io::Write;
+        match self {
+            Spool::Temp(f) => f.write_all(b).map_err(|e| {
+                Error::io(
+                    format!("cannot spool {name} to a temporary file (in $TMPDIR)"),
+                    e,
+                )
+            }),
+            Spool::Reuse(_) | Spool::Memory => Ok(()),
         }
     }
 }
@@ -336,7 +365,8 @@ impl PerfData {
         if !file_mode {
             // Too short, not perf.data, or pipe mode: the stream reader says which. The
             // reads above were at offsets, so `file` is still at its start.
-            return PerfData::read_stream(file, name, true, len);
+            let reuse = file.try_clone().ok();
+            return PerfData::read_stream(file, name, true, len, reuse);
         }
         let hs = u64_at(&head, 8, "perf.data header")?;
         let source = Source::File {
@@ -353,13 +383,19 @@ impl PerfData {
     /// is refused after at most [`STREAM_CHUNK`] bytes past its first bad record. A
     /// file-mode header is refused too: file mode needs the whole file (`open` it).
     pub fn from_reader(r: impl Read) -> Result<PerfData> {
-        PerfData::read_stream(r, "<stdin>", false, 0)
+        PerfData::read_stream(r, "<stdin>", false, 0, None)
     }
 
     /// Reads perf.data from `r` (`name` in errors): the magic after 8 bytes, the header
     /// size after 16, then a file-mode file whole (when `file_mode` allows it) or a
     /// pipe-mode stream checked as it arrives. `size` (0: unknown) sizes the buffer.
-    fn read_stream(mut r: impl Read, name: &str, file_mode: bool, size: u64) -> Result<PerfData> {
+    fn read_stream(
+        mut r: impl Read,
+        name: &str,
+        file_mode: bool,
+        size: u64,
+        reuse: Option<File>,
+    ) -> Result<PerfData> {
         let mut bytes = Vec::new();
         let mut eof = fill(&mut r, &mut bytes, 8, name)?;
         if bytes.len() < 8 {
@@ -373,9 +409,6 @@ impl PerfData {
             eof = fill(&mut r, &mut bytes, PIPE_HEADER_SIZE, name)?;
         }
         let header_size = u64_at(&bytes, 8, "perf.data header")?;
-        // The whole file at once where memory allows; else reading fails on the way
-        // with an out-of-memory error.
-        let _ = bytes.try_reserve_exact(usize::try_from(size).unwrap_or(0));
         if header_size != PIPE_HEADER_SIZE {
             if header_size != FILE_HEADER_SIZE && header_size != FILE_HEADER_SIZE_NO_FEATURES {
                 return Err(bad_header_size(header_size));
@@ -385,18 +418,52 @@ impl PerfData {
                     "{name}: a file-mode perf.data on a pipe: give the file itself (-i FILE); a pipe carries pipe mode (`perf record -o -`)"
                 )));
             }
+            // The whole file at once where memory allows; else reading fails on the
+            // way with an out-of-memory error.
+            let _ = bytes.try_reserve_exact(usize::try_from(size).unwrap_or(0));
             r.read_to_end(&mut bytes)
                 .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
             return PerfData::from_bytes(bytes, name);
         }
+        // Pipe mode: scanned a chunk at a time; what is scanned goes to the spool (the
+        // file itself when it is one, else an unlinked temporary file), so that memory
+        // holds one chunk, not the stream.
+        let mut spool = match reuse {
+            Some(f) => Spool::Reuse(f),
+            None => match tempfile::tempfile() {
+                Ok(f) => Spool::Temp(f),
+                // No writable temporary directory: hold the stream in memory.
+                Err(_) => Spool::Memory,
+            },
+        };
         let mut scan = PipeScan::new();
+        // Stream offset of `bytes[0]`.
+        let mut base = 0u64;
         while !eof {
-            scan.advance(&bytes, false)?;
+            scan.advance(&bytes, base, false)?;
+            if !matches!(spool, Spool::Memory) {
+                let done = usize::try_from(scan.off.saturating_sub(base))
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                spool.write(&bytes[..done], name)?;
+                bytes.drain(..done);
+                base += done as u64;
+            }
             let want = (bytes.len() as u64).saturating_add(STREAM_CHUNK);
             eof = fill(&mut r, &mut bytes, want, name)?;
         }
-        scan.advance(&bytes, true)?;
-        PerfData::build(Source::Memory(bytes), header_size, Some(scan))
+        scan.advance(&bytes, base, true)?;
+        spool.write(&bytes, name)?;
+        let len = base + bytes.len() as u64;
+        let source = match spool {
+            Spool::Memory => Source::Memory(bytes),
+            Spool::Reuse(file) | Spool::Temp(file) => Source::File {
+                file,
+                len,
+                name: name.to_string(),
+            },
+        };
+        PerfData::build(source, header_size, Some(scan))
     }
 
     /// Parses perf.data held in `bytes`; `name` names it in errors.
@@ -411,7 +478,7 @@ impl PerfData {
         let header_size = u64_at(&bytes, 8, "perf.data header")?;
         let scan = if header_size == PIPE_HEADER_SIZE {
             let mut scan = PipeScan::new();
-            scan.advance(&bytes, true)?;
+            scan.advance(&bytes, 0, true)?;
             Some(scan)
         } else {
             None
@@ -847,11 +914,11 @@ impl PipeScan {
     /// last call stopped. With `complete` false a record cut off at the end waits for
     /// more bytes (its header is checked already); with `complete` true the stream ends
     /// here and a cut-off record is an error.
-    fn advance(&mut self, b: &[u8], complete: bool) -> Result<()> {
-        let end = b.len() as u64;
+    fn advance(&mut self, b: &[u8], base: u64, complete: bool) -> Result<()> {
+        let end = base + b.len() as u64;
         while self.off < end {
             let off = self.off;
-            let avail = usize::try_from(off)
+            let avail = usize::try_from(off - base)
                 .ok()
                 .and_then(|o| b.get(o..))
                 .unwrap_or(&[]);
@@ -863,7 +930,7 @@ impl PipeScan {
             } else if !complete {
                 return Ok(());
             }
-            let rec = record_at(b, 0, off, end)?;
+            let rec = record_at(b, base, off, end)?;
             let (type_, _, size) = peek_header(rec).unwrap_or((0, 0, 0));
             let mut skip = 0;
             match type_ {
