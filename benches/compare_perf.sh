@@ -10,6 +10,8 @@
 #   benches/compare_perf.sh probe     per-call overhead of `hwprof probe` vs perf stat on perf probe events
 #   benches/compare_perf.sh offcpu    off-CPU recording overhead on a sleep/wake-heavy workload
 #   benches/compare_perf.sh bench     harness cost per run of `hwprof bench -r N` vs `perf stat -r N`
+#   benches/compare_perf.sh memory    peak RSS of report, flamegraph and script on recordings of
+#                                     2, 20 and 200 s: flat for hwprof, growing for perf
 #   benches/compare_perf.sh all       all of the above
 #
 # Environment:
@@ -26,6 +28,7 @@
 #   N_REPORT=3     runs per variant of the report comparison
 #   N_BENCH=200    runs (-r) inside one `hwprof bench` / `perf stat -r` invocation
 #   N_BENCH_REP=5  invocations per tool of the bench comparison
+#   MEM_SECS="2 20 200"  recording lengths (s) of the memory comparison
 #
 # Runs are interleaved (A B A B ...) so that drift (frequency, cache, other load) hits
 # every variant alike. Times are wall clock, from bash's $EPOCHREALTIME (no fork per
@@ -40,7 +43,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|bench|all" >&2
+    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|bench|memory|all" >&2
     exit 2
 }
 
@@ -552,6 +555,42 @@ bench_harness() {
     echo "bench on work: hwprof $(ratio "$h" "$b")x bare, perf $(ratio "$p" "$b")x bare, hwprof/perf $(ratio "$h" "$p")"
 }
 
+# benches/compare_perf.sh memory: does reading a recording take memory that grows with
+# it? The 2-thread loop recorded by `perf record -F 20000 -g` for each of MEM_SECS
+# seconds; on each file, the peak RSS (and wall time, one run each, same file, same
+# page cache) of `hwprof report --stdio` vs `perf report --stdio`, `hwprof flamegraph`
+# vs `perf script | inferno` (perf script's own), and `hwprof script` vs `perf script`.
+bench_memory() {
+    find_perf
+    find_hwprof
+    build_spin2
+    [[ -x /usr/bin/time ]] || die "/usr/bin/time is needed for peak RSS (apt-get install time)"
+    local secs f
+    # peak TOOL CMD...: "KB s" of one run.
+    peak() {
+        /usr/bin/time -f '%M %e' -o "$WORK/peak" "$@" >/dev/null 2>&1 || die "failed: $*"
+        tail -1 "$WORK/peak"
+    }
+    printf '%-6s %9s %9s | %-20s %-20s | %-20s | %-20s %-20s\n' secs MB samples \
+        "hwprof report KB s" "perf report KB s" "hwprof flame KB s" \
+        "hwprof script KB s" "perf script KB s"
+    for secs in ${MEM_SECS:-2 20 200}; do
+        f=$WORK/mem_$secs.data
+        "$PERF" record -q -F 20000 -g -o "$f" -- timeout -s INT "$secs" "$WORK/spin2" 100000000000 2 >/dev/null 2>&1 || true
+        local n hr pr hf ps hs
+        n=$("$HWPROF" report -i "$f" --json --no-children -s comm |
+            awk '/"samples":/ { gsub(/[^0-9]/, ""); print; exit }')
+        hr=$(peak "$HWPROF" report -i "$f" --stdio)
+        pr=$(peak "$PERF" report -i "$f" --stdio)
+        hf=$(peak "$HWPROF" flamegraph -i "$f" -o "$WORK/mem.svg")
+        ps=$(peak "$PERF" script -i "$f")
+        hs=$(peak "$HWPROF" script -i "$f")
+        printf '%-6s %9s %9s | %-20s %-20s | %-20s | %-20s %-20s\n' "$secs" \
+            "$(($(stat -c %s "$f") / 1000000))" "${n:-?}" "$hr" "$pr" "$hf" "$hs" "$ps"
+        rm -f "$f"
+    done
+}
+
 [[ $# -ge 1 ]] || usage
 case "$1" in
     stat) bench_stat ;;
@@ -573,12 +612,15 @@ case "$1" in
         bench_offcpu
         echo
         bench_harness
+        echo
+        bench_memory
         ;;
     report) bench_report ;;
     offcpu) bench_offcpu ;;
     flamegraph) bench_flamegraph ;;
     probe) bench_probe ;;
     bench) bench_harness ;;
+    memory) bench_memory ;;
     -h | --help) usage ;;
     *) usage ;;
 esac

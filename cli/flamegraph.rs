@@ -73,6 +73,7 @@ fn sym_options(a: &FlamegraphArgs) -> SymOptions {
         inline: !a.no_inline,
         kernel: !a.no_kernel,
         user: true,
+        merge: true,
     }
 }
 

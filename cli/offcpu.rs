@@ -195,6 +195,8 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         inline: true,
         kernel: !a.no_kernel,
         user: true,
+        // Each switch-out sample is paired with its switch-in by time.
+        merge: false,
     };
     let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
     let folded = fold::fold(

@@ -29,6 +29,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     }
     let opts = Options {
         inline: !a.no_inline,
+        merge: true,
         ..Options::default()
     };
     let filter = Filter {

@@ -47,7 +47,7 @@ impl Weight {
     /// What sample `s` adds (samples without a weight add nothing by [`Weight::Weight`]).
     pub fn of(self, s: &Sample) -> u64 {
         match self {
-            Weight::Samples => 1,
+            Weight::Samples => s.count,
             Weight::Period | Weight::Micros => s.period,
             Weight::Weight => s.weight.unwrap_or(0),
         }
@@ -305,10 +305,10 @@ impl Folder {
             self.sync(frames, comms);
         }
         let out = &mut self.out;
-        out.samples += 1;
+        out.samples += s.count;
         out.period = out.period.saturating_add(s.period);
         if s.weight.is_some() {
-            out.weighted += 1;
+            out.weighted += s.count;
         }
         let w = self.weight.of(s);
         if w == 0 {
@@ -512,6 +512,7 @@ pub(crate) mod tests {
             cpu: None,
             period,
             weight,
+            count: 1,
             stack: stack.to_vec(),
         };
         Profile {
@@ -586,6 +587,19 @@ pub(crate) mod tests {
 
     /// Tables that grow between samples (a profile read as a stream) fold to the same
     /// bytes as the whole profile.
+    #[test]
+    fn a_merged_sample_folds_as_the_samples_it_stands_for() {
+        let (merged, repeated) = crate::report::tests::merged_and_repeated(&sample_profile(), 4);
+        for w in [Weight::Samples, Weight::Period, Weight::Weight] {
+            let (m, r) = (
+                fold(&merged, 0, w, FoldOptions::default()),
+                fold(&repeated, 0, w, FoldOptions::default()),
+            );
+            assert_eq!(m.to_text(), r.to_text(), "{w:?}");
+            assert_eq!((m.total, m.samples, m.weighted), (r.total, 20, 4));
+        }
+    }
+
     #[test]
     fn growing_tables_fold_like_the_whole() {
         let p = sample_profile();

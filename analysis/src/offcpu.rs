@@ -75,8 +75,8 @@ impl SwitchFormat {
     /// `sched_switch` (then only the running kernel's format is left, which may not be
     /// the recording kernel's), an error when its tracing data cannot be read.
     pub fn of_recording(pd: &PerfData) -> Result<Option<SwitchFormat>> {
-        match pd.tracing_data() {
-            Some(bytes) => SwitchFormat::from_tracing_data(bytes),
+        match pd.tracing_data()? {
+            Some(bytes) => SwitchFormat::from_tracing_data(&bytes),
             None => Ok(None),
         }
     }

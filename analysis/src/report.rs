@@ -273,10 +273,10 @@ impl Aggregator {
     }
 
     /// Adds sample number `tag` to row `r`'s children unless it is there already.
-    fn child(&mut self, r: usize, tag: u64, period: u64) {
+    fn child(&mut self, r: usize, tag: u64, count: u64, period: u64) {
         if self.last_seen[r] != tag {
             self.last_seen[r] = tag;
-            self.counts[r][2] += 1;
+            self.counts[r][2] += count;
             self.counts[r][3] = self.counts[r][3].saturating_add(period);
         }
     }
@@ -287,12 +287,12 @@ impl Aggregator {
         if s.event != self.event {
             return;
         }
-        self.total_samples += 1;
+        self.total_samples += s.count;
         self.total_period = self.total_period.saturating_add(s.period);
         if !self.filter.keeps(comms, s) {
             return;
         }
-        self.kept += 1;
+        self.kept += s.count;
         let tag = self.kept;
         if frames.len() > self.frame_keys.of_frame.len() {
             self.frame_keys.sync(frames);
@@ -325,14 +325,14 @@ impl Aggregator {
             .and_then(|&id| fk.of(id))
             .unwrap_or(fk.empty);
         let r = self.row(base, leaf);
-        self.counts[r][0] += 1;
+        self.counts[r][0] += s.count;
         self.counts[r][1] = self.counts[r][1].saturating_add(s.period);
         if self.children {
-            self.child(r, tag, s.period);
+            self.child(r, tag, s.count, s.period);
             for &id in &s.stack {
                 if let Some(key) = self.frame_keys.of(id) {
                     let r = self.row(base, key);
-                    self.child(r, tag, s.period);
+                    self.child(r, tag, s.count, s.period);
                 }
             }
         }

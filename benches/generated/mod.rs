@@ -73,6 +73,7 @@ pub fn profile() -> Profile {
                 cpu: None,
                 period: 1_000_000 + rng.next() % 1000,
                 weight: None,
+                count: 1,
                 stack: paths[path.min(PATHS - 1)].clone(),
             }
         })

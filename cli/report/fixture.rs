@@ -41,6 +41,7 @@ fn sample(event: u32, pid: u32, comm: u32, period: u64, stack: &[u32]) -> Sample
         cpu: None,
         period,
         weight: None,
+        count: 1,
         stack: stack.to_vec(),
     }
 }

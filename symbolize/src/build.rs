@@ -34,9 +34,15 @@ struct RawSample {
     cpu: Option<u32>,
     period: u64,
     weight: Option<u64>,
-    /// Range in `Builder::stack_locs`.
-    stack: (usize, usize),
+    /// Index in `Builder::stacks`.
+    stack: u32,
+    /// Samples merged into this one.
+    count: u64,
 }
+
+/// What identifies a sample when samples are merged: event, pid, tid, comm, stack id,
+/// and whether it has a weight.
+type MergeKey = (u32, u32, u32, u32, u32, bool);
 
 /// State of the replay.
 struct Builder {
@@ -52,8 +58,15 @@ struct Builder {
     pid_comm: HashMap<u32, u32>,
     locs: Vec<Loc>,
     loc_ids: HashMap<Loc, u32>,
+    /// The distinct stacks (as location ids), each once: a range of `stack_locs`.
+    stacks: Vec<(usize, usize)>,
+    stack_ids: HashMap<Box<[u32]>, u32>,
     stack_locs: Vec<u32>,
+    /// The stack being built (scratch).
+    cur: Vec<u32>,
     samples: Vec<RawSample>,
+    /// With [`Options::merge`]: the index in `samples` of each distinct sample.
+    merged: Option<HashMap<MergeKey, u32>>,
     lost: u64,
     /// Per attr: the period of a sample without PERIOD.
     fixed_period: Vec<u64>,
@@ -139,8 +152,12 @@ impl Builder {
             pid_comm: HashMap::default(),
             locs: Vec::new(),
             loc_ids: HashMap::default(),
+            stacks: Vec::new(),
+            stack_ids: HashMap::default(),
             stack_locs: Vec::new(),
+            cur: Vec::new(),
             samples: Vec::new(),
+            merged: opts.merge.then(HashMap::default),
             lost: 0,
             fixed_period,
         };
@@ -410,7 +427,8 @@ impl Builder {
             None => self.intern_comm(&format!(":{tid}")),
         };
         let cpumode = rec.header.misc & misc::CPUMODE_MASK;
-        let start = self.stack_locs.len();
+        let mut cur = std::mem::take(&mut self.cur);
+        cur.clear();
         let mut pushed = false;
         if let Some(chain) = &s.callchain {
             let mut kernel = cpumode == misc::KERNEL;
@@ -432,7 +450,7 @@ impl Builder {
                 } else {
                     self.locate(pid, addr, kernel, !first)
                 };
-                self.stack_locs.push(id);
+                cur.push(id);
                 first = false;
                 pushed = true;
             }
@@ -440,25 +458,55 @@ impl Builder {
         if !pushed && let Some(ip) = s.ip {
             let kernel = matches!(cpumode, misc::KERNEL);
             let id = self.locate(pid, ip, kernel, false);
-            self.stack_locs.push(id);
+            cur.push(id);
         }
+        let stack = self.intern_stack(&cur);
+        self.cur = cur;
         let period = s
             .period
             .filter(|&p| p != 0)
             .or_else(|| self.fixed_period.get(event).copied())
             .unwrap_or(1);
         let weight = s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw)));
+        let event = event as u32;
+        if let Some(merged) = &mut self.merged {
+            let key = (event, pid, tid, comm, stack, weight.is_some());
+            if let Some(&i) = merged.get(&key)
+                && let Some(m) = self.samples.get_mut(i as usize)
+            {
+                m.period = m.period.saturating_add(period);
+                m.weight = m.weight.map(|w| w.saturating_add(weight.unwrap_or(0)));
+                m.count += 1;
+                return;
+            }
+            merged.insert(key, self.samples.len() as u32);
+        }
+        let merge = self.merged.is_some();
         self.samples.push(RawSample {
-            event: event as u32,
+            event,
             pid,
             tid,
             comm,
-            time: s.time,
-            cpu: s.cpu,
+            time: if merge { None } else { s.time },
+            cpu: if merge { None } else { s.cpu },
             period,
             weight,
-            stack: (start, self.stack_locs.len()),
+            stack,
+            count: 1,
         });
+    }
+
+    /// The id of a stack of location ids, each distinct stack stored once.
+    fn intern_stack(&mut self, locs: &[u32]) -> u32 {
+        if let Some(&id) = self.stack_ids.get(locs) {
+            return id;
+        }
+        let id = self.stacks.len() as u32;
+        let start = self.stack_locs.len();
+        self.stack_locs.extend_from_slice(locs);
+        self.stacks.push((start, self.stack_locs.len()));
+        self.stack_ids.insert(locs.into(), id);
+        id
     }
 
     fn intern_loc(&mut self, loc: Loc) -> u32 {
@@ -505,17 +553,28 @@ impl Builder {
                 }
             }
         }
-        let samples = self
-            .samples
+        // Each distinct stack's frames, once.
+        let stacks: Vec<Vec<FrameId>> = self
+            .stacks
             .iter()
-            .map(|r| {
-                let locs = self.stack_locs.get(r.stack.0..r.stack.1).unwrap_or(&[]);
+            .map(|&(a, b)| {
+                let locs = self.stack_locs.get(a..b).unwrap_or(&[]);
                 let mut stack = Vec::with_capacity(locs.len());
                 for &l in locs {
                     if let Some(fs) = loc_frames.get(l as usize) {
                         stack.extend_from_slice(fs);
                     }
                 }
+                stack
+            })
+            .collect();
+        drop(self.stack_ids);
+        drop(self.merged);
+        let samples = self
+            .samples
+            .iter()
+            .map(|r| {
+                let stack = stacks.get(r.stack as usize).cloned().unwrap_or_default();
                 Sample {
                     event: r.event,
                     pid: r.pid,
@@ -525,6 +584,7 @@ impl Builder {
                     cpu: r.cpu,
                     period: r.period,
                     weight: r.weight,
+                    count: r.count,
                     stack,
                 }
             })

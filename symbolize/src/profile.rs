@@ -85,8 +85,12 @@ pub struct Sample {
     /// Events this sample stands for: the sampled PERIOD, else the attr's fixed period
     /// (as perf report counts), else 1.
     pub period: u64,
-    /// The sampled weight (WEIGHT, or WEIGHT_STRUCT's var1_dw: e.g. load latency).
+    /// The sampled weight (WEIGHT, or WEIGHT_STRUCT's var1_dw: e.g. load latency);
+    /// summed over the samples it stands for.
     pub weight: Option<u64>,
+    /// Recorded samples this one stands for: 1, or more when [`Options::merge`] merged
+    /// samples that differ only in time, CPU, period and weight (which are summed).
+    pub count: u64,
     /// The stack, leaf first: the sampled ip then its callers, with inlined functions
     /// expanded (as [`Options`] asked).
     pub stack: Vec<FrameId>,
@@ -101,6 +105,11 @@ pub struct Options {
     pub kernel: bool,
     /// Keep user frames.
     pub user: bool,
+    /// Merge the samples of one event, process, thread, command name and stack into one
+    /// (periods and weights summed, [`Sample::count`] the number merged, time and CPU
+    /// dropped), so that the profile grows with the distinct stacks, not the recording:
+    /// what a report or a flame graph needs. Off, every recorded sample is kept.
+    pub merge: bool,
 }
 
 impl Default for Options {
@@ -109,6 +118,7 @@ impl Default for Options {
             inline: true,
             kernel: true,
             user: true,
+            merge: false,
         }
     }
 }

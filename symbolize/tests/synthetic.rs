@@ -278,6 +278,39 @@ fn jit_exec_fork_lost_and_resolved_once() {
     )
     .unwrap();
     assert_eq!(nou.samples[2].stack.len(), 1);
+
+    // Merged: samples 0 and 1 (same process, thread, comm and stack; other times) are one,
+    // standing for 2 samples with their periods summed; the rest stay as they were.
+    let merged = Profile::build(
+        &pd,
+        &Options {
+            merge: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(merged.samples.len(), 4);
+    let m = &merged.samples[0];
+    assert_eq!((m.count, m.period, m.time, m.cpu), (2, 14, None, None));
+    assert_eq!(
+        merged.samples.iter().map(|s| s.count).sum::<u64>(),
+        p.samples.len() as u64
+    );
+    assert_eq!(
+        merged.samples.iter().map(|s| s.period).sum::<u64>(),
+        p.samples.iter().map(|s| s.period).sum::<u64>()
+    );
+    assert!(p.samples.iter().all(|s| s.count == 1 && s.time.is_some()));
+    let frames = |p: &Profile, i: usize| -> Vec<String> {
+        p.samples[i]
+            .stack
+            .iter()
+            .map(|&f| p.frame(f).name().to_string())
+            .collect()
+    };
+    // (The JIT map is gone by now: its frames are [unknown] here.)
+    assert_eq!(frames(&merged, 0), ["[unknown]", "[unknown]", "main"]);
+    assert_eq!(frames(&merged, 3), names(4));
 }
 
 #[test]

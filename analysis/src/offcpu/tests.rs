@@ -188,6 +188,7 @@ fn profile_of(records: &[(u32, u64)]) -> Profile {
                 cpu: None,
                 period,
                 weight: None,
+                count: 1,
                 stack: vec![0],
             })
             .collect(),

@@ -30,6 +30,7 @@ pub(crate) fn sample(event: u32, pid: u32, comm: u32, period: u64, stack: &[u32]
         cpu: None,
         period,
         weight: None,
+        count: 1,
         stack: stack.to_vec(),
     }
 }
@@ -242,4 +243,33 @@ fn percent_limits() {
     // hot_a 54.55%, then 18.18% twice, then main 9.09%.
     assert_eq!(t.shown(18.0).count(), 3);
     assert_eq!(t.shown(60.0).count(), 0);
+}
+
+/// A profile whose samples each stand for `n` recorded ones (as `symbolize` merges
+/// them), and the same profile with every sample repeated `n` times.
+pub(crate) fn merged_and_repeated(p: &Profile, n: u64) -> (Profile, Profile) {
+    let mut merged = p.clone();
+    for s in &mut merged.samples {
+        s.count = n;
+        s.period *= n;
+        s.weight = s.weight.map(|w| w * n);
+    }
+    let mut repeated = p.clone();
+    repeated.samples = p
+        .samples
+        .iter()
+        .flat_map(|s| std::iter::repeat_n(s.clone(), n as usize))
+        .collect();
+    (merged, repeated)
+}
+
+#[test]
+fn a_merged_sample_counts_as_the_samples_it_stands_for() {
+    let (merged, repeated) = merged_and_repeated(&profile(), 3);
+    for children in [false, true] {
+        let m = aggregate(&merged, 0, DEFAULT, &Filter::default(), children);
+        let r = aggregate(&repeated, 0, DEFAULT, &Filter::default(), children);
+        assert_eq!(m, r, "children: {children}");
+        assert_eq!((m.samples, m.kept_samples), (18, 18));
+    }
 }

@@ -1,8 +1,12 @@
 //! Reading perf.data files (file mode and pipe mode).
 //!
-//! [`PerfData`] holds the whole file in memory (no `mmap`: that needs `unsafe`), its
-//! attrs with their sample ids and names, and its header [`Features`]. Records are
-//! visited in file order with [`PerfData::for_each_record`]; `PERF_RECORD_COMPRESSED` /
+//! [`PerfData`] holds a file's attrs with their sample ids and names, and its header
+//! [`Features`]. Records are visited in file order with [`PerfData::for_each_record`],
+//! which reads a file-mode file's data section through a window of [`STREAM_CHUNK`]
+//! bytes (no `mmap`: that needs `unsafe`), so memory does not grow with the file: a
+//! 10 GB recording is read with the same few MiB as a small one, and reading it twice
+//! (the symbolizer's two passes) costs the page cache, not the heap. A pipe-mode stream
+//! is read the same way once it is spooled (see below). `PERF_RECORD_COMPRESSED` /
 //! `COMPRESSED2` payloads are decompressed (one zstd stream across records, as perf
 //! writes them) and the records inside are visited right after the compressed record.
 //!
@@ -18,15 +22,19 @@
 //! directory is refused before anything is read, see [`hwprof_pmu::file`]), and checks
 //! the magic and header before reading the rest (a 50 GB log given as `-i` costs 16
 //! bytes, and so does `/proc/self/pagemap`, which reads on and on). A pipe-mode stream
-//! ([`PerfData::from_reader`], `-` for stdin) must be held whole, because its attrs and
-//! features may come anywhere in it; so it is checked as it arrives. The magic and the
+//! ([`PerfData::from_reader`], `-` for stdin) must be read to its end before its records
+//! are visited, because its attrs and features may come anywhere in it: it is scanned a
+//! chunk at a time and spooled into an unlinked temporary file (in `$TMPDIR`; a
+//! pipe-mode stream in a regular file is read in place), then read back like a file;
+//! only where no temporary file can be made is it held in memory. It is checked as it
+//! arrives. The magic and the
 //! header are checked as soon as their 16 bytes are in (`/dev/zero`, random bytes or a
 //! file-mode file on a pipe stop there). Each record's header is checked as soon as it
 //! is in (a size that holds the header; a known type, or a size that is a multiple of 8
 //! as perf requires of the types it skips), and the user records (attrs, features,
 //! tracing data) as soon as they are whole. Reading stops at most one chunk
-//! ([`STREAM_CHUNK`]) past a bad record: only a stream of valid-looking records grows
-//! in memory.
+//! ([`STREAM_CHUNK`]) past a bad record: only a stream of valid-looking records is
+//! spooled.
 //!
 //! ```no_run
 //! use hwprof_sampler::perfdata::reader::PerfData;
@@ -43,7 +51,10 @@
 //! # Ok::<(), hwprof_sampler::Error>(())
 //! ```
 
+use std::borrow::Cow;
+use std::fs::File;
 use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use hwprof_pmu::attr::{Attr, types};
@@ -82,10 +93,179 @@ pub struct EventAttr {
     pub name: String,
 }
 
-/// A perf.data file read into memory.
+/// Where a recording's bytes are.
+#[derive(Debug)]
+enum Source {
+    /// All in memory: a pipe-mode stream, or [`PerfData::from_bytes`].
+    Memory(Vec<u8>),
+    /// A regular file of `len` bytes (its length when opened), read at offsets.
+    File {
+        /// The file.
+        file: File,
+        /// Its length when opened: what the header is checked against.
+        len: u64,
+        /// Its name in errors.
+        name: String,
+    },
+}
+
+impl Source {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Memory(b) => b.len() as u64,
+            Source::File { len, .. } => *len,
+        }
+    }
+
+    /// The 8-byte little-endian value at `off`.
+    fn u64_at(&self, off: u64, what: &'static str) -> Result<u64> {
+        match self {
+            Source::Memory(b) => u64_at(b, off, what),
+            Source::File { .. } => {
+                let b = self.section(off, 8, off, what).map_err(|_| {
+                    Error::malformed(
+                        what,
+                        off,
+                        format!("file ends at {:#x} before this field", self.len()),
+                    )
+                })?;
+                u64_at(&b, 0, what)
+            }
+        }
+    }
+
+    /// Bytes `off..off+len`, or an error naming `at`: where the section's descriptor
+    /// sits. A file's section is read into memory; the callers bound `len` by the file.
+    fn section(&self, off: u64, len: u64, at: u64, what: &'static str) -> Result<Cow<'_, [u8]>> {
+        match self {
+            Source::Memory(b) => section(b, off, len, at, what).map(Cow::Borrowed),
+            Source::File {
+                file,
+                len: flen,
+                name,
+            } => {
+                let past = || {
+                    Error::malformed(
+                        what,
+                        at,
+                        format!(
+                            "section of {len} bytes at {off:#x} runs past the end of the file ({flen:#x})"
+                        ),
+                    )
+                };
+                let n = off
+                    .checked_add(len)
+                    .filter(|&e| e <= *flen)
+                    .and_then(|_| usize::try_from(len).ok())
+                    .ok_or_else(past)?;
+                let mut buf = Vec::new();
+                buf.try_reserve_exact(n).map_err(|_| past())?;
+                buf.resize(n, 0);
+                read_exact_at(file, &mut buf, off, name)?;
+                Ok(Cow::Owned(buf))
+            }
+        }
+    }
+}
+
+/// Where the scanned part of a pipe-mode stream goes.
+enum Spool {
+    /// Nowhere: the stream is a regular file, read again at offsets.
+    Reuse(File),
+    /// An unlinked temporary file.
+    Temp(File),
+    /// Nowhere: the stream stays in memory whole (no temporary directory).
+    Memory,
+}
+
+impl Spool {
+    fn write(&mut self, b: &[u8], name: &str) -> Result<()> {
+        use std::io::Write;
+        match self {
+            Spool::Temp(f) => f.write_all(b).map_err(|e| {
+                Error::io(
+                    format!("cannot spool {name} to a temporary file (in $TMPDIR)"),
+                    e,
+                )
+            }),
+            Spool::Reuse(_) | Spool::Memory => Ok(()),
+        }
+    }
+}
+
+/// `read_exact_at`, with the file ending early (it shrank while read) as an error.
+fn read_exact_at(file: &File, buf: &mut [u8], off: u64, name: &str) -> Result<()> {
+    file.read_exact_at(buf, off).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            Error::malformed(
+                "record",
+                off,
+                format!("{name} became shorter while it was read (truncated by another program?)"),
+            )
+        } else {
+            Error::io(format!("cannot read {name}"), e)
+        }
+    })
+}
+
+/// The records of a data section, read through a window: a slice of the memory, or a
+/// buffer of at least [`STREAM_CHUNK`] bytes refilled from the file as records pass.
+struct Window<'a> {
+    source: &'a Source,
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    start: u64,
+}
+
+impl<'a> Window<'a> {
+    fn new(source: &'a Source) -> Window<'a> {
+        Window {
+            source,
+            buf: Vec::new(),
+            start: 0,
+        }
+    }
+
+    /// Makes `buf` hold `off..off+need` (clipped to `end`), reading ahead up to a chunk.
+    fn load(&mut self, off: u64, need: u64, end: u64) -> Result<()> {
+        let Source::File { file, name, .. } = self.source else {
+            return Ok(());
+        };
+        let have = off >= self.start && off + need <= self.start + self.buf.len() as u64;
+        if have || off >= end {
+            return Ok(());
+        }
+        let n = need.max(STREAM_CHUNK).min(end - off);
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        self.buf.clear();
+        self.buf.resize(n, 0);
+        self.start = off;
+        read_exact_at(file, &mut self.buf, off, name)
+    }
+
+    /// The record at `off` (checked against `end` and its own size field).
+    fn record(&mut self, off: u64, end: u64) -> Result<&[u8]> {
+        match self.source {
+            Source::Memory(b) => record_at(b, 0, off, end),
+            Source::File { .. } => {
+                self.load(off, 8.min(end.saturating_sub(off)), end)?;
+                let size = self
+                    .buf
+                    .get(usize::try_from(off - self.start).unwrap_or(usize::MAX)..)
+                    .and_then(peek_header)
+                    .map_or(8, |(_, _, size)| u64::from(size));
+                self.load(off, size.min(end - off), end)?;
+                record_at(&self.buf, self.start, off, end)
+            }
+        }
+    }
+}
+
+/// A perf.data recording: its header, attrs and features, and its records read on
+/// demand ([`PerfData::for_each_record`]).
 #[derive(Debug)]
 pub struct PerfData {
-    bytes: Vec<u8>,
+    source: Source,
     pipe: bool,
     header_size: u64,
     attr_size: u64,
@@ -145,7 +325,7 @@ impl PerfData {
             return PerfData::from_stdin();
         }
         let (file, meta) = hwprof_pmu::file::open(path)?;
-        PerfData::read_stream(file, &path.display().to_string(), true, meta.len())
+        PerfData::from_file(file, meta.len(), &path.display().to_string())
     }
 
     /// Stdin: a regular file (`-i - < perf.data`) may hold either mode; anything else (a
@@ -157,13 +337,46 @@ impl PerfData {
             .as_fd()
             .try_clone_to_owned()
             .ok()
-            .map(std::fs::File::from)
-            .and_then(|f| f.metadata().ok())
-            .filter(std::fs::Metadata::is_file);
+            .map(File::from)
+            .and_then(|f| Some((f.metadata().ok().filter(std::fs::Metadata::is_file)?, f)));
         match regular {
-            Some(m) => PerfData::read_stream(stdin.lock(), "<stdin>", true, m.len()),
+            Some((m, f)) => PerfData::from_file(f, m.len(), "<stdin>"),
             None => PerfData::from_reader(stdin.lock()),
         }
+    }
+
+    /// A regular file of `len` bytes: file mode is read at offsets, through a window (its
+    /// records are never all in memory); pipe mode (`perf record -o - > file`) is read
+    /// whole, as a stream.
+    fn from_file(file: File, len: u64, name: &str) -> Result<PerfData> {
+        let mut head = [0u8; PIPE_HEADER_SIZE as usize];
+        let mut got = 0;
+        while got < head.len() {
+            match file.read_at(&mut head[got..], got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(format!("cannot read {name}"), e)),
+            }
+        }
+        let file_mode = got == head.len() && {
+            check_magic(&head, name)?;
+            let hs = u64_at(&head, 8, "perf.data header")?;
+            hs == FILE_HEADER_SIZE || hs == FILE_HEADER_SIZE_NO_FEATURES
+        };
+        if !file_mode {
+            // Too short, not perf.data, or pipe mode: the stream reader says which. The
+            // reads above were at offsets, so `file` is still at its start.
+            let reuse = file.try_clone().ok();
+            return PerfData::read_stream(file, name, true, len, reuse);
+        }
+        let hs = u64_at(&head, 8, "perf.data header")?;
+        let source = Source::File {
+            file,
+            len,
+            name: name.to_string(),
+        };
+        PerfData::build(source, hs, None)
     }
 
     /// Reads a pipe-mode stream from `r`, checking it as it arrives (see the module
@@ -172,13 +385,19 @@ impl PerfData {
     /// is refused after at most [`STREAM_CHUNK`] bytes past its first bad record. A
     /// file-mode header is refused too: file mode needs the whole file (`open` it).
     pub fn from_reader(r: impl Read) -> Result<PerfData> {
-        PerfData::read_stream(r, "<stdin>", false, 0)
+        PerfData::read_stream(r, "<stdin>", false, 0, None)
     }
 
     /// Reads perf.data from `r` (`name` in errors): the magic after 8 bytes, the header
     /// size after 16, then a file-mode file whole (when `file_mode` allows it) or a
     /// pipe-mode stream checked as it arrives. `size` (0: unknown) sizes the buffer.
-    fn read_stream(mut r: impl Read, name: &str, file_mode: bool, size: u64) -> Result<PerfData> {
+    fn read_stream(
+        mut r: impl Read,
+        name: &str,
+        file_mode: bool,
+        size: u64,
+        reuse: Option<File>,
+    ) -> Result<PerfData> {
         let mut bytes = Vec::new();
         let mut eof = fill(&mut r, &mut bytes, 8, name)?;
         if bytes.len() < 8 {
@@ -192,9 +411,6 @@ impl PerfData {
             eof = fill(&mut r, &mut bytes, PIPE_HEADER_SIZE, name)?;
         }
         let header_size = u64_at(&bytes, 8, "perf.data header")?;
-        // The whole file at once where memory allows; else reading fails on the way
-        // with an out-of-memory error.
-        let _ = bytes.try_reserve_exact(usize::try_from(size).unwrap_or(0));
         if header_size != PIPE_HEADER_SIZE {
             if header_size != FILE_HEADER_SIZE && header_size != FILE_HEADER_SIZE_NO_FEATURES {
                 return Err(bad_header_size(header_size));
@@ -204,18 +420,52 @@ impl PerfData {
                     "{name}: a file-mode perf.data on a pipe: give the file itself (-i FILE); a pipe carries pipe mode (`perf record -o -`)"
                 )));
             }
+            // The whole file at once where memory allows; else reading fails on the
+            // way with an out-of-memory error.
+            let _ = bytes.try_reserve_exact(usize::try_from(size).unwrap_or(0));
             r.read_to_end(&mut bytes)
                 .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
             return PerfData::from_bytes(bytes, name);
         }
+        // Pipe mode: scanned a chunk at a time; what is scanned goes to the spool (the
+        // file itself when it is one, else an unlinked temporary file), so that memory
+        // holds one chunk, not the stream.
+        let mut spool = match reuse {
+            Some(f) => Spool::Reuse(f),
+            None => match tempfile::tempfile() {
+                Ok(f) => Spool::Temp(f),
+                // No writable temporary directory: hold the stream in memory.
+                Err(_) => Spool::Memory,
+            },
+        };
         let mut scan = PipeScan::new();
+        // Stream offset of `bytes[0]`.
+        let mut base = 0u64;
         while !eof {
-            scan.advance(&bytes, false)?;
+            scan.advance(&bytes, base, false)?;
+            if !matches!(spool, Spool::Memory) {
+                let done = usize::try_from(scan.off.saturating_sub(base))
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                spool.write(&bytes[..done], name)?;
+                bytes.drain(..done);
+                base += done as u64;
+            }
             let want = (bytes.len() as u64).saturating_add(STREAM_CHUNK);
             eof = fill(&mut r, &mut bytes, want, name)?;
         }
-        scan.advance(&bytes, true)?;
-        PerfData::build(bytes, header_size, Some(scan))
+        scan.advance(&bytes, base, true)?;
+        spool.write(&bytes, name)?;
+        let len = base + bytes.len() as u64;
+        let source = match spool {
+            Spool::Memory => Source::Memory(bytes),
+            Spool::Reuse(file) | Spool::Temp(file) => Source::File {
+                file,
+                len,
+                name: name.to_string(),
+            },
+        };
+        PerfData::build(source, header_size, Some(scan))
     }
 
     /// Parses perf.data held in `bytes`; `name` names it in errors.
@@ -230,19 +480,19 @@ impl PerfData {
         let header_size = u64_at(&bytes, 8, "perf.data header")?;
         let scan = if header_size == PIPE_HEADER_SIZE {
             let mut scan = PipeScan::new();
-            scan.advance(&bytes, true)?;
+            scan.advance(&bytes, 0, true)?;
             Some(scan)
         } else {
             None
         };
-        PerfData::build(bytes, header_size, scan)
+        PerfData::build(Source::Memory(bytes), header_size, scan)
     }
 
     /// The reader over `bytes`, whose magic is checked; `scan` holds what the pipe-mode
     /// scan found (`None` in file mode: the header is read here).
-    fn build(bytes: Vec<u8>, header_size: u64, scan: Option<PipeScan>) -> Result<PerfData> {
+    fn build(source: Source, header_size: u64, scan: Option<PipeScan>) -> Result<PerfData> {
         let mut pd = PerfData {
-            bytes,
+            source,
             pipe: header_size == PIPE_HEADER_SIZE,
             header_size,
             attr_size: 0,
@@ -259,7 +509,7 @@ impl PerfData {
         match scan {
             Some(scan) if pd.pipe => {
                 pd.data_offset = PIPE_HEADER_SIZE;
-                pd.data_size = (pd.bytes.len() as u64).saturating_sub(PIPE_HEADER_SIZE);
+                pd.data_size = pd.source.len().saturating_sub(PIPE_HEADER_SIZE);
                 pd.attrs = scan.attrs;
                 pd.features = scan.features;
                 pd.feature_bits = scan.feature_bits;
@@ -279,12 +529,12 @@ impl PerfData {
     }
 
     fn read_file_header(&mut self) -> Result<()> {
-        let b = &self.bytes;
+        let b = &self.source;
         let hs = self.header_size;
         if hs != FILE_HEADER_SIZE && hs != FILE_HEADER_SIZE_NO_FEATURES {
             return Err(bad_header_size(hs));
         }
-        let h = |o: u64| u64_at(b, o, "perf.data header");
+        let h = |o: u64| b.u64_at(o, "perf.data header");
         let attr_size = h(16)?;
         let (attrs_off, attrs_len) = (h(24)?, h(32)?);
         let (data_off, mut data_len) = (h(40)?, h(48)?);
@@ -306,7 +556,7 @@ impl PerfData {
                 format!("attr_size {attr_size} is too small"),
             ));
         }
-        let attrs_bytes = section(b, attrs_off, attrs_len, 24, "attrs section")?;
+        let attrs_bytes = b.section(attrs_off, attrs_len, 24, "attrs section")?;
         let mut attrs = Vec::new();
         // Ids sections of different attrs never overlap in a file perf wrote; sections
         // that do (or add up past the file) would be copied once per attr.
@@ -319,15 +569,9 @@ impl PerfData {
                 .map_err(|e| Error::malformed("attr", at, e.to_string()))?;
             let ids_w = U64s::new(ids_sec);
             let (ids_off, ids_len) = (ids_w.get(0).unwrap_or(0), ids_w.get(1).unwrap_or(0));
-            let ids = section(
-                b,
-                ids_off,
-                ids_len,
-                at + step as u64 - 16,
-                "attr ids section",
-            )?;
+            let ids = b.section(ids_off, ids_len, at + step as u64 - 16, "attr ids section")?;
             ids_total += ids_len;
-            if ids_total > b.len() as u64 {
+            if ids_total > b.len() {
                 return Err(Error::malformed(
                     "attr ids section",
                     at + step as u64 - 16,
@@ -339,11 +583,11 @@ impl PerfData {
             }
             attrs.push(EventAttr {
                 attr,
-                ids: U64s::new(ids).to_vec(),
+                ids: U64s::new(&ids).to_vec(),
                 name: String::new(),
             });
         }
-        let file_len = b.len() as u64;
+        let file_len = b.len();
         if data_off > file_len {
             return Err(Error::malformed(
                 "perf.data header",
@@ -374,8 +618,8 @@ impl PerfData {
             for (n, &bit) in bits.iter().enumerate() {
                 let at = table + 16 * n as u64;
                 let (off, len) = match (
-                    u64_at(b, at, "feature table"),
-                    u64_at(b, at + 8, "feature table"),
+                    b.u64_at(at, "feature table"),
+                    b.u64_at(at + 8, "feature table"),
                 ) {
                     (Ok(o), Ok(l)) => (o, l),
                     (Err(e), _) | (_, Err(e)) => {
@@ -395,8 +639,9 @@ impl PerfData {
                     warnings.push(format!("feature {bit}: {e}"));
                     break;
                 }
-                match section(b, off, len, at, "feature section")
-                    .and_then(|s| features.parse_section(bit, s, off))
+                match b
+                    .section(off, len, at, "feature section")
+                    .and_then(|s| features.parse_section(bit, &s, off))
                 {
                     Ok(()) => {}
                     Err(e) => warnings.push(format!("feature {bit}: {e}")),
@@ -490,18 +735,18 @@ impl PerfData {
     /// each field sits in their raw data (read them with [`super::tracing::formats`]).
     /// From the `TRACING_DATA` feature in file mode, from the data after the
     /// `HEADER_TRACING_DATA` record in pipe mode; `None` when the file has none.
-    pub fn tracing_data(&self) -> Option<&[u8]> {
+    /// In pipe mode it is read back from the spooled stream (a few hundred KiB), which
+    /// can fail.
+    pub fn tracing_data(&self) -> Result<Option<Cow<'_, [u8]>>> {
         if let Some((off, len)) = self.pipe_tracing {
-            let start = usize::try_from(off).ok()?;
-            return self
-                .bytes
-                .get(start..start.checked_add(usize::try_from(len).ok()?)?);
+            return self.source.section(off, len, off, "tracing data").map(Some);
         }
-        self.features
+        Ok(self
+            .features
             .other
             .iter()
             .find(|(f, _)| *f == feat::TRACING_DATA)
-            .map(|(_, b)| b.as_slice())
+            .map(|(_, b)| Cow::Borrowed(b.as_slice())))
     }
 
     /// Calls `f(offset, record)` for every record in file order. Records inside
@@ -512,12 +757,12 @@ impl PerfData {
         E: From<Error>,
         F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
     {
-        let b = &self.bytes;
         let end = self.data_offset + self.data_size;
         let mut off = self.data_offset;
         let mut z: Option<Inflater> = None;
+        let mut window = Window::new(&self.source);
         while off < end {
-            let rec_bytes = record_at(b, off, end)?;
+            let rec_bytes = window.record(off, end)?;
             let rec = self.decoder.decode(rec_bytes, off)?;
             let mut skip = 0;
             match rec.body {
@@ -629,10 +874,13 @@ fn check_frame(type_: u32, size: u16, off: u64) -> Result<()> {
     Ok(())
 }
 
-/// The record at `off` (checked against `end` and its own size field).
-fn record_at(b: &[u8], off: u64, end: u64) -> Result<&[u8]> {
-    let start = usize::try_from(off).unwrap_or(usize::MAX);
-    let stop = usize::try_from(end).unwrap_or(usize::MAX).min(b.len());
+/// The record at `off` (checked against `end` and its own size field) in `b`, which
+/// holds the bytes from offset `base` on.
+fn record_at(b: &[u8], base: u64, off: u64, end: u64) -> Result<&[u8]> {
+    let start = usize::try_from(off - base).unwrap_or(usize::MAX);
+    let stop = usize::try_from(end - base)
+        .unwrap_or(usize::MAX)
+        .min(b.len());
     let avail = b.get(start..stop).unwrap_or(&[]);
     let (type_, _, size) = peek_header(avail).ok_or_else(|| {
         Error::malformed(
@@ -691,11 +939,11 @@ impl PipeScan {
     /// last call stopped. With `complete` false a record cut off at the end waits for
     /// more bytes (its header is checked already); with `complete` true the stream ends
     /// here and a cut-off record is an error.
-    fn advance(&mut self, b: &[u8], complete: bool) -> Result<()> {
-        let end = b.len() as u64;
+    fn advance(&mut self, b: &[u8], base: u64, complete: bool) -> Result<()> {
+        let end = base + b.len() as u64;
         while self.off < end {
             let off = self.off;
-            let avail = usize::try_from(off)
+            let avail = usize::try_from(off - base)
                 .ok()
                 .and_then(|o| b.get(o..))
                 .unwrap_or(&[]);
@@ -707,7 +955,7 @@ impl PipeScan {
             } else if !complete {
                 return Ok(());
             }
-            let rec = record_at(b, off, end)?;
+            let rec = record_at(b, base, off, end)?;
             let (type_, _, size) = peek_header(rec).unwrap_or((0, 0, 0));
             let mut skip = 0;
             match type_ {

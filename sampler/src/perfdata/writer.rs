@@ -506,7 +506,7 @@ mod tests {
         ids.sort_unstable();
         assert_eq!(ids, [feat::HOSTNAME, feat::EVENT_DESC, LAST_FEATURE]);
         // The tracing data after its record (padded to 8 bytes, as perf pads it).
-        let t = pd.tracing_data().expect("tracing data");
+        let t = pd.tracing_data().unwrap().expect("tracing data");
         assert_eq!(
             (&t[..tracing.len()], t.len()),
             (&tracing[..], tracing.len().next_multiple_of(8))
