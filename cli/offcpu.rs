@@ -153,10 +153,8 @@ pub fn offcpu_profile(
     };
     let switches = offcpu::collect(&pd, switch_event, format)
         .with_context(|| format!("reading {}", path.display()))?;
-    let profile = Profile::from_perf_data(pd, opts)
-        .with_context(|| format!("symbolizing {}", path.display()))?;
-    offcpu::profile(profile, switches, min_block_us, wall)
-        .with_context(|| format!("pairing the switches of {}", path.display()))
+    offcpu::profile(&pd, opts, switches, min_block_us, wall)
+        .with_context(|| format!("symbolizing {}", path.display()))
 }
 
 /// `12.345 s`, `123.4 ms`, `56 µs`.
@@ -195,8 +193,8 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         inline: true,
         kernel: !a.no_kernel,
         user: true,
-        // Each switch-out sample is paired with its switch-in by time.
-        merge: false,
+        // Blocks of one stack and thread merge once weighted (offcpu::Plan).
+        merge: true,
     };
     let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
     let folded = fold::fold(

@@ -11,6 +11,9 @@ pub enum Error {
     /// The recording could not be read or decoded.
     #[error(transparent)]
     Sampler(#[from] hwprof_sampler::Error),
+    /// The recording could not be symbolized.
+    #[error(transparent)]
+    Symbolize(#[from] hwprof_symbolize::Error),
     /// The per-sample entries of a record pass and the profile's samples differ in
     /// number (they must be the same samples, in file order).
     #[error("{read} samples read but {symbolized} symbolized")]

@@ -9,16 +9,19 @@
 //! 2. [`Collector`]: one pass over the records: one [`Switch`] per sample in file order
 //!    (switch-outs, and the other events' samples, which show a thread running), plus
 //!    the exact switch-ins of `PERF_RECORD_SWITCH` records.
-//! 3. [`profile`]: the switch-outs paired with their ends ([`pair`]), each blocked
-//!    stack weighted by its time off CPU in µs; with `wall`, on-CPU samples too, every
-//!    stack ending in an `[off]` or `[on]` frame. Fold it with [`crate::fold::Weight::Micros`].
+//! 3. [`Plan`]: the switch-outs paired with their ends ([`pair`]), each blocked stack
+//!    weighted by its time off CPU in µs; with `wall`, on-CPU samples too. One `u64`
+//!    per sample, all that is kept of the record pass.
+//! 4. [`profile`]: the recording symbolized with the plan's weights (merged, when
+//!    asked: memory then follows the distinct stacks), every stack ending in an `[off]`
+//!    or `[on]` frame with `wall`. Fold it with [`crate::fold::Weight::Micros`].
 
 pub mod pair;
 
 use hwprof_sampler::perfdata::reader::{EventAttr, PerfData};
 use hwprof_sampler::perfdata::tracing::{self, TraceField, TraceFormat};
 use hwprof_sampler::record::{Body, Record};
-use hwprof_symbolize::{Frame, FrameId, FrameKind, Profile};
+use hwprof_symbolize::{Frame, FrameId, FrameKind, Options, Profile};
 
 pub use pair::{Block, Switch, pair};
 
@@ -179,73 +182,151 @@ pub fn collect(pd: &PerfData, switch_event: usize, format: SwitchFormat) -> Resu
     Ok(c.finish())
 }
 
-/// The off-CPU profile of `p` (the recording's profile; `sw` from the same recording):
-/// the switch-out samples that ended, each with its time off CPU (µs) as its period;
-/// blocks shorter than `min_block_us` (at least 1) are left out. With `wall`, the
-/// samples of the other events (cpu-clock: periods in ns) are kept too, as µs, and every
-/// stack gets a leaf frame `[off]` or `[on]`. All samples are of event 0. An error when
-/// `sw` does not have one entry per sample of `p`.
-pub fn profile(mut p: Profile, sw: Switches, min_block_us: u64, wall: bool) -> Result<Profile> {
-    if p.samples.len() != sw.per_sample.len() {
-        return Err(Error::Misaligned {
-            read: sw.per_sample.len(),
-            symbolized: p.samples.len(),
-        });
-    }
-    // After the sample-aligned entries: a block's index is always a sample's.
-    let mut switches = sw.per_sample;
-    let aligned = switches.len();
-    switches.extend(sw.switch_ins);
-    let samples = std::mem::take(&mut p.samples);
-    let mut tag = |name: &str| -> FrameId {
-        p.frames.push(Frame {
-            function: Some(name.to_string()),
-            module: None,
-            module_offset: 0,
-            file: None,
-            line: None,
-            inlined: false,
-            kind: FrameKind::User,
-        });
-        (p.frames.len() - 1) as FrameId
-    };
-    let (off_tag, on_tag) = if wall {
-        (Some(tag("[off]")), Some(tag("[on]")))
-    } else {
-        (None, None)
-    };
-    let mut out = Vec::new();
-    for b in pair(&switches) {
-        let us = b.ns / 1000;
-        if us < min_block_us.max(1) {
-            continue;
+/// What each recorded sample becomes in the off-CPU profile (see [`Plan::reweigh`]):
+/// one `u64` per sample, in file order, so that the profile itself can be built merged
+/// (its memory then follows the distinct stacks, not the recording).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Per sample: [`Plan::DROP`], [`Plan::ON`], or a block's length in µs.
+    per_sample: Vec<u64>,
+    wall: bool,
+}
+
+impl Plan {
+    /// Left out.
+    const DROP: u64 = 0;
+    /// An on-CPU sample of the wall-clock view.
+    const ON: u64 = u64::MAX;
+    /// The event of off-CPU blocks in a profile built with [`Plan::reweigh`].
+    pub const OFF_EVENT: u32 = 0;
+    /// The event of on-CPU samples (wall-clock view) in such a profile.
+    pub const ON_EVENT: u32 = 1;
+
+    /// The plan for the samples `sw` was collected from: the switch-outs paired with
+    /// their ends ([`pair`]) weigh their time off CPU in µs (blocks shorter than
+    /// `min_block_us`, at least 1, are left out); with `wall`, the other events' samples
+    /// (cpu-clock: periods in ns) weigh their period in µs.
+    pub fn new(sw: Switches, min_block_us: u64, wall: bool) -> Plan {
+        let aligned = sw.per_sample.len();
+        let mut per_sample: Vec<u64> = sw
+            .per_sample
+            .iter()
+            .map(|s| if wall && !s.out { Plan::ON } else { Plan::DROP })
+            .collect();
+        // After the sample-aligned entries: a block's index is always a sample's.
+        let mut switches = sw.per_sample;
+        switches.extend(sw.switch_ins);
+        for b in pair(&switches) {
+            let us = b.ns / 1000;
+            if us >= min_block_us.max(1)
+                && b.index < aligned
+                && let Some(slot) = per_sample.get_mut(b.index)
+            {
+                // Never `ON`: an on-CPU sample does not start a block.
+                *slot = us.min(Plan::ON - 1);
+            }
         }
-        if let Some(s) = samples.get(b.index) {
-            let mut s = s.clone();
-            s.period = us;
-            s.weight = None;
-            s.event = 0;
-            if let Some(t) = off_tag {
+        Plan { per_sample, wall }
+    }
+
+    /// Samples the plan is for.
+    pub fn len(&self) -> usize {
+        self.per_sample.len()
+    }
+
+    /// True when it is for no sample.
+    pub fn is_empty(&self) -> bool {
+        self.per_sample.is_empty()
+    }
+
+    /// What sample `index` (file order, all events) of `period` becomes: a block
+    /// ([`Plan::OFF_EVENT`], µs off CPU), an on-CPU sample ([`Plan::ON_EVENT`], its
+    /// period in µs, at least 1 µs), or nothing. For
+    /// [`Profile::build_reweighted`](hwprof_symbolize::Profile::build_reweighted).
+    pub fn reweigh(&self, index: usize, period: u64) -> Option<(u32, u64)> {
+        match self.per_sample.get(index).copied()? {
+            Plan::DROP => None,
+            Plan::ON => (period >= 1000).then_some((Plan::ON_EVENT, period / 1000)),
+            us => Some((Plan::OFF_EVENT, us)),
+        }
+    }
+
+    /// The profile built with [`Plan::reweigh`] made an off-CPU one: all samples of
+    /// event 0, and with `wall` each stack ending in an `[off]` or `[on]` frame.
+    pub fn tag(&self, mut p: Profile) -> Profile {
+        let mut tag = |name: &str| -> FrameId {
+            p.frames.push(Frame {
+                function: Some(name.to_string()),
+                module: None,
+                module_offset: 0,
+                file: None,
+                line: None,
+                inlined: false,
+                kind: FrameKind::User,
+            });
+            (p.frames.len() - 1) as FrameId
+        };
+        let tags = self.wall.then(|| (tag("[off]"), tag("[on]")));
+        for s in &mut p.samples {
+            if let Some((off, on)) = tags {
+                let t = if s.event == Plan::ON_EVENT { on } else { off };
                 s.stack.insert(0, t);
             }
-            out.push(s);
-        }
-    }
-    if let Some(t) = on_tag {
-        for (s, sw) in samples.iter().zip(&switches[..aligned]) {
-            if sw.out || s.period < 1000 {
-                continue;
-            }
-            let mut s = s.clone();
-            s.period /= 1000;
-            s.weight = None;
             s.event = 0;
-            s.stack.insert(0, t);
-            out.push(s);
         }
+        p
     }
-    p.samples = out;
-    Ok(p)
+
+    /// The plan applied to `p`, the recording's profile built unmerged (one sample per
+    /// recorded sample, in file order), as [`profile`] builds it from the file. An
+    /// error when `p` does not have one sample per entry of the plan.
+    pub fn apply(&self, mut p: Profile) -> Result<Profile> {
+        if p.samples.len() != self.len() {
+            return Err(Error::Misaligned {
+                read: self.len(),
+                symbolized: p.samples.len(),
+            });
+        }
+        let samples = std::mem::take(&mut p.samples);
+        p.samples = samples
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, mut s)| {
+                let (event, period) = self.reweigh(i, s.period)?;
+                (s.event, s.period, s.weight) = (event, period, None);
+                Some(s)
+            })
+            .collect();
+        Ok(self.tag(p))
+    }
+}
+
+/// The off-CPU profile of the recording `pd` (`sw` collected from it): symbolized as
+/// `opts` asks, each sample weighted as [`Plan::new`] says (with `opts.merge`, the
+/// samples of one stack and thread merge, so memory follows the distinct stacks); all
+/// samples of event 0, and with `wall` every stack ending in `[off]` or `[on]`. Fold it
+/// with [`crate::fold::Weight::Micros`]. An error when the file does not hold the
+/// samples `sw` was collected from.
+pub fn profile(
+    pd: &PerfData,
+    opts: &Options,
+    sw: Switches,
+    min_block_us: u64,
+    wall: bool,
+) -> Result<Profile> {
+    let plan = Plan::new(sw, min_block_us, wall);
+    let mut seen = 0;
+    let p = Profile::build_reweighted(pd, opts, &mut |i, period| {
+        seen = seen.max(i + 1);
+        plan.reweigh(i, period)
+    })?;
+    if seen != plan.len() {
+        return Err(Error::Misaligned {
+            read: plan.len(),
+            symbolized: seen,
+        });
+    }
+    Ok(plan.tag(p))
 }
 
 #[cfg(test)]

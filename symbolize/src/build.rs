@@ -70,7 +70,14 @@ struct Builder {
     lost: u64,
     /// Per attr: the period of a sample without PERIOD.
     fixed_period: Vec<u64>,
+    /// Samples seen so far (all events), in file order.
+    seen: usize,
 }
+
+/// What [`Profile::build_reweighted`] makes of each recorded sample: given its number
+/// (in file order from 0, over all events) and its period, the event and period it has
+/// in the profile, or `None` to leave it out.
+pub type Reweigh<'a> = &'a mut dyn FnMut(usize, u64) -> Option<(u32, u64)>;
 
 impl Profile {
     /// Symbolizes a recording: every sample of `pd` with its stack resolved against the
@@ -90,17 +97,30 @@ impl Profile {
         opts: &Options,
         sym: Symbolizer,
     ) -> Result<(Profile, Symbolizer)> {
-        let (b, events) = Builder::replay(pd, opts, sym)?;
+        let (b, events) = Builder::replay(pd, opts, sym, None)?;
         Ok(b.finish(events, opts))
     }
 
-    /// [`Profile::build`] that consumes the file and frees its bytes once its records
-    /// are replayed, before the profile is assembled: the peak memory of symbolizing a
-    /// large recording is then the profile's, not the profile's plus the file's.
+    /// [`Profile::build`] that consumes the reader (and its file) once the records are
+    /// replayed, before the profile is assembled.
     pub fn from_perf_data(pd: PerfData, opts: &Options) -> Result<Profile> {
         let sym = Symbolizer::new(opts.inline, kernel_matches(pd.features()));
-        let (b, events) = Builder::replay(&pd, opts, sym)?;
+        let (b, events) = Builder::replay(&pd, opts, sym, None)?;
         drop(pd);
+        Ok(b.finish(events, opts).0)
+    }
+
+    /// [`Profile::build`] where `reweigh` decides each sample's event and period (see
+    /// [`Reweigh`]); its weight is dropped. With [`Options::merge`] the samples are
+    /// merged after that, so that a profile of derived weights (the off-CPU time that
+    /// follows a switch-out) also grows with its distinct stacks, not the recording.
+    pub fn build_reweighted(
+        pd: &PerfData,
+        opts: &Options,
+        reweigh: Reweigh<'_>,
+    ) -> Result<Profile> {
+        let sym = Symbolizer::new(opts.inline, kernel_matches(pd.features()));
+        let (b, events) = Builder::replay(pd, opts, sym, Some(reweigh))?;
         Ok(b.finish(events, opts).0)
     }
 }
@@ -111,6 +131,7 @@ impl Builder {
         pd: &PerfData,
         opts: &Options,
         mut sym: Symbolizer,
+        mut reweigh: Option<Reweigh<'_>>,
     ) -> Result<(Builder, Vec<EventInfo>)> {
         if opts.kernel {
             sym.prefetch_kernel_symbols();
@@ -160,6 +181,7 @@ impl Builder {
             merged: opts.merge.then(HashMap::default),
             lost: 0,
             fixed_period,
+            seen: 0,
         };
         // Files are written ring by ring, so a sample can come before (in file order) the
         // MMAP2 or COMM of its own exec on another CPU's ring. Like perf, replay by time:
@@ -200,7 +222,7 @@ impl Builder {
                     let at = (s.time, seq);
                     b.advance(&mut queues, KERNEL_PID, at);
                     b.advance(&mut queues, s.pid.unwrap_or(u32::MAX), at);
-                    b.sample(rec, s);
+                    b.sample(rec, s, &mut reweigh);
                 }
                 Body::Lost { lost, .. } => b.lost += lost,
                 Body::LostSamples { lost } => b.lost += lost,
@@ -417,8 +439,31 @@ impl Builder {
         id
     }
 
-    fn sample(&mut self, rec: &Record<'_>, s: &hwprof_sampler::record::Sample<'_>) {
-        let event = rec.attr.unwrap_or(0);
+    fn sample(
+        &mut self,
+        rec: &Record<'_>,
+        s: &hwprof_sampler::record::Sample<'_>,
+        reweigh: &mut Option<Reweigh<'_>>,
+    ) {
+        let attr = rec.attr.unwrap_or(0);
+        let period = s
+            .period
+            .filter(|&p| p != 0)
+            .or_else(|| self.fixed_period.get(attr).copied())
+            .unwrap_or(1);
+        let n = self.seen;
+        self.seen += 1;
+        let mut weight = s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw)));
+        let (event, period) = match reweigh {
+            Some(f) => match f(n, period) {
+                Some(new) => {
+                    weight = None;
+                    new
+                }
+                None => return,
+            },
+            None => (attr as u32, period),
+        };
         let pid = s.pid.unwrap_or(u32::MAX);
         let tid = s.tid.unwrap_or(pid);
         let comm = match self.tid_comm.get(&tid).or_else(|| self.pid_comm.get(&pid)) {
@@ -462,13 +507,6 @@ impl Builder {
         }
         let stack = self.intern_stack(&cur);
         self.cur = cur;
-        let period = s
-            .period
-            .filter(|&p| p != 0)
-            .or_else(|| self.fixed_period.get(event).copied())
-            .unwrap_or(1);
-        let weight = s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw)));
-        let event = event as u32;
         if let Some(merged) = &mut self.merged {
             let key = (event, pid, tid, comm, stack, weight.is_some());
             if let Some(&i) = merged.get(&key)

@@ -37,6 +37,7 @@ pub mod perfmap;
 pub mod profile;
 pub mod symbolizer;
 
+pub use build::Reweigh;
 pub use error::{Error, Result};
 pub use profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
 pub use symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};

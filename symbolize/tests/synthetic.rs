@@ -308,6 +308,25 @@ fn jit_exec_fork_lost_and_resolved_once() {
             .map(|&f| p.frame(f).name().to_string())
             .collect()
     };
+    // Reweighted: sample 1 left out, the others get event 1 and 10 × their period, and
+    // merge after that (samples 0 and 1 would have merged; now 0 stands alone).
+    let mut seen = Vec::new();
+    let rew = Profile::build_reweighted(
+        &pd,
+        &Options {
+            merge: true,
+            ..Options::default()
+        },
+        &mut |i, period| {
+            seen.push((i, period));
+            (i != 1).then_some((1, period * 10))
+        },
+    )
+    .unwrap();
+    assert_eq!(seen, [(0, 7), (1, 7), (2, 1000), (3, 3), (4, 3)]);
+    assert_eq!(rew.samples.len(), 4);
+    assert!(rew.samples.iter().all(|s| s.event == 1 && s.count == 1));
+    assert_eq!(rew.samples[0].period, 70);
     // (The JIT map is gone by now: its frames are [unknown] here.)
     assert_eq!(frames(&merged, 0), ["[unknown]", "[unknown]", "main"]);
     assert_eq!(frames(&merged, 3), names(4));

@@ -210,7 +210,7 @@ fn the_pairing_uses_the_recorded_layout() {
         "a cpu-clock sample is a sign of running"
     );
     assert_eq!(sw.switch_ins.len(), 1);
-    let p = profile(samples(), sw, 1, false).unwrap();
+    let p = Plan::new(sw, 1, false).apply(samples()).unwrap();
     let blocks: Vec<(u32, u64)> = p.samples.iter().map(|s| (s.tid, s.period)).collect();
     // 10: 50 µs until 11 hands over; 12: 300 µs until it is seen running; 13: 200 µs
     // until its switch-in. 10's second block and 11's never end.
@@ -220,27 +220,30 @@ fn the_pairing_uses_the_recorded_layout() {
     // own next switch-out (1 ms), which is what reading a recording with the wrong
     // format gets wrong.
     let wrong = collected(SwitchFormat::parse(KERNEL_FORMAT));
-    let p = profile(samples(), wrong, 1, false).unwrap();
+    let p = Plan::new(wrong, 1, false).apply(samples()).unwrap();
     assert_eq!(p.samples[0].period, 1000);
 }
 
 #[test]
 fn wall_view_tags_and_min_block() {
     let sw = collected(SwitchFormat::parse(OTHER_FORMAT));
-    let p = profile(samples(), sw.clone(), 1, true).unwrap();
+    let p = Plan::new(sw.clone(), 1, true).apply(samples()).unwrap();
     let tags: Vec<(&str, u64)> = p
         .samples
         .iter()
         .map(|s| (p.frames[s.stack[0] as usize].name(), s.period))
         .collect();
     // The cpu-clock sample's 250,000 ns are 250 µs on CPU.
+    // In file order: 10's block, 12's, 12's cpu-clock sample, 13's block.
     assert_eq!(
         tags,
-        [("[off]", 50), ("[off]", 300), ("[off]", 200), ("[on]", 250)]
+        [("[off]", 50), ("[off]", 300), ("[on]", 250), ("[off]", 200)]
     );
     assert!(p.samples.iter().all(|s| s.event == 0));
-    let p = profile(samples(), sw.clone(), 100, false).unwrap();
+    let p = Plan::new(sw.clone(), 100, false).apply(samples()).unwrap();
     assert_eq!(p.samples.len(), 2, "the 50 µs block is shorter than 100 µs");
-    let e = profile(profile_of(&[(10, 1)]), sw, 1, false).unwrap_err();
+    let e = Plan::new(sw, 1, false)
+        .apply(profile_of(&[(10, 1)]))
+        .unwrap_err();
     assert_eq!(e.to_string(), "6 samples read but 1 symbolized");
 }
