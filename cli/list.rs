@@ -4,9 +4,9 @@
 use std::io::Write;
 
 use hwprof_pmu::attr::{Attr, types};
+use hwprof_pmu::counter::accepts;
 use hwprof_pmu::cpu::CpuId;
 use hwprof_pmu::event::{HARDWARE, SOFTWARE, canonical_cache_names};
-use hwprof_pmu::counter::accepts;
 use hwprof_pmu::sysfs;
 use serde::Serialize;
 

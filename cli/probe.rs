@@ -26,7 +26,7 @@ use hwprof_sampler::session::{Session, SessionOptions, Target};
 use crate::{ExitWith, usage};
 
 use calls::{Hit, pair};
-use stacks::Mapping;
+use hwprof_sampler::synth::Mapping;
 
 /// Flags of `hwprof probe`.
 #[derive(Debug, clap::Args)]
@@ -264,7 +264,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
             .zip(ids.iter().cloned())
             .collect::<Vec<_>>(),
     );
-    let mut maps: Vec<Mapping> = Vec::new();
+    let mut maps: Vec<(u32, Mapping)> = Vec::new();
     if a.stacks {
         if let Target::Pids(p) = &target {
             for &pid in p {
@@ -287,21 +287,8 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
                     stack: s.callchain.map(|c| c.to_vec()).unwrap_or_default(),
                 });
             }
-            Ok(Body::Mmap2(m)) => maps.push(Mapping {
-                pid: m.pid,
-                start: m.addr,
-                end: m.addr.saturating_add(m.len),
-                pgoff: m.pgoff,
-                path: String::from_utf8_lossy(m.filename).into_owned(),
-            }),
-            Ok(Body::Mmap(m)) => maps.push(Mapping {
-                pid: m.pid,
-                start: m.addr,
-                end: m.addr.saturating_add(m.len),
-                pgoff: m.pgoff,
-                path: String::from_utf8_lossy(m.filename).into_owned(),
-            }),
-            _ => {}
+            Ok(other) => maps.extend(Mapping::of_record(&other)),
+            Err(_) => {}
         }
         Ok(())
     });
