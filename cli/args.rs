@@ -1,11 +1,13 @@
 //! Command-line flags, with perf's names where perf has them, and the parsers every
 //! command shares for values that need checking: durations ([`secs`], [`interval_ms`],
-//! [`threshold_ns`], [`block_us`]) and PID/TID lists ([`id_list`]).
+//! [`threshold_ns`], [`block_us`]) and targets ([`target`], over the one target parser of
+//! `hwprof_pmu::target`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use hwprof_pmu::target::{Flags, Rules, Target, TargetError};
 
 /// hwprof: Linux hardware performance counters, PMU sampling and flame graphs.
 #[derive(Debug, Parser)]
@@ -413,6 +415,13 @@ pub struct FlamegraphArgs {
     pub command: Vec<String>,
 }
 
+impl FlamegraphArgs {
+    /// Whether this records (a command, `-p` or `-a`) rather than drawing a file.
+    pub fn records(&self) -> bool {
+        !self.command.is_empty() || self.pid.is_some() || self.all_cpus
+    }
+}
+
 /// The longest duration any flag takes: a year (a longer one is a typo, and `inf`
 /// or `1e20` seconds overflow a `Duration`).
 const MAX_DURATION_SECS: f64 = 365.0 * 86_400.0;
@@ -492,27 +501,27 @@ pub fn block_us(text: &str) -> Result<u64, String> {
     Ok(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
-/// The process or thread ids of `-p`/`-t` (`flag`), in every command: comma-separated
-/// numbers above 0 (duplicates are kept, spaces around items allowed); an empty item
-/// (`1,,2`, a trailing comma), anything else, or an empty list is a usage error.
-pub fn id_list(text: &str, flag: &str) -> Result<Vec<i32>, crate::Usage> {
-    let what = if flag == "-t" { "TIDs" } else { "PIDs" };
-    let bad = |why: String| {
-        crate::Usage(format!(
-            "bad {flag} list '{text}': {why} (expected {what} like 1234,5678)"
-        ))
-    };
-    let mut out = Vec::new();
-    for item in text.split(',').map(str::trim) {
-        if item.is_empty() {
-            return Err(bad("an empty item".to_string()));
-        }
-        match item.parse::<i32>() {
-            Ok(n) if n > 0 => out.push(n),
-            _ => return Err(bad(format!("'{item}' is not a number above 0"))),
-        }
-    }
-    Ok(out)
+/// How a command words the target errors that are its own; the others (bad lists,
+/// offline CPUs, missing processes) are worded by [`TargetError`] itself.
+pub struct TargetWords {
+    /// Two or more of -p, -t, -a/-C.
+    pub several: &'static str,
+    /// A command with -p/-t (or -a/-C where the command takes none).
+    pub command_and: &'static str,
+    /// No target.
+    pub missing: &'static str,
+}
+
+/// The target of a command, by the one parser ([`Target::parse`]): its errors are usage
+/// errors (exit 2) worded by `words`, except a process that does not exist (exit 1).
+pub fn target(flags: &Flags<'_>, rules: Rules, words: &TargetWords) -> anyhow::Result<Target> {
+    Target::parse(flags, rules).map_err(|e| match e {
+        TargetError::Several => crate::Usage(words.several.to_string()).into(),
+        TargetError::CommandAnd(_) => crate::Usage(words.command_and.to_string()).into(),
+        TargetError::Missing => crate::Usage(words.missing.to_string()).into(),
+        TargetError::NoSuchProcess { .. } => crate::ExitWith(1, e.to_string()).into(),
+        other => crate::Usage(other.to_string()).into(),
+    })
 }
 
 #[cfg(test)]
@@ -568,19 +577,5 @@ mod tests {
         assert_eq!(block_us("1"), Ok(1));
         assert_eq!(block_us("2ms"), Ok(2000));
         assert!(block_us("-1").is_err());
-    }
-
-    #[test]
-    fn id_lists() {
-        assert_eq!(id_list("1", "-p").unwrap(), [1]);
-        assert_eq!(id_list("1, 2,2", "-p").unwrap(), [1, 2, 2]);
-        for bad in ["1,,2", "1,", ",1", "", "0", "-3", "x", "99999999999", "1;2"] {
-            let e = id_list(bad, "-p").expect_err(bad).0;
-            assert!(e.starts_with(&format!("bad -p list '{bad}': ")), "{e}");
-        }
-        assert_eq!(
-            id_list("1,,2", "-t").unwrap_err().0,
-            "bad -t list '1,,2': an empty item (expected TIDs like 1234,5678)"
-        );
     }
 }

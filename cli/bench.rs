@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_pmu::event::Class;
-use hwprof_pmu::sys;
+use hwprof_pmu::stop::Stop;
 
 use crate::{ExitWith, Usage, usage};
 use compare::Mode;
@@ -102,8 +102,8 @@ pub struct BenchArgs {
 }
 
 /// Runs `hwprof bench`.
-pub fn run(a: BenchArgs) -> anyhow::Result<u8> {
-    run_checked(a).map_err(|e| {
+pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
+    run_checked(a, stop).map_err(|e| {
         if crate::exit_code_of(&e) == 2 || crate::is_broken_pipe(&e) {
             e
         } else {
@@ -112,7 +112,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<u8> {
     })
 }
 
-fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
+fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.command.is_empty() {
         return usage("give the command to benchmark after `--`, e.g. `hwprof bench -- ./bench`");
     }
@@ -176,7 +176,6 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
     // stderr (--show-output), so the report stays clean.
     let report = crate::outfile::open_for_target(Path::new("-"), &crate::outfile::REPORT)?;
     let runner = Runner::new(events, a.show_output, a.ignore_failure);
-    sys::catch_interrupts().context("installing the SIGINT handler")?;
 
     let mut sides: Vec<Vec<String>> = Vec::new();
     if let Some(x) = a_argv {
@@ -187,7 +186,7 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
     let all_metrics = run::metric_names(&event_names);
     // Bad --gate names are usage errors before anything runs.
     gate_of(a.gate.as_deref(), &all_metrics, &all_metrics, false)?;
-    let results = measure(&runner, &sides, a.warmup, a.runs)?;
+    let results = measure(&runner, &sides, a.warmup, a.runs, stop)?;
     note_unsupported(
         &results[0][0],
         &event_names,
@@ -320,6 +319,7 @@ fn measure(
     sides: &[Vec<String>],
     warmup: u32,
     runs: u32,
+    stop: &Stop,
 ) -> anyhow::Result<Vec<Vec<RunResult>>> {
     let mut results: Vec<Vec<RunResult>> = vec![Vec::new(); sides.len()];
     let tag = |k: usize| -> &'static str {
@@ -339,8 +339,8 @@ fn measure(
             };
             let of = if i < warmup { warmup } else { runs };
             runner.progress(&format!("hwprof bench: {label}/{of}{}", tag(k)));
-            let r = runner.run(argv, &label)?;
-            if sys::interrupted() {
+            let r = runner.run(argv, &label, stop)?;
+            if stop.is_stopped() {
                 break 'outer;
             }
             first.get_or_insert_with(|| r.clone());
@@ -351,7 +351,7 @@ fn measure(
     }
     runner.done();
     let done = results.iter().map(Vec::len).min().unwrap_or(0);
-    if sys::interrupted() {
+    if stop.is_stopped() {
         if done < 2 {
             anyhow::bail!("interrupted before 2 runs finished; nothing to report");
         }

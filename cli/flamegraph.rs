@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_pmu::attr::types;
+use hwprof_pmu::stop::Stop;
 use hwprof_sampler::output::Output;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
@@ -36,10 +37,10 @@ use fold::{CountBy, FoldOptions, Folded};
 use svg::{Measure, Render};
 
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
-pub fn run(a: FlamegraphArgs) -> anyhow::Result<u8> {
-    let recording = !a.command.is_empty() || a.pid.is_some() || a.all_cpus;
+pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
+    let recording = a.records();
     if a.off_cpu {
-        return off_cpu(a, recording);
+        return off_cpu(a, recording, stop);
     }
     if !recording && !a.events.is_empty() {
         let what = match &a.diff {
@@ -64,7 +65,7 @@ pub fn run(a: FlamegraphArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if recording {
-        return record_and_draw(&a);
+        return record_and_draw(&a, stop);
     }
     draw_file(&a, &a.input, None)?;
     Ok(0)
@@ -395,7 +396,7 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
 /// `--data-file` keeps it, and returns the command's exit code. The graph's output is
 /// opened first, so a wrong `-o` fails before the command starts; when it is stdout,
 /// the command's stdout goes to stderr.
-fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
+fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let dest = if folded_to_stdout(a) {
         Path::new("-")
     } else {
@@ -444,7 +445,7 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
         no_summary: true,
         command: a.command.clone(),
     };
-    let code = crate::record::run(rec)?;
+    let code = crate::record::run(rec, stop)?;
     // With --all, files get one name per event: `early` only proved -o (stdout serves
     // every event).
     let drawn = draw_file(a, &data, early);
@@ -508,7 +509,7 @@ pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> 
 
 /// `--off-cpu`: the wall-clock view of `hwprof offcpu --wall`, recorded now or drawn
 /// from `-i FILE`.
-fn off_cpu(a: FlamegraphArgs, recording: bool) -> anyhow::Result<u8> {
+fn off_cpu(a: FlamegraphArgs, recording: bool, stop: &Stop) -> anyhow::Result<u8> {
     if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() || a.call_graph.is_some() {
         return usage(
             "--off-cpu records its own events (cpu-clock and sched:sched_switch, fp callchains): leave out -e/--event, -F, -c and --call-graph",
@@ -534,7 +535,7 @@ fn off_cpu(a: FlamegraphArgs, recording: bool) -> anyhow::Result<u8> {
         command: a.command,
     };
     if recording {
-        return crate::offcpu::run(oa);
+        return crate::offcpu::run(oa, stop);
     }
     crate::offcpu::draw(&oa, &a.input)?;
     Ok(0)

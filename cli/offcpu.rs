@@ -9,6 +9,7 @@ mod report;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use hwprof_pmu::stop::Stop;
 use hwprof_sampler::output::Output;
 use hwprof_sampler::record::Body;
 use hwprof_symbolize::{Frame, FrameId, FrameKind, Options as SymOptions, Profile};
@@ -69,7 +70,7 @@ pub struct OffcpuArgs {
 }
 
 /// Runs `hwprof offcpu`; returns the exit code (the traced command's, when one ran).
-pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
+pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.command.is_empty() && a.pid.is_none() && a.tid.is_none() && !a.all_cpus {
         return usage(
             "nothing to trace: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof offcpu -- ./app`)",
@@ -118,7 +119,7 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
         no_summary: true,
         command: a.command.clone(),
     };
-    let code = crate::record::run(rec)?;
+    let code = crate::record::run(rec, stop)?;
     draw_into(&a, &data, early)?;
     drop(scratch);
     Ok(code)

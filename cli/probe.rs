@@ -20,9 +20,12 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use hwprof_pmu::attr::sample;
+use hwprof_pmu::stop::Stop;
+use hwprof_pmu::target::{Flags, Rules};
 use hwprof_sampler::record::{Body, Decoder};
 use hwprof_sampler::session::{Session, SessionOptions, Target};
 
+use crate::args::TargetWords;
 use crate::{ExitWith, usage};
 
 use calls::{Hit, pair};
@@ -161,20 +164,22 @@ fn parse_events(events: &[String], funcs: &[Func]) -> anyhow::Result<hwprof_pmu:
 }
 
 fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
-    match (&a.pid, a.command.is_empty()) {
-        (Some(_), false) => usage("give one target: a command after --, or -p PID"),
-        (None, true) => usage(
-            "nothing to probe: give a command after --, or -p PID (e.g. `hwprof probe uprobe:./app:work -- ./app`)",
-        ),
-        (None, false) => Ok(Target::Command(a.command.clone())),
-        (Some(p), true) => {
-            let out = crate::args::id_list(p, "-p")?;
-            if let Some(&pid) = out.iter().find(|&&x| !hwprof_pmu::sys::process_exists(x)) {
-                return Err(ExitWith(1, format!("no such process {pid} (-p {p})")).into());
-            }
-            Ok(Target::Pids(out))
-        }
-    }
+    let flags = Flags {
+        command: &a.command,
+        pid: a.pid.as_deref(),
+        ..Flags::default()
+    };
+    let conflict = "give one target: a command after --, or -p PID";
+    let words = TargetWords {
+        several: conflict,
+        command_and: conflict,
+        missing: "nothing to probe: give a command after --, or -p PID (e.g. `hwprof probe uprobe:./app:work -- ./app`)",
+    };
+    let rules = Rules {
+        live_ids: true,
+        ..Rules::default()
+    };
+    crate::args::target(&flags, rules, &words)
 }
 
 /// Why opening failed, in one line; permission errors say what uprobes need.
@@ -206,7 +211,7 @@ fn open_error(e: hwprof_sampler::Error, target: &Target) -> anyhow::Error {
     ))
 }
 
-pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
+pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     let threshold = a.threshold;
     if a.stacks && threshold.is_none() {
         return usage(
@@ -273,7 +278,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
         }
     }
     let mut hits: Vec<Hit> = Vec::new();
-    let stats = session.run(|bytes: &[u8]| {
+    let stats = session.run(stop, |bytes: &[u8]| {
         match decoder.decode(bytes, 0).map(|r| r.body) {
             Ok(Body::Sample(s)) => {
                 let Some(ev) = s.id.and_then(|id| event_of.get(&id).copied()) else {

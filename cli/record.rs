@@ -16,6 +16,8 @@ use std::collections::BTreeSet;
 use anyhow::{Context, anyhow};
 use hwprof_pmu::EventList;
 use hwprof_pmu::event::Class;
+use hwprof_pmu::stop::Stop;
+use hwprof_pmu::target::{Flags, Rules};
 use hwprof_sampler::config::{self, CallGraph, RecordOptions, Sampling};
 use hwprof_sampler::output::Output;
 use hwprof_sampler::perfdata::features::{ANON_GROUP, Features, GroupDesc, id as feature_id};
@@ -25,14 +27,14 @@ use hwprof_sampler::record::{Body, Decoder, kind};
 use hwprof_sampler::session::{Session, SessionOptions, Target};
 use hwprof_sampler::{buildid, synth};
 
-use crate::args::RecordArgs;
+use crate::args::{RecordArgs, TargetWords};
 use crate::encode::{encoder, parse_all, print_json};
 use crate::{ExitWith, usage};
 
 /// perf's default ring size: 512 KiB of data per ring.
 const DEFAULT_RING_BYTES: usize = 512 << 10;
 
-pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
+pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.off_cpu {
         if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() {
             return usage(
@@ -215,7 +217,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
             }
         }
         Target::SystemWide { .. } => pre.extend(synth::all_processes(first)),
-        Target::Command(_) => {}
+        _ => {}
     }
     for r in &pre {
         note_dso(&decoder, r, &mut dsos);
@@ -224,7 +226,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<u8> {
     writer.finished_init()?;
 
     let mut sink_err: Option<anyhow::Error> = None;
-    let stats = session.run(|bytes: &[u8]| {
+    let stats = session.run(stop, |bytes: &[u8]| {
         note_dso(&decoder, bytes, &mut dsos);
         if let Err(e) = writer.write_record(bytes) {
             let msg = e.to_string();
@@ -297,45 +299,24 @@ fn notice(a: &RecordArgs, msg: &str) {
 }
 
 fn target_of(a: &RecordArgs) -> anyhow::Result<Target> {
-    let kinds = [
-        !a.command.is_empty(),
-        a.pid.is_some(),
-        a.tid.is_some(),
-        a.all_cpus || a.cpus.is_some(),
-    ];
-    if kinds.iter().filter(|&&k| k).count() > 1 {
-        return usage("give one target: a command after --, or -p, -t, or -a/-C");
-    }
-    if let Some(p) = &a.pid {
-        return Ok(Target::Pids(pid_list(p, "-p")?));
-    }
-    if let Some(t) = &a.tid {
-        return Ok(Target::Tids(pid_list(t, "-t")?));
-    }
-    if a.all_cpus || a.cpus.is_some() {
-        let cpus = match &a.cpus {
-            Some(c) => Some(
-                hwprof_pmu::sysfs::parse_cpu_list(c)
-                    .map_err(|e| crate::Usage(format!("bad CPU list '{c}': {e}")))?,
-            ),
-            None => None,
-        };
-        return Ok(Target::SystemWide { cpus });
-    }
-    if a.command.is_empty() {
-        return usage(
-            "nothing to record: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof record -g -- ./app`)",
-        );
-    }
-    Ok(Target::Command(a.command.clone()))
-}
-
-fn pid_list(s: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
-    let out = crate::args::id_list(s, flag)?;
-    if let Some(&pid) = out.iter().find(|&&p| !hwprof_pmu::sys::process_exists(p)) {
-        return Err(ExitWith(1, format!("no such process {pid} ({flag} {s})")).into());
-    }
-    Ok(out)
+    let flags = Flags {
+        command: &a.command,
+        pid: a.pid.as_deref(),
+        tid: a.tid.as_deref(),
+        all_cpus: a.all_cpus,
+        cpus: a.cpus.as_deref(),
+    };
+    let conflict = "give one target: a command after --, or -p, -t, or -a/-C";
+    let words = TargetWords {
+        several: conflict,
+        command_and: conflict,
+        missing: "nothing to record: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof record -g -- ./app`)",
+    };
+    let rules = Rules {
+        live_ids: true,
+        ..Rules::default()
+    };
+    crate::args::target(&flags, rules, &words)
 }
 
 fn record_options(

@@ -19,6 +19,7 @@
 //! instructions or cycles (task-clock where there is no hardware PMU).
 
 pub mod attr;
+pub mod command;
 pub mod counter;
 pub mod cpu;
 #[cfg(feature = "criterion")]
@@ -29,9 +30,11 @@ pub mod file;
 pub mod format;
 pub mod metrics;
 pub mod probe;
+pub mod stop;
 pub mod sys;
 pub mod sysfs;
 pub mod tables;
+pub mod target;
 pub mod uprobe_events;
 
 pub use error::{Error, Result};
