@@ -26,12 +26,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use hwprof_pmu::EventList;
 use hwprof_pmu::attr::types;
 use hwprof_pmu::stop::Stop;
+use hwprof_pmu::target::Flags;
+use hwprof_sampler::config::RecordOptions;
 use hwprof_sampler::output::Output;
+use hwprof_sampler::recorder::Recording;
+use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
-use crate::args::{FlameWeight, FlamegraphArgs, RecordArgs};
+use crate::args::{FlameWeight, FlamegraphArgs};
 use crate::usage;
 use fold::{CountBy, FoldOptions, Folded};
 use svg::{Measure, Render};
@@ -415,37 +420,45 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
     };
     let (data, scratch) = crate::outfile::recording_path(a.data_file.as_deref(), &dir)?;
-    let rec = RecordArgs {
-        events: a.events.clone(),
-        freq: match (&a.freq, a.count) {
-            (Some(f), _) => Some(f.clone()),
-            (None, Some(_)) => None,
-            (None, None) => Some("999".to_string()),
-        },
-        count: a.count,
-        callgraph_fp: a.call_graph.is_none(),
-        call_graph: a.call_graph.clone(),
-        branch_any: false,
-        branch_filter: None,
-        data: false,
-        weight: a.weight == FlameWeight::Weight,
-        pid: a.pid.clone(),
-        tid: None,
+    // As `hwprof record -F 999 -g -q -o DATA`.
+    let target = crate::recording::target(&Flags {
+        command: &a.command,
+        pid: a.pid.as_deref(),
         all_cpus: a.all_cpus,
-        cpus: None,
-        mmap_pages: None,
-        duration: a.duration,
-        output: data.clone(),
-        no_inherit: false,
-        dry_run: false,
-        off_cpu: false,
-        switch_events: false,
-        event_file: Vec::new(),
-        quiet: false,
-        no_summary: true,
-        command: a.command.clone(),
+        ..Flags::default()
+    })?;
+    let enc = crate::encode::encoder(None, &[])?;
+    let default_event = a.events.is_empty();
+    let freq = match (&a.freq, a.count) {
+        (Some(f), _) => Some(f.as_str()),
+        (None, Some(_)) => None,
+        (None, None) => Some("999"),
     };
-    let code = crate::record::run(rec, stop)?;
+    let options = RecordOptions {
+        sampling: crate::recording::sampling(freq, a.count)?,
+        call_graph: crate::recording::call_graph(a.call_graph.as_deref(), a.call_graph.is_none())?,
+        weight: a.weight == FlameWeight::Weight,
+        default_event,
+        ..RecordOptions::default()
+    };
+    let data_pages = crate::recording::ring_pages(None)?;
+    let output = crate::recording::open_output(&data)?;
+    let list = if default_event {
+        EventList::default()
+    } else {
+        crate::encode::parse_all(&enc, &a.events)?
+    };
+    if !default_event && !enc.host_has_cpu_pmu() {
+        crate::recording::check_core_events(&list)?;
+    }
+    let mut rec = Recording::new(list, target);
+    rec.options = options;
+    rec.session = SessionOptions {
+        data_pages,
+        inherit: true,
+        duration: a.duration,
+    };
+    let code = crate::recording::record(rec, output, false, None, stop)?.exit_code();
     // With --all, files get one name per event: `early` only proved -o (stdout serves
     // every event).
     let drawn = draw_file(a, &data, early);

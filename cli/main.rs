@@ -14,6 +14,7 @@ mod offcpu;
 mod outfile;
 mod probe;
 mod record;
+mod recording;
 mod render;
 mod report;
 mod script;

@@ -10,11 +10,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_pmu::stop::Stop;
+use hwprof_pmu::target::Flags;
+use hwprof_sampler::config::{CallGraph, RecordOptions};
 use hwprof_sampler::output::Output;
 use hwprof_sampler::record::Body;
+use hwprof_sampler::recorder::Recording;
+use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Frame, FrameId, FrameKind, Options as SymOptions, Profile};
 
-use crate::args::RecordArgs;
 use crate::flamegraph::fold::{self, CountBy, FoldOptions};
 use crate::flamegraph::svg::{self, Render};
 use crate::flamegraph::write_output;
@@ -90,36 +93,32 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     )?);
     let (data, scratch) =
         crate::outfile::recording_path(a.data_file.as_deref(), &std::env::temp_dir())?;
-    let rec = RecordArgs {
-        // cpu-clock samples say when a thread runs: they end its block (see `pair`), and
-        // are the on-CPU side of --wall.
-        events: vec!["sched:sched_switch".to_string(), "cpu-clock".to_string()],
-        // Each event's default: every switch (period 1), cpu-clock at 4000 Hz.
-        freq: None,
-        count: None,
-        callgraph_fp: true,
-        call_graph: None,
-        branch_any: false,
-        branch_filter: None,
-        data: false,
-        weight: false,
-        pid: a.pid.clone(),
-        tid: a.tid.clone(),
+    // As `hwprof record --switch-events -g -m 2M -o DATA`: cpu-clock samples say when a
+    // thread runs (they end its block, see `pair`) and are the on-CPU side of --wall;
+    // each event samples at its default (every switch, cpu-clock at 4000 Hz).
+    let target = crate::recording::target(&Flags {
+        command: &a.command,
+        pid: a.pid.as_deref(),
+        tid: a.tid.as_deref(),
         all_cpus: a.all_cpus,
         cpus: None,
-        mmap_pages: Some("2M".to_string()),
+    })?;
+    let enc = crate::encode::encoder(None, &[])?;
+    let data_pages = crate::recording::ring_pages(Some("2M"))?;
+    let output = crate::recording::open_output(&data)?;
+    let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
+    let mut rec = Recording::new(crate::encode::parse_all(&enc, &events)?, target);
+    rec.options = RecordOptions {
+        call_graph: Some(CallGraph::Fp),
         switch_events: true,
-        duration: a.duration,
-        output: data.clone(),
-        no_inherit: false,
-        dry_run: false,
-        off_cpu: false,
-        event_file: Vec::new(),
-        quiet: false,
-        no_summary: true,
-        command: a.command.clone(),
+        ..RecordOptions::default()
     };
-    let code = crate::record::run(rec, stop)?;
+    rec.session = SessionOptions {
+        data_pages,
+        inherit: true,
+        duration: a.duration,
+    };
+    let code = crate::recording::record(rec, output, false, None, stop)?.exit_code();
     draw_into(&a, &data, early)?;
     drop(scratch);
     Ok(code)

@@ -3,6 +3,7 @@
 //! This crate owns sampling: the lock-free mmap ring reader ([`ring`]), the one safe
 //! decoder from bytes to records for every `PERF_RECORD_*` type and `PERF_SAMPLE_*`
 //! field ([`record`]), sampling sessions on commands, PIDs, TIDs and CPUs ([`session`]),
+//! the recorder that turns a session into perf.data or a live stream ([`recorder`]),
 //! perf.data reading and writing ([`perfdata`]), and the one way every output file of
 //! hwprof is written ([`output`]). It resolves no symbols.
 //!
@@ -15,6 +16,7 @@ pub mod error;
 pub mod output;
 pub mod perfdata;
 pub mod record;
+pub mod recorder;
 pub mod ring;
 pub mod session;
 pub mod synth;
