@@ -22,8 +22,9 @@ use anyhow::anyhow;
 use hwprof_pmu::attr::sample;
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::target::{Flags, Rules};
-use hwprof_sampler::record::{Body, Decoder};
-use hwprof_sampler::session::{Session, SessionOptions, Target};
+use hwprof_sampler::record::Body;
+use hwprof_sampler::recorder::{Recorder, Recording, RunError, Sink};
+use hwprof_sampler::session::{SessionOptions, Target};
 
 use crate::args::TargetWords;
 use crate::{ExitWith, usage};
@@ -249,26 +250,22 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         inherit: true,
         duration: a.duration,
     };
-    let session =
-        Session::open(&list, target.clone(), sopts).map_err(|e| open_error(e, &target))?;
-    for n in session.notices().iter().filter(|_| !quiet) {
+    // The attrs are set above; no records synthesized (the stacks read /proc instead).
+    let mut rec = Recording::new(list, target.clone());
+    rec.configure = false;
+    rec.synthesize = false;
+    rec.session = sopts;
+    let recorder = Recorder::open(rec).map_err(|e| open_error(e.error, &target))?;
+    for n in recorder.notices().iter().filter(|_| !quiet) {
         eprintln!("hwprof: note: {n}");
     }
-    let attrs = session.attrs();
-    let ids = session.ids();
     let mut event_of: HashMap<u64, usize> = HashMap::new();
-    for (i, v) in ids.iter().enumerate() {
-        for &id in v {
+    for (i, e) in recorder.entries().iter().enumerate() {
+        for &id in &e.ids {
             event_of.insert(id, i);
         }
     }
-    let decoder = Decoder::new(
-        &attrs
-            .iter()
-            .cloned()
-            .zip(ids.iter().cloned())
-            .collect::<Vec<_>>(),
-    );
+    let decoder = recorder.decoder();
     let mut maps: Vec<(u32, Mapping)> = Vec::new();
     if a.stacks {
         if let Target::Pids(p) = &target {
@@ -278,7 +275,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
     }
     let mut hits: Vec<Hit> = Vec::new();
-    let stats = session.run(stop, |bytes: &[u8]| {
+    let mut on_record = |bytes: &[u8]| {
         match decoder.decode(bytes, 0).map(|r| r.body) {
             Ok(Body::Sample(s)) => {
                 let Some(ev) = s.id.and_then(|id| event_of.get(&id).copied()) else {
@@ -296,8 +293,11 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
             Err(_) => {}
         }
         Ok(())
-    });
-    let stats = stats.map_err(|e| anyhow!("probing: {e}"))?;
+    };
+    let done = recorder
+        .run(Sink::Records(&mut on_record), stop)
+        .map_err(|e| anyhow!("probing: {}", source_of(*e)))?;
+    let (stats, code) = (&done.stats, done.exit_code());
     if stats.lost > 0 || stats.lost_samples > 0 {
         eprintln!(
             "hwprof: warning: {} and {} lost (the ring buffer was full): counts are lower bounds",
@@ -318,11 +318,15 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     }
     // The command's exit code, as `stat` and `record` pass it on (128 + signal when
     // killed); --duration ending it with SIGTERM is the plan, not a failure.
-    Ok(match stats.exit {
-        Some(x) if a.duration.is_some() && x.signal == Some(libc::SIGTERM) => 0,
-        Some(x) => u8::try_from(x.code).unwrap_or(1),
-        None => 0,
-    })
+    Ok(code)
+}
+
+/// The session's own error behind a recorder error (what `probing:` names).
+fn source_of(e: RunError) -> String {
+    match e {
+        RunError::Session(e) | RunError::Synthesized(e) => e.to_string(),
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]
