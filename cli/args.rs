@@ -34,11 +34,11 @@ pub enum Command {
     /// Draw an interactive SVG flame graph from a perf.data file, or record a command and draw it.
     Flamegraph(FlamegraphArgs),
     /// Where threads wait: off-CPU time by stack (sched_switch), as a flame graph or table.
-    Offcpu(crate::offcpu::OffcpuArgs),
+    Offcpu(OffcpuArgs),
     /// Count and time calls of a function with uprobes: exact counts, latency histogram, slow-call stacks.
-    Probe(crate::probe::ProbeArgs),
+    Probe(ProbeArgs),
     /// Run a command many times: robust statistics per counter, baselines, and regression verdicts.
-    Bench(crate::bench::BenchArgs),
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -420,6 +420,159 @@ impl FlamegraphArgs {
     pub fn records(&self) -> bool {
         !self.command.is_empty() || self.pid.is_some() || self.all_cpus
     }
+}
+
+/// Where `--save`/`--baseline` names live unless `--baseline-dir` says otherwise.
+pub const DEFAULT_BASELINE_DIR: &str = ".hwprof/baselines";
+
+/// Flags of `hwprof bench`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 no regression, 1 regression, 2 usage error (bad flag or event, missing or malformed baseline), 3 the benchmark could not be measured (the command failed or could not start)."
+)]
+pub struct BenchArgs {
+    /// Counters per run, comma-separated, perf syntax (repeatable). Default: task-clock,
+    /// instructions, cycles, branch-misses, cache-misses, page-faults, context-switches
+    /// (hardware ones only where a PMU exists). Wall, user and system time and peak RSS
+    /// are always measured.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Measured runs (per command with --compare).
+    #[arg(short = 'r', long = "runs", value_name = "N", default_value_t = 10)]
+    pub runs: u32,
+    /// Unmeasured runs first (per command), to warm caches.
+    #[arg(long = "warmup", value_name = "N", default_value_t = 1)]
+    pub warmup: u32,
+    /// Save this run as baseline NAME (DIR/NAME.json; a NAME with '/' or ending in .json is a path).
+    #[arg(long = "save", value_name = "NAME")]
+    pub save: Option<String>,
+    /// Compare with baseline NAME saved earlier; exit 1 on a regression.
+    #[arg(long = "baseline", value_name = "NAME", conflicts_with = "compare")]
+    pub baseline: Option<String>,
+    /// Directory of named baselines.
+    #[arg(long = "baseline-dir", value_name = "DIR", default_value = DEFAULT_BASELINE_DIR)]
+    pub baseline_dir: PathBuf,
+    /// Smallest change of a median, in percent, that counts as a regression or improvement.
+    #[arg(long = "threshold", value_name = "PCT", default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Confidence level of verdicts (Mann-Whitney U, Holm-corrected over the metrics).
+    #[arg(long = "confidence", value_name = "LEVEL", default_value_t = 0.99)]
+    pub confidence: f64,
+    /// Metrics whose verdict decides the exit code, comma-separated, or `all`; the others
+    /// are evidence. Default: task-clock,instructions,cycles (those counted here), and
+    /// wall-time too with --compare.
+    #[arg(long = "gate", value_name = "METRICS")]
+    pub gate: Option<String>,
+    /// A/B mode: run 'CMD_A' (one string, shell-like quoting, no shell syntax) and CMD
+    /// interleaved (A B A B ...), and compare CMD against it.
+    #[arg(long = "compare", value_name = "CMD_A", conflicts_with = "save")]
+    pub compare: Option<String>,
+    /// JSON output (schema hwprof-bench/1, see docs/bench.md).
+    #[arg(long = "json", conflicts_with = "markdown")]
+    pub json: bool,
+    /// Markdown output, for a pull-request comment.
+    #[arg(long = "markdown")]
+    pub markdown: bool,
+    /// Let the command's stdout and stderr through, both to stderr (default: discarded);
+    /// stdout holds only the report (table, --json, --markdown).
+    #[arg(long = "show-output")]
+    pub show_output: bool,
+    /// Measure runs even when the command exits non-zero.
+    #[arg(short = 'i', long = "ignore-failure")]
+    pub ignore_failure: bool,
+    /// Intel perfmon JSON file of named events (repeatable).
+    #[arg(long = "event-file", value_name = "FILE.json")]
+    pub event_file: Vec<PathBuf>,
+    /// The command to benchmark, after `--`.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Where `hwprof offcpu` draws by default.
+pub const OFFCPU_OUT: &str = "offcpu.svg";
+
+/// Flags of `hwprof offcpu`.
+#[derive(Debug, clap::Args)]
+pub struct OffcpuArgs {
+    /// Attach to these processes (all their threads).
+    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
+    pub pid: Option<String>,
+    /// Attach to these threads only.
+    #[arg(short = 't', long = "tid", value_name = "TID,..")]
+    pub tid: Option<String>,
+    /// Every thread of the system.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Stop after this many seconds (the command, if any, is then ended; units allowed:
+    /// 500ms, 10m).
+    #[arg(long = "duration", value_name = "SECS", value_parser = secs)]
+    pub duration: Option<std::time::Duration>,
+    /// Drop blocks shorter than this (µs; units allowed: 2ms).
+    #[arg(long = "min-block", value_name = "USEC", default_value = "1", value_parser = block_us)]
+    pub min_block: u64,
+    /// The SVG to write (with --folded or --report: the file for them; default stdout,
+    /// and then the command's own stdout goes to stderr so that the data stays clean).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = OFFCPU_OUT)]
+    pub output: PathBuf,
+    /// Write folded stacks (`comm;main;f;g USEC`) instead of an SVG.
+    #[arg(long = "folded")]
+    pub folded: bool,
+    /// Print a table of the functions and stacks that waited longest instead of an SVG;
+    /// stacks are whole, leaf first: kernel frames (`_[k]`), `--`, then user frames.
+    #[arg(long = "report", conflicts_with = "folded")]
+    pub report: bool,
+    /// Keep the recording in this perf.data (default: a temporary file, removed).
+    #[arg(long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
+    /// Wall-clock view: also sample on-CPU time (cpu-clock, 4000 Hz) and draw both in one
+    /// graph, each stack ending in an `[on]` or `[off]` frame: widths are on- plus
+    /// off-CPU time (µs).
+    #[arg(long = "wall")]
+    pub wall: bool,
+    /// Leave kernel frames out of the stacks.
+    #[arg(long = "no-kernel")]
+    pub no_kernel: bool,
+    /// The command to run and trace.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Flags of `hwprof probe`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "The result goes to stderr (as `hwprof stat` and `perf stat` print counts), so the command's own stdout stays apart: `hwprof probe ... --json -o calls.json -- ./app` writes clean JSON; with --json on stderr, notes are left out."
+)]
+pub struct ProbeArgs {
+    /// Probes: `uprobe:/path/bin:func` (a `uretprobe:` on the same function is added for
+    /// latency), or `uretprobe:/path/bin:func`; several may be given, or comma-separated.
+    #[arg(value_name = "PROBE", required = true)]
+    pub probes: Vec<String>,
+    /// Attach to running processes (comma-separated PIDs) until they exit, SIGINT or --duration.
+    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
+    pub pid: Option<String>,
+    /// Stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m).
+    #[arg(long = "duration", value_name = "SECS", value_parser = secs)]
+    pub duration: Option<Duration>,
+    /// Print a log2 latency histogram (as bcc's funclatency) with p50/p90/p99/max.
+    #[arg(long = "hist")]
+    pub hist: bool,
+    /// Report the calls slower than this (e.g. 10ms, 500us, 2s, 1500ns; a bare number is
+    /// milliseconds).
+    #[arg(long = "threshold", value_name = "DURATION", value_parser = threshold_ns)]
+    pub threshold: Option<u64>,
+    /// With --threshold: print the call stack of each slow call.
+    #[arg(long = "stacks")]
+    pub stacks: bool,
+    /// Print the result as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
+    /// Write the result to FILE (atomically) instead of stderr; `-` is stdout, and the
+    /// command's own stdout then goes to stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 /// The longest duration any flag takes: a year (a longer one is a typo, and `inf`

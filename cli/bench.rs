@@ -11,12 +11,13 @@ mod run;
 mod stats;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use hwprof_pmu::event::Class;
 use hwprof_pmu::stop::Stop;
 
+use crate::args::BenchArgs;
 use crate::{ExitWith, Usage, usage};
 use compare::Mode;
 use doc::{Doc, Settings};
@@ -34,72 +35,6 @@ const DEFAULT_GATE: &str = "task-clock,instructions,cycles";
 
 /// The default gate in A/B mode, where interleaving cancels the machine's drift.
 const DEFAULT_GATE_AB: &str = "wall-time,task-clock,instructions,cycles";
-
-/// Where `--save`/`--baseline` names live unless `--baseline-dir` says otherwise.
-const DEFAULT_BASELINE_DIR: &str = ".hwprof/baselines";
-
-/// Flags of `hwprof bench`.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Exit codes: 0 no regression, 1 regression, 2 usage error (bad flag or event, missing or malformed baseline), 3 the benchmark could not be measured (the command failed or could not start)."
-)]
-pub struct BenchArgs {
-    /// Counters per run, comma-separated, perf syntax (repeatable). Default: task-clock,
-    /// instructions, cycles, branch-misses, cache-misses, page-faults, context-switches
-    /// (hardware ones only where a PMU exists). Wall, user and system time and peak RSS
-    /// are always measured.
-    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
-    pub events: Vec<String>,
-    /// Measured runs (per command with --compare).
-    #[arg(short = 'r', long = "runs", value_name = "N", default_value_t = 10)]
-    pub runs: u32,
-    /// Unmeasured runs first (per command), to warm caches.
-    #[arg(long = "warmup", value_name = "N", default_value_t = 1)]
-    pub warmup: u32,
-    /// Save this run as baseline NAME (DIR/NAME.json; a NAME with '/' or ending in .json is a path).
-    #[arg(long = "save", value_name = "NAME")]
-    pub save: Option<String>,
-    /// Compare with baseline NAME saved earlier; exit 1 on a regression.
-    #[arg(long = "baseline", value_name = "NAME", conflicts_with = "compare")]
-    pub baseline: Option<String>,
-    /// Directory of named baselines.
-    #[arg(long = "baseline-dir", value_name = "DIR", default_value = DEFAULT_BASELINE_DIR)]
-    pub baseline_dir: PathBuf,
-    /// Smallest change of a median, in percent, that counts as a regression or improvement.
-    #[arg(long = "threshold", value_name = "PCT", default_value_t = 5.0)]
-    pub threshold: f64,
-    /// Confidence level of verdicts (Mann-Whitney U, Holm-corrected over the metrics).
-    #[arg(long = "confidence", value_name = "LEVEL", default_value_t = 0.99)]
-    pub confidence: f64,
-    /// Metrics whose verdict decides the exit code, comma-separated, or `all`; the others
-    /// are evidence. Default: task-clock,instructions,cycles (those counted here), and
-    /// wall-time too with --compare.
-    #[arg(long = "gate", value_name = "METRICS")]
-    pub gate: Option<String>,
-    /// A/B mode: run 'CMD_A' (one string, shell-like quoting, no shell syntax) and CMD
-    /// interleaved (A B A B ...), and compare CMD against it.
-    #[arg(long = "compare", value_name = "CMD_A", conflicts_with = "save")]
-    pub compare: Option<String>,
-    /// JSON output (schema hwprof-bench/1, see docs/bench.md).
-    #[arg(long = "json", conflicts_with = "markdown")]
-    pub json: bool,
-    /// Markdown output, for a pull-request comment.
-    #[arg(long = "markdown")]
-    pub markdown: bool,
-    /// Let the command's stdout and stderr through, both to stderr (default: discarded);
-    /// stdout holds only the report (table, --json, --markdown).
-    #[arg(long = "show-output")]
-    pub show_output: bool,
-    /// Measure runs even when the command exits non-zero.
-    #[arg(short = 'i', long = "ignore-failure")]
-    pub ignore_failure: bool,
-    /// Intel perfmon JSON file of named events (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
-    /// The command to benchmark, after `--`.
-    #[arg(trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
 
 /// Runs `hwprof bench`.
 pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {

@@ -44,9 +44,7 @@ use svg::{Measure, Render};
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
 pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let recording = a.records();
-    if a.off_cpu {
-        return off_cpu(a, recording, stop);
-    }
+    // `--off-cpu` is offcpu's (main dispatches it there).
     if !recording && !a.events.is_empty() {
         let what = match &a.diff {
             Some(_) => "these recordings".to_string(),
@@ -518,40 +516,6 @@ pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> 
     out.write_all(bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
     crate::outfile::commit(out)
-}
-
-/// `--off-cpu`: the wall-clock view of `hwprof offcpu --wall`, recorded now or drawn
-/// from `-i FILE`.
-fn off_cpu(a: FlamegraphArgs, recording: bool, stop: &Stop) -> anyhow::Result<u8> {
-    if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() || a.call_graph.is_some() {
-        return usage(
-            "--off-cpu records its own events (cpu-clock and sched:sched_switch, fp callchains): leave out -e/--event, -F, -c and --call-graph",
-        );
-    }
-    let oa = crate::offcpu::OffcpuArgs {
-        pid: a.pid,
-        tid: None,
-        all_cpus: a.all_cpus,
-        duration: a.duration,
-        min_block: 1,
-        // `--folded` without `-o` writes to stdout, as it does without --off-cpu.
-        output: if a.folded && a.output.as_os_str() == "flamegraph.svg" {
-            PathBuf::from("-")
-        } else {
-            a.output
-        },
-        folded: a.folded,
-        report: false,
-        data_file: a.data_file,
-        wall: true,
-        no_kernel: a.no_kernel,
-        command: a.command,
-    };
-    if recording {
-        return crate::offcpu::run(oa, stop);
-    }
-    crate::offcpu::draw(&oa, &a.input)?;
-    Ok(0)
 }
 
 #[cfg(test)]

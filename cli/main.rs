@@ -91,6 +91,14 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Record(a) => record::run(a, &stop_on_signals()?),
         args::Command::Script(a) => script::run(a),
         args::Command::Report(a) => report::run(a),
+        args::Command::Flamegraph(a) if a.off_cpu => {
+            let stop = if a.records() {
+                stop_on_signals()?
+            } else {
+                Stop::new().context("creating the stop token")?
+            };
+            offcpu::flamegraph(a, &stop)
+        }
         args::Command::Flamegraph(a) => {
             let stop = if a.records() {
                 stop_on_signals()?

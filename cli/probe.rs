@@ -16,7 +16,6 @@ mod output;
 mod stacks;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use anyhow::anyhow;
 use hwprof_pmu::attr::sample;
@@ -26,49 +25,11 @@ use hwprof_sampler::record::Body;
 use hwprof_sampler::recorder::{Recorder, Recording, RunError, Sink};
 use hwprof_sampler::session::{SessionOptions, Target};
 
-use crate::args::TargetWords;
+use crate::args::{ProbeArgs, TargetWords};
 use crate::{ExitWith, usage};
 
 use calls::{Hit, pair};
 use hwprof_sampler::synth::Mapping;
-
-/// Flags of `hwprof probe`.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "The result goes to stderr (as `hwprof stat` and `perf stat` print counts), so the command's own stdout stays apart: `hwprof probe ... --json -o calls.json -- ./app` writes clean JSON; with --json on stderr, notes are left out."
-)]
-pub struct ProbeArgs {
-    /// Probes: `uprobe:/path/bin:func` (a `uretprobe:` on the same function is added for
-    /// latency), or `uretprobe:/path/bin:func`; several may be given, or comma-separated.
-    #[arg(value_name = "PROBE", required = true)]
-    pub probes: Vec<String>,
-    /// Attach to running processes (comma-separated PIDs) until they exit, SIGINT or --duration.
-    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
-    pub pid: Option<String>,
-    /// Stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m).
-    #[arg(long = "duration", value_name = "SECS", value_parser = crate::args::secs)]
-    pub duration: Option<Duration>,
-    /// Print a log2 latency histogram (as bcc's funclatency) with p50/p90/p99/max.
-    #[arg(long = "hist")]
-    pub hist: bool,
-    /// Report the calls slower than this (e.g. 10ms, 500us, 2s, 1500ns; a bare number is
-    /// milliseconds).
-    #[arg(long = "threshold", value_name = "DURATION", value_parser = crate::args::threshold_ns)]
-    pub threshold: Option<u64>,
-    /// With --threshold: print the call stack of each slow call.
-    #[arg(long = "stacks")]
-    pub stacks: bool,
-    /// Print the result as JSON.
-    #[arg(long = "json")]
-    pub json: bool,
-    /// Write the result to FILE (atomically) instead of stderr; `-` is stdout, and the
-    /// command's own stdout then goes to stderr.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<std::path::PathBuf>,
-    /// The command to run, after `--`.
-    #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
 
 /// One probed function: its name and the indexes of its entry and return events.
 #[derive(Debug, Clone)]
