@@ -4,6 +4,8 @@
 //! line on stderr and an exit code (2 for bad input, 1 for failures, the workload's own
 //! code when a command ran). A closed stdout pipe is not an error.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod bench;
 mod encode;

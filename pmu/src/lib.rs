@@ -18,6 +18,9 @@
 //! `hwprof_pmu::criterion::CounterMeasurement` makes criterion benches count
 //! instructions or cycles (task-clock where there is no hardware PMU).
 
+// Unsafe code only in `sys` (syscalls), which allows it.
+#![deny(unsafe_code)]
+
 pub mod attr;
 pub mod command;
 pub mod counter;
@@ -31,6 +34,7 @@ pub mod format;
 pub mod metrics;
 pub mod probe;
 pub mod stop;
+#[allow(unsafe_code)]
 pub mod sys;
 pub mod sysfs;
 pub mod tables;

@@ -10,6 +10,9 @@
 //! The only `unsafe` code is in [`ring`] (the mmap'd ring and its control page) and in
 //! `hwprof_pmu::sys` (syscalls).
 
+// Unsafe code only in `ring` (the mmap'd ring), which allows it.
+#![deny(unsafe_code)]
+
 pub mod buildid;
 pub mod config;
 pub mod error;
@@ -17,6 +20,7 @@ pub mod output;
 pub mod perfdata;
 pub mod record;
 pub mod recorder;
+#[allow(unsafe_code)]
 pub mod ring;
 pub mod session;
 pub mod synth;
