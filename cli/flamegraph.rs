@@ -446,9 +446,6 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     } else {
         crate::encode::parse_all(&enc, &a.events)?
     };
-    if !default_event && !enc.host_has_cpu_pmu() {
-        crate::recording::check_core_events(&list)?;
-    }
     let mut rec = Recording::new(list, target);
     rec.options = options;
     rec.session = SessionOptions {
@@ -456,7 +453,10 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         inherit: true,
         duration: a.duration,
     };
-    let code = crate::recording::record(rec, output, false, None, stop)?.exit_code();
+    let branch_flag = crate::recording::branch_flag(None, false, a.call_graph.as_deref());
+    crate::recording::check_events(&rec, &enc, branch_flag.as_deref(), false)?;
+    let code =
+        crate::recording::record(rec, output, false, branch_flag.as_deref(), stop)?.exit_code();
     // With --all, files get one name per event: `early` only proved -o (stdout serves
     // every event).
     let drawn = draw_file(a, &data, early);

@@ -12,7 +12,6 @@
 
 use anyhow::anyhow;
 use hwprof_pmu::EventList;
-use hwprof_pmu::event::Class;
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::target::Flags;
 use hwprof_sampler::config::{self, RecordOptions};
@@ -21,8 +20,8 @@ use hwprof_sampler::session::SessionOptions;
 
 use crate::args::RecordArgs;
 use crate::encode::{encoder, parse_all, print_json};
-use crate::recording::{self, INSTEAD_OF_BRANCHES};
-use crate::{ExitWith, usage};
+use crate::recording;
+use crate::usage;
 
 pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.off_cpu {
@@ -57,13 +56,12 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     } else {
         Some(recording::open_output(&a.output)?)
     };
-    let has_pmu = enc.host_has_cpu_pmu();
-    let branch_flag = branch_flag(&a);
+    let branch_flag = recording::branch_flag(
+        a.branch_filter.as_deref(),
+        a.branch_any,
+        a.call_graph.as_deref(),
+    );
     let list = if default_event {
-        if let Some(flag) = branch_flag.as_deref().filter(|_| !a.dry_run && !has_pmu) {
-            // Refused before the note: the fallback to cpu-clock cannot help here.
-            return Err(no_pmu_for_branches(flag));
-        }
         EventList::default()
     } else {
         parse_all(&enc, &a.events)?
@@ -81,13 +79,7 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
         print_json(&list)?;
         return Ok(0);
     }
-    let (first, _) = rec.events_to_open()?;
-    if let Some(flag) = branch_flag.as_deref() {
-        check_branch_events(&a, flag, &first, default_event, has_pmu)?;
-    }
-    if !default_event && !has_pmu {
-        recording::check_core_events(&first)?;
-    }
+    recording::check_events(&rec, &enc, branch_flag.as_deref(), a.off_cpu)?;
     let Some(output) = output else {
         return Err(anyhow!("no output opened"));
     };
@@ -130,73 +122,4 @@ fn record_options(a: &RecordArgs, default_event: bool) -> anyhow::Result<RecordO
         switch_events: a.switch_events,
         ..RecordOptions::default()
     })
-}
-
-/// The flag that asked for branch stacks, as the user wrote it (`-b`, `-j FILTERS`,
-/// `--call-graph lbr`), or `None` when none did.
-fn branch_flag(a: &RecordArgs) -> Option<String> {
-    if let Some(j) = &a.branch_filter {
-        return Some(format!("-j {j}"));
-    }
-    if a.branch_any {
-        return Some("-b".to_string());
-    }
-    a.call_graph
-        .as_deref()
-        .filter(|c| c.trim().eq_ignore_ascii_case("lbr"))
-        .map(|_| "--call-graph lbr".to_string())
-}
-
-/// Branch stacks asked for on a machine without a hardware PMU (perf: "PMU Hardware
-/// or event type doesn't support branch stack sampling"): a limit of this machine, so
-/// exit 1, as for `-e cycles` here.
-fn no_pmu_for_branches(flag: &str) -> anyhow::Error {
-    ExitWith(
-        1,
-        format!(
-            "{flag}: branch-stack sampling (Intel LBR, AMD BRS or LbrExtV2) needs a hardware PMU that records branches, and this machine exposes none (usual in VMs and containers): {INSTEAD_OF_BRANCHES}"
-        ),
-    )
-    .into()
-}
-
-/// Refuses, before anything opens, branch stacks that cannot work: on events that never
-/// have them (software, tracepoint, breakpoint, uprobe: a usage error, exit 2) or on a
-/// machine without a hardware PMU (exit 1). The kernel would only say EOPNOTSUPP.
-fn check_branch_events(
-    a: &RecordArgs,
-    flag: &str,
-    list: &EventList,
-    default_event: bool,
-    has_pmu: bool,
-) -> anyhow::Result<()> {
-    let kind = |c: Class| match c {
-        Class::Software => Some("a software event"),
-        Class::Tracepoint => Some("a tracepoint"),
-        Class::Breakpoint => Some("a breakpoint"),
-        Class::Uprobe => Some("a uprobe"),
-        Class::Core | Class::Other => None,
-    };
-    if a.off_cpu {
-        return usage(format!(
-            "--off-cpu samples cpu-clock and sched:sched_switch, which cannot record branch stacks (only hardware events can): leave out {flag}; -g or --call-graph dwarf give call stacks"
-        ));
-    }
-    // The default event is the machine's choice (cpu-clock only without a PMU).
-    let named = list.events.iter().filter(|_| !default_event);
-    if let Some((e, k)) = named.filter_map(|e| kind(e.class).map(|k| (e, k))).next() {
-        let way_out = if has_pmu {
-            format!("sample a hardware event (e.g. -e cycles {flag}), or {INSTEAD_OF_BRANCHES}")
-        } else {
-            format!("this machine has no hardware PMU either, so {INSTEAD_OF_BRANCHES}")
-        };
-        return usage(format!(
-            "{flag}: branch-stack sampling needs a hardware event, and '{}' is {k}: {way_out}",
-            e.name
-        ));
-    }
-    if !has_pmu {
-        return Err(no_pmu_for_branches(flag));
-    }
-    Ok(())
 }

@@ -57,7 +57,7 @@ pub fn ring_pages(m: Option<&str>) -> anyhow::Result<usize> {
 }
 
 /// Refuses hardware events the user named on a machine without a hardware PMU.
-pub fn check_core_events(list: &EventList) -> anyhow::Result<()> {
+fn check_core_events(list: &EventList) -> anyhow::Result<()> {
     if let Some(e) = list.events.iter().find(|e| e.class == Class::Core) {
         return Err(ExitWith(
             1,
@@ -172,6 +172,99 @@ fn open_error(
     }
     // The PMU layer's message already names the event and says what to do.
     anyhow!(e)
+}
+
+/// Refuses, before anything opens, what cannot record here: branch stacks (see
+/// [`check_branch_events`]; without a PMU, before the default event's note) and
+/// hardware events the user named on a machine without a hardware PMU.
+pub fn check_events(
+    rec: &Recording,
+    enc: &hwprof_pmu::Encoder,
+    branch_flag: Option<&str>,
+    off_cpu: bool,
+) -> anyhow::Result<()> {
+    let default_event = rec.options.default_event;
+    let has_pmu = enc.host_has_cpu_pmu();
+    if let Some(flag) = branch_flag.filter(|_| default_event && !has_pmu) {
+        // Refused before the note: the fallback to cpu-clock cannot help here.
+        return Err(no_pmu_for_branches(flag));
+    }
+    let (first, _) = rec.events_to_open()?;
+    if let Some(flag) = branch_flag {
+        check_branch_events(off_cpu, flag, &first, default_event, has_pmu)?;
+    }
+    if !default_event && !has_pmu {
+        check_core_events(&first)?;
+    }
+    Ok(())
+}
+
+/// The flag that asked for branch stacks, as the user wrote it (`-b`, `-j FILTERS`,
+/// `--call-graph lbr`), or `None` when none did.
+pub fn branch_flag(filter: Option<&str>, any: bool, call_graph: Option<&str>) -> Option<String> {
+    if let Some(j) = filter {
+        return Some(format!("-j {j}"));
+    }
+    if any {
+        return Some("-b".to_string());
+    }
+    call_graph
+        .filter(|c| c.trim().eq_ignore_ascii_case("lbr"))
+        .map(|_| "--call-graph lbr".to_string())
+}
+
+/// Branch stacks asked for on a machine without a hardware PMU (perf: "PMU Hardware
+/// or event type doesn't support branch stack sampling"): a limit of this machine, so
+/// exit 1, as for `-e cycles` here.
+fn no_pmu_for_branches(flag: &str) -> anyhow::Error {
+    ExitWith(
+        1,
+        format!(
+            "{flag}: branch-stack sampling (Intel LBR, AMD BRS or LbrExtV2) needs a hardware PMU that records branches, and this machine exposes none (usual in VMs and containers): {INSTEAD_OF_BRANCHES}"
+        ),
+    )
+    .into()
+}
+
+/// Refuses, before anything opens, branch stacks that cannot work: on events that never
+/// have them (software, tracepoint, breakpoint, uprobe: a usage error, exit 2) or on a
+/// machine without a hardware PMU (exit 1). The kernel would only say EOPNOTSUPP.
+fn check_branch_events(
+    off_cpu: bool,
+    flag: &str,
+    list: &EventList,
+    default_event: bool,
+    has_pmu: bool,
+) -> anyhow::Result<()> {
+    let kind = |c: Class| match c {
+        Class::Software => Some("a software event"),
+        Class::Tracepoint => Some("a tracepoint"),
+        Class::Breakpoint => Some("a breakpoint"),
+        Class::Uprobe => Some("a uprobe"),
+        Class::Core | Class::Other => None,
+    };
+    if off_cpu {
+        return usage(format!(
+            "--off-cpu samples cpu-clock and sched:sched_switch, which cannot record branch stacks (only hardware events can): leave out {flag}; -g or --call-graph dwarf give call stacks"
+        ));
+    }
+    // The default event is the machine's choice (cpu-clock only without a PMU).
+    let named = list.events.iter().filter(|_| !default_event);
+    if let Some((e, k)) = named.filter_map(|e| kind(e.class).map(|k| (e, k))).next() {
+        let way_out = if has_pmu {
+            format!("sample a hardware event (e.g. -e cycles {flag}), or {INSTEAD_OF_BRANCHES}")
+        } else {
+            format!("this machine has no hardware PMU either, so {INSTEAD_OF_BRANCHES}")
+        };
+        return usage(format!(
+            "{flag}: branch-stack sampling needs a hardware event, and '{}' is {k}: {way_out}",
+            e.name
+        ));
+    }
+    if !has_pmu {
+        return Err(no_pmu_for_branches(flag));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
