@@ -1,12 +1,14 @@
 //! Command-line flags, with perf's names where perf has them, and the parsers every
 //! command shares for values that need checking: durations ([`secs`], [`interval_ms`],
-//! [`threshold_ns`], [`block_us`]) and PID/TID lists ([`id_list`]).
+//! [`threshold_ns`], [`block_us`]) and targets ([`target`], over the one target parser of
+//! `hwprof_pmu::target`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use hwprof_analysis::fold::Weight;
+use hwprof_pmu::target::{Flags, Rules, Target, TargetError};
 
 /// hwprof: Linux hardware performance counters, PMU sampling and flame graphs.
 #[derive(Debug, Parser)]
@@ -33,11 +35,11 @@ pub enum Command {
     /// Draw an interactive SVG flame graph from a perf.data file, or record a command and draw it.
     Flamegraph(FlamegraphArgs),
     /// Where threads wait: off-CPU time by stack (sched_switch), as a flame graph or table.
-    Offcpu(crate::offcpu::OffcpuArgs),
+    Offcpu(OffcpuArgs),
     /// Count and time calls of a function with uprobes: exact counts, latency histogram, slow-call stacks.
-    Probe(crate::probe::ProbeArgs),
+    Probe(ProbeArgs),
     /// Run a command many times: robust statistics per counter, baselines, and regression verdicts.
-    Bench(crate::bench::BenchArgs),
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -403,6 +405,166 @@ pub struct FlamegraphArgs {
     pub command: Vec<String>,
 }
 
+impl FlamegraphArgs {
+    /// Whether this records (a command, `-p` or `-a`) rather than drawing a file.
+    pub fn records(&self) -> bool {
+        !self.command.is_empty() || self.pid.is_some() || self.all_cpus
+    }
+}
+
+/// Where `--save`/`--baseline` names live unless `--baseline-dir` says otherwise.
+pub const DEFAULT_BASELINE_DIR: &str = ".hwprof/baselines";
+
+/// Flags of `hwprof bench`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 no regression, 1 regression, 2 usage error (bad flag or event, missing or malformed baseline), 3 the benchmark could not be measured (the command failed or could not start)."
+)]
+pub struct BenchArgs {
+    /// Counters per run, comma-separated, perf syntax (repeatable). Default: task-clock,
+    /// instructions, cycles, branch-misses, cache-misses, page-faults, context-switches
+    /// (hardware ones only where a PMU exists). Wall, user and system time and peak RSS
+    /// are always measured.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Measured runs (per command with --compare).
+    #[arg(short = 'r', long = "runs", value_name = "N", default_value_t = 10)]
+    pub runs: u32,
+    /// Unmeasured runs first (per command), to warm caches.
+    #[arg(long = "warmup", value_name = "N", default_value_t = 1)]
+    pub warmup: u32,
+    /// Save this run as baseline NAME (DIR/NAME.json; a NAME with '/' or ending in .json is a path).
+    #[arg(long = "save", value_name = "NAME")]
+    pub save: Option<String>,
+    /// Compare with baseline NAME saved earlier; exit 1 on a regression.
+    #[arg(long = "baseline", value_name = "NAME", conflicts_with = "compare")]
+    pub baseline: Option<String>,
+    /// Directory of named baselines.
+    #[arg(long = "baseline-dir", value_name = "DIR", default_value = DEFAULT_BASELINE_DIR)]
+    pub baseline_dir: PathBuf,
+    /// Smallest change of a median, in percent, that counts as a regression or improvement.
+    #[arg(long = "threshold", value_name = "PCT", default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Confidence level of verdicts (Mann-Whitney U, Holm-corrected over the metrics).
+    #[arg(long = "confidence", value_name = "LEVEL", default_value_t = 0.99)]
+    pub confidence: f64,
+    /// Metrics whose verdict decides the exit code, comma-separated, or `all`; the others
+    /// are evidence. Default: task-clock,instructions,cycles (those counted here), and
+    /// wall-time too with --compare.
+    #[arg(long = "gate", value_name = "METRICS")]
+    pub gate: Option<String>,
+    /// A/B mode: run 'CMD_A' (one string, shell-like quoting, no shell syntax) and CMD
+    /// interleaved (A B A B ...), and compare CMD against it.
+    #[arg(long = "compare", value_name = "CMD_A", conflicts_with = "save")]
+    pub compare: Option<String>,
+    /// JSON output (schema hwprof-bench/1, see docs/bench.md).
+    #[arg(long = "json", conflicts_with = "markdown")]
+    pub json: bool,
+    /// Markdown output, for a pull-request comment.
+    #[arg(long = "markdown")]
+    pub markdown: bool,
+    /// Let the command's stdout and stderr through, both to stderr (default: discarded);
+    /// stdout holds only the report (table, --json, --markdown).
+    #[arg(long = "show-output")]
+    pub show_output: bool,
+    /// Measure runs even when the command exits non-zero.
+    #[arg(short = 'i', long = "ignore-failure")]
+    pub ignore_failure: bool,
+    /// Intel perfmon JSON file of named events (repeatable).
+    #[arg(long = "event-file", value_name = "FILE.json")]
+    pub event_file: Vec<PathBuf>,
+    /// The command to benchmark, after `--`.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Where `hwprof offcpu` draws by default.
+pub const OFFCPU_OUT: &str = "offcpu.svg";
+
+/// Flags of `hwprof offcpu`.
+#[derive(Debug, clap::Args)]
+pub struct OffcpuArgs {
+    /// Attach to these processes (all their threads).
+    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
+    pub pid: Option<String>,
+    /// Attach to these threads only.
+    #[arg(short = 't', long = "tid", value_name = "TID,..")]
+    pub tid: Option<String>,
+    /// Every thread of the system.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Stop after this many seconds (the command, if any, is then ended; units allowed:
+    /// 500ms, 10m).
+    #[arg(long = "duration", value_name = "SECS", value_parser = secs)]
+    pub duration: Option<std::time::Duration>,
+    /// Drop blocks shorter than this (µs; units allowed: 2ms).
+    #[arg(long = "min-block", value_name = "USEC", default_value = "1", value_parser = block_us)]
+    pub min_block: u64,
+    /// The SVG to write (with --folded or --report: the file for them; default stdout,
+    /// and then the command's own stdout goes to stderr so that the data stays clean).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = OFFCPU_OUT)]
+    pub output: PathBuf,
+    /// Write folded stacks (`comm;main;f;g USEC`) instead of an SVG.
+    #[arg(long = "folded")]
+    pub folded: bool,
+    /// Print a table of the functions and stacks that waited longest instead of an SVG;
+    /// stacks are whole, leaf first: kernel frames (`_[k]`), `--`, then user frames.
+    #[arg(long = "report", conflicts_with = "folded")]
+    pub report: bool,
+    /// Keep the recording in this perf.data (default: a temporary file, removed).
+    #[arg(long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
+    /// Wall-clock view: also sample on-CPU time (cpu-clock, 4000 Hz) and draw both in one
+    /// graph, each stack ending in an `[on]` or `[off]` frame: widths are on- plus
+    /// off-CPU time (µs).
+    #[arg(long = "wall")]
+    pub wall: bool,
+    /// Leave kernel frames out of the stacks.
+    #[arg(long = "no-kernel")]
+    pub no_kernel: bool,
+    /// The command to run and trace.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Flags of `hwprof probe`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "The result goes to stderr (as `hwprof stat` and `perf stat` print counts), so the command's own stdout stays apart: `hwprof probe ... --json -o calls.json -- ./app` writes clean JSON; with --json on stderr, notes are left out."
+)]
+pub struct ProbeArgs {
+    /// Probes: `uprobe:/path/bin:func` (a `uretprobe:` on the same function is added for
+    /// latency), or `uretprobe:/path/bin:func`; several may be given, or comma-separated.
+    #[arg(value_name = "PROBE", required = true)]
+    pub probes: Vec<String>,
+    /// Attach to running processes (comma-separated PIDs) until they exit, SIGINT or --duration.
+    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
+    pub pid: Option<String>,
+    /// Stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m).
+    #[arg(long = "duration", value_name = "SECS", value_parser = secs)]
+    pub duration: Option<Duration>,
+    /// Print a log2 latency histogram (as bcc's funclatency) with p50/p90/p99/max.
+    #[arg(long = "hist")]
+    pub hist: bool,
+    /// Report the calls slower than this (e.g. 10ms, 500us, 2s, 1500ns; a bare number is
+    /// milliseconds).
+    #[arg(long = "threshold", value_name = "DURATION", value_parser = threshold_ns)]
+    pub threshold: Option<u64>,
+    /// With --threshold: print the call stack of each slow call.
+    #[arg(long = "stacks")]
+    pub stacks: bool,
+    /// Print the result as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
+    /// Write the result to FILE (atomically) instead of stderr; `-` is stdout, and the
+    /// command's own stdout then goes to stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
 /// The longest duration any flag takes: a year (a longer one is a typo, and `inf`
 /// or `1e20` seconds overflow a `Duration`).
 const MAX_DURATION_SECS: f64 = 365.0 * 86_400.0;
@@ -482,27 +644,27 @@ pub fn block_us(text: &str) -> Result<u64, String> {
     Ok(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
-/// The process or thread ids of `-p`/`-t` (`flag`), in every command: comma-separated
-/// numbers above 0 (duplicates are kept, spaces around items allowed); an empty item
-/// (`1,,2`, a trailing comma), anything else, or an empty list is a usage error.
-pub fn id_list(text: &str, flag: &str) -> Result<Vec<i32>, crate::Usage> {
-    let what = if flag == "-t" { "TIDs" } else { "PIDs" };
-    let bad = |why: String| {
-        crate::Usage(format!(
-            "bad {flag} list '{text}': {why} (expected {what} like 1234,5678)"
-        ))
-    };
-    let mut out = Vec::new();
-    for item in text.split(',').map(str::trim) {
-        if item.is_empty() {
-            return Err(bad("an empty item".to_string()));
-        }
-        match item.parse::<i32>() {
-            Ok(n) if n > 0 => out.push(n),
-            _ => return Err(bad(format!("'{item}' is not a number above 0"))),
-        }
-    }
-    Ok(out)
+/// How a command words the target errors that are its own; the others (bad lists,
+/// offline CPUs, missing processes) are worded by [`TargetError`] itself.
+pub struct TargetWords {
+    /// Two or more of -p, -t, -a/-C.
+    pub several: &'static str,
+    /// A command with -p/-t (or -a/-C where the command takes none).
+    pub command_and: &'static str,
+    /// No target.
+    pub missing: &'static str,
+}
+
+/// The target of a command, by the one parser ([`Target::parse`]): its errors are usage
+/// errors (exit 2) worded by `words`, except a process that does not exist (exit 1).
+pub fn target(flags: &Flags<'_>, rules: Rules, words: &TargetWords) -> anyhow::Result<Target> {
+    Target::parse(flags, rules).map_err(|e| match e {
+        TargetError::Several => crate::Usage(words.several.to_string()).into(),
+        TargetError::CommandAnd(_) => crate::Usage(words.command_and.to_string()).into(),
+        TargetError::Missing => crate::Usage(words.missing.to_string()).into(),
+        TargetError::NoSuchProcess { .. } => crate::ExitWith(1, e.to_string()).into(),
+        other => crate::Usage(other.to_string()).into(),
+    })
 }
 
 #[cfg(test)]
@@ -558,19 +720,5 @@ mod tests {
         assert_eq!(block_us("1"), Ok(1));
         assert_eq!(block_us("2ms"), Ok(2000));
         assert!(block_us("-1").is_err());
-    }
-
-    #[test]
-    fn id_lists() {
-        assert_eq!(id_list("1", "-p").unwrap(), [1]);
-        assert_eq!(id_list("1, 2,2", "-p").unwrap(), [1, 2, 2]);
-        for bad in ["1,,2", "1,", ",1", "", "0", "-3", "x", "99999999999", "1;2"] {
-            let e = id_list(bad, "-p").expect_err(bad).0;
-            assert!(e.starts_with(&format!("bad -p list '{bad}': ")), "{e}");
-        }
-        assert_eq!(
-            id_list("1,,2", "-t").unwrap_err().0,
-            "bad -t list '1,,2': an empty item (expected TIDs like 1234,5678)"
-        );
     }
 }

@@ -10,14 +10,15 @@ mod output;
 mod run;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 // The statistics (`super::stats` in run.rs) live in the analysis crate.
 use hwprof_analysis::stats;
 use hwprof_pmu::event::Class;
-use hwprof_pmu::sys;
+use hwprof_pmu::stop::Stop;
 
+use crate::args::BenchArgs;
 use crate::{ExitWith, Usage, usage};
 use compare::Mode;
 use doc::{Doc, Settings};
@@ -36,75 +37,9 @@ const DEFAULT_GATE: &str = "task-clock,instructions,cycles";
 /// The default gate in A/B mode, where interleaving cancels the machine's drift.
 const DEFAULT_GATE_AB: &str = "wall-time,task-clock,instructions,cycles";
 
-/// Where `--save`/`--baseline` names live unless `--baseline-dir` says otherwise.
-const DEFAULT_BASELINE_DIR: &str = ".hwprof/baselines";
-
-/// Flags of `hwprof bench`.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Exit codes: 0 no regression, 1 regression, 2 usage error (bad flag or event, missing or malformed baseline), 3 the benchmark could not be measured (the command failed or could not start)."
-)]
-pub struct BenchArgs {
-    /// Counters per run, comma-separated, perf syntax (repeatable). Default: task-clock,
-    /// instructions, cycles, branch-misses, cache-misses, page-faults, context-switches
-    /// (hardware ones only where a PMU exists). Wall, user and system time and peak RSS
-    /// are always measured.
-    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
-    pub events: Vec<String>,
-    /// Measured runs (per command with --compare).
-    #[arg(short = 'r', long = "runs", value_name = "N", default_value_t = 10)]
-    pub runs: u32,
-    /// Unmeasured runs first (per command), to warm caches.
-    #[arg(long = "warmup", value_name = "N", default_value_t = 1)]
-    pub warmup: u32,
-    /// Save this run as baseline NAME (DIR/NAME.json; a NAME with '/' or ending in .json is a path).
-    #[arg(long = "save", value_name = "NAME")]
-    pub save: Option<String>,
-    /// Compare with baseline NAME saved earlier; exit 1 on a regression.
-    #[arg(long = "baseline", value_name = "NAME", conflicts_with = "compare")]
-    pub baseline: Option<String>,
-    /// Directory of named baselines.
-    #[arg(long = "baseline-dir", value_name = "DIR", default_value = DEFAULT_BASELINE_DIR)]
-    pub baseline_dir: PathBuf,
-    /// Smallest change of a median, in percent, that counts as a regression or improvement.
-    #[arg(long = "threshold", value_name = "PCT", default_value_t = 5.0)]
-    pub threshold: f64,
-    /// Confidence level of verdicts (Mann-Whitney U, Holm-corrected over the metrics).
-    #[arg(long = "confidence", value_name = "LEVEL", default_value_t = 0.99)]
-    pub confidence: f64,
-    /// Metrics whose verdict decides the exit code, comma-separated, or `all`; the others
-    /// are evidence. Default: task-clock,instructions,cycles (those counted here), and
-    /// wall-time too with --compare.
-    #[arg(long = "gate", value_name = "METRICS")]
-    pub gate: Option<String>,
-    /// A/B mode: run 'CMD_A' (one string, shell-like quoting, no shell syntax) and CMD
-    /// interleaved (A B A B ...), and compare CMD against it.
-    #[arg(long = "compare", value_name = "CMD_A", conflicts_with = "save")]
-    pub compare: Option<String>,
-    /// JSON output (schema hwprof-bench/1, see docs/bench.md).
-    #[arg(long = "json", conflicts_with = "markdown")]
-    pub json: bool,
-    /// Markdown output, for a pull-request comment.
-    #[arg(long = "markdown")]
-    pub markdown: bool,
-    /// Let the command's stdout and stderr through, both to stderr (default: discarded);
-    /// stdout holds only the report (table, --json, --markdown).
-    #[arg(long = "show-output")]
-    pub show_output: bool,
-    /// Measure runs even when the command exits non-zero.
-    #[arg(short = 'i', long = "ignore-failure")]
-    pub ignore_failure: bool,
-    /// Intel perfmon JSON file of named events (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
-    /// The command to benchmark, after `--`.
-    #[arg(trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
-
 /// Runs `hwprof bench`.
-pub fn run(a: BenchArgs) -> anyhow::Result<u8> {
-    run_checked(a).map_err(|e| {
+pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
+    run_checked(a, stop).map_err(|e| {
         if crate::exit_code_of(&e) == 2 || crate::is_broken_pipe(&e) {
             e
         } else {
@@ -113,7 +48,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<u8> {
     })
 }
 
-fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
+fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.command.is_empty() {
         return usage("give the command to benchmark after `--`, e.g. `hwprof bench -- ./bench`");
     }
@@ -177,7 +112,6 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
     // stderr (--show-output), so the report stays clean.
     let report = crate::outfile::open_for_target(Path::new("-"), &crate::outfile::REPORT)?;
     let runner = Runner::new(events, a.show_output, a.ignore_failure);
-    sys::catch_interrupts().context("installing the SIGINT handler")?;
 
     let mut sides: Vec<Vec<String>> = Vec::new();
     if let Some(x) = a_argv {
@@ -188,7 +122,7 @@ fn run_checked(a: BenchArgs) -> anyhow::Result<u8> {
     let all_metrics = run::metric_names(&event_names);
     // Bad --gate names are usage errors before anything runs.
     gate_of(a.gate.as_deref(), &all_metrics, &all_metrics, false)?;
-    let results = measure(&runner, &sides, a.warmup, a.runs)?;
+    let results = measure(&runner, &sides, a.warmup, a.runs, stop)?;
     note_unsupported(
         &results[0][0],
         &event_names,
@@ -321,6 +255,7 @@ fn measure(
     sides: &[Vec<String>],
     warmup: u32,
     runs: u32,
+    stop: &Stop,
 ) -> anyhow::Result<Vec<Vec<RunResult>>> {
     let mut results: Vec<Vec<RunResult>> = vec![Vec::new(); sides.len()];
     let tag = |k: usize| -> &'static str {
@@ -340,8 +275,8 @@ fn measure(
             };
             let of = if i < warmup { warmup } else { runs };
             runner.progress(&format!("hwprof bench: {label}/{of}{}", tag(k)));
-            let r = runner.run(argv, &label)?;
-            if sys::interrupted() {
+            let r = runner.run(argv, &label, stop)?;
+            if stop.is_stopped() {
                 break 'outer;
             }
             first.get_or_insert_with(|| r.clone());
@@ -352,7 +287,7 @@ fn measure(
     }
     runner.done();
     let done = results.iter().map(Vec::len).min().unwrap_or(0);
-    if sys::interrupted() {
+    if stop.is_stopped() {
         if done < 2 {
             anyhow::bail!("interrupted before 2 runs finished; nothing to report");
         }

@@ -25,20 +25,24 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_analysis::fold::{self, FoldOptions, Folded, Weight};
+use hwprof_pmu::EventList;
 use hwprof_pmu::attr::types;
+use hwprof_pmu::stop::Stop;
+use hwprof_pmu::target::Flags;
+use hwprof_sampler::config::RecordOptions;
 use hwprof_sampler::output::Output;
+use hwprof_sampler::recorder::Recording;
+use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
-use crate::args::{FlamegraphArgs, RecordArgs};
+use crate::args::FlamegraphArgs;
 use crate::usage;
 use svg::Render;
 
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
-pub fn run(a: FlamegraphArgs) -> anyhow::Result<u8> {
-    let recording = !a.command.is_empty() || a.pid.is_some() || a.all_cpus;
-    if a.off_cpu {
-        return off_cpu(a, recording);
-    }
+pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
+    let recording = a.records();
+    // `--off-cpu` is offcpu's (main dispatches it there).
     if !recording && !a.events.is_empty() {
         let what = match &a.diff {
             Some(_) => "these recordings".to_string(),
@@ -62,7 +66,7 @@ pub fn run(a: FlamegraphArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if recording {
-        return record_and_draw(&a);
+        return record_and_draw(&a, stop);
     }
     draw_file(&a, &a.input, None)?;
     Ok(0)
@@ -365,7 +369,7 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
 /// `--data-file` keeps it, and returns the command's exit code. The graph's output is
 /// opened first, so a wrong `-o` fails before the command starts; when it is stdout,
 /// the command's stdout goes to stderr.
-fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
+fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let dest = if folded_to_stdout(a) {
         Path::new("-")
     } else {
@@ -384,37 +388,45 @@ fn record_and_draw(a: &FlamegraphArgs) -> anyhow::Result<u8> {
         }
     };
     let (data, scratch) = crate::outfile::recording_path(a.data_file.as_deref(), &dir)?;
-    let rec = RecordArgs {
-        events: a.events.clone(),
-        freq: match (&a.freq, a.count) {
-            (Some(f), _) => Some(f.clone()),
-            (None, Some(_)) => None,
-            (None, None) => Some("999".to_string()),
-        },
-        count: a.count,
-        callgraph_fp: a.call_graph.is_none(),
-        call_graph: a.call_graph.clone(),
-        branch_any: false,
-        branch_filter: None,
-        data: false,
-        weight: a.weight == Weight::Weight,
-        pid: a.pid.clone(),
-        tid: None,
+    // As `hwprof record -F 999 -g -q -o DATA`.
+    let target = crate::recording::target(&Flags {
+        command: &a.command,
+        pid: a.pid.as_deref(),
         all_cpus: a.all_cpus,
-        cpus: None,
-        mmap_pages: None,
-        duration: a.duration,
-        output: data.clone(),
-        no_inherit: false,
-        dry_run: false,
-        off_cpu: false,
-        switch_events: false,
-        event_file: Vec::new(),
-        quiet: false,
-        no_summary: true,
-        command: a.command.clone(),
+        ..Flags::default()
+    })?;
+    let enc = crate::encode::encoder(None, &[])?;
+    let default_event = a.events.is_empty();
+    let freq = match (&a.freq, a.count) {
+        (Some(f), _) => Some(f.as_str()),
+        (None, Some(_)) => None,
+        (None, None) => Some("999"),
     };
-    let code = crate::record::run(rec)?;
+    let options = RecordOptions {
+        sampling: crate::recording::sampling(freq, a.count)?,
+        call_graph: crate::recording::call_graph(a.call_graph.as_deref(), a.call_graph.is_none())?,
+        weight: a.weight == Weight::Weight,
+        default_event,
+        ..RecordOptions::default()
+    };
+    let data_pages = crate::recording::ring_pages(None)?;
+    let output = crate::recording::open_output(&data)?;
+    let list = if default_event {
+        EventList::default()
+    } else {
+        crate::encode::parse_all(&enc, &a.events)?
+    };
+    let mut rec = Recording::new(list, target);
+    rec.options = options;
+    rec.session = SessionOptions {
+        data_pages,
+        inherit: true,
+        duration: a.duration,
+    };
+    let branch_flag = crate::recording::branch_flag(None, false, a.call_graph.as_deref());
+    crate::recording::check_events(&rec, &enc, branch_flag.as_deref(), false)?;
+    let code =
+        crate::recording::record(rec, output, false, branch_flag.as_deref(), stop)?.exit_code();
     // With --all, files get one name per event: `early` only proved -o (stdout serves
     // every event).
     let drawn = draw_file(a, &data, early);
@@ -474,40 +486,6 @@ pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> 
     out.write_all(bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
     crate::outfile::commit(out)
-}
-
-/// `--off-cpu`: the wall-clock view of `hwprof offcpu --wall`, recorded now or drawn
-/// from `-i FILE`.
-fn off_cpu(a: FlamegraphArgs, recording: bool) -> anyhow::Result<u8> {
-    if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() || a.call_graph.is_some() {
-        return usage(
-            "--off-cpu records its own events (cpu-clock and sched:sched_switch, fp callchains): leave out -e/--event, -F, -c and --call-graph",
-        );
-    }
-    let oa = crate::offcpu::OffcpuArgs {
-        pid: a.pid,
-        tid: None,
-        all_cpus: a.all_cpus,
-        duration: a.duration,
-        min_block: 1,
-        // `--folded` without `-o` writes to stdout, as it does without --off-cpu.
-        output: if a.folded && a.output.as_os_str() == "flamegraph.svg" {
-            PathBuf::from("-")
-        } else {
-            a.output
-        },
-        folded: a.folded,
-        report: false,
-        data_file: a.data_file,
-        wall: true,
-        no_kernel: a.no_kernel,
-        command: a.command,
-    };
-    if recording {
-        return crate::offcpu::run(oa);
-    }
-    crate::offcpu::draw(&oa, &a.input)?;
-    Ok(0)
 }
 
 #[cfg(test)]

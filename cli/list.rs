@@ -4,9 +4,10 @@
 use std::io::Write;
 
 use hwprof_pmu::attr::{Attr, types};
+use hwprof_pmu::counter::accepts;
 use hwprof_pmu::cpu::CpuId;
 use hwprof_pmu::event::{HARDWARE, SOFTWARE, canonical_cache_names};
-use hwprof_pmu::{sys, sysfs};
+use hwprof_pmu::sysfs;
 use serde::Serialize;
 
 use crate::args::ListArgs;
@@ -21,15 +22,6 @@ struct Entry {
     #[serde(skip_serializing_if = "String::is_empty")]
     category: String,
     desc: String,
-}
-
-/// Whether the kernel accepts this event for the calling thread (opened and closed at once).
-fn opens(attr: &Attr) -> bool {
-    let mut a = attr.clone();
-    a.disabled = true;
-    a.exclude_kernel = sys::euid() != 0;
-    a.exclude_hv = a.exclude_kernel;
-    sys::perf_event_open(&a, 0, -1, None).is_ok()
 }
 
 /// `PATTERN` matches `s`, ignoring case: a glob when it has a `*`, else a substring.
@@ -59,7 +51,7 @@ pub fn run(a: ListArgs) -> anyhow::Result<()> {
                 .map(|&(n, _)| n.to_string());
             let Some(name) = names.next() else { continue };
             let supported =
-                (type_ == types::SOFTWARE || core_ok) && opens(&Attr::new(type_, config));
+                (type_ == types::SOFTWARE || core_ok) && accepts(&Attr::new(type_, config));
             v.push(Entry {
                 name,
                 kind,

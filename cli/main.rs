@@ -4,6 +4,8 @@
 //! line on stderr and an exit code (2 for bad input, 1 for failures, the workload's own
 //! code when a command ran). A closed stdout pipe is not an error.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod bench;
 mod encode;
@@ -14,6 +16,7 @@ mod offcpu;
 mod outfile;
 mod probe;
 mod record;
+mod recording;
 mod render;
 mod report;
 mod script;
@@ -21,7 +24,9 @@ mod stat;
 
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Parser;
+use hwprof_pmu::stop::Stop;
 
 /// An error in what the user asked for (exit code 2), as opposed to a failure while
 /// doing it (exit code 1).
@@ -82,17 +87,48 @@ fn main() -> ExitCode {
 
 fn run(cli: args::Cli) -> anyhow::Result<u8> {
     match cli.command {
-        args::Command::Stat(a) => stat::run(a),
+        args::Command::Stat(a) => stat::run(a, &stop_on_signals()?),
         args::Command::List(a) => list::run(a).map(|()| 0),
         args::Command::Encode(a) => encode::run(a).map(|()| 0),
-        args::Command::Record(a) => record::run(a),
+        args::Command::Record(a) => record::run(a, &stop_on_signals()?),
         args::Command::Script(a) => script::run(a),
         args::Command::Report(a) => report::run(a),
-        args::Command::Flamegraph(a) => flamegraph::run(a),
-        args::Command::Offcpu(a) => offcpu::run(a),
-        args::Command::Probe(a) => probe::run(a),
-        args::Command::Bench(a) => bench::run(a),
+        args::Command::Flamegraph(a) if a.off_cpu => {
+            let stop = if a.records() {
+                stop_on_signals()?
+            } else {
+                Stop::new().context("creating the stop token")?
+            };
+            offcpu::flamegraph(a, &stop)
+        }
+        args::Command::Flamegraph(a) => {
+            let stop = if a.records() {
+                stop_on_signals()?
+            } else {
+                Stop::new().context("creating the stop token")?
+            };
+            flamegraph::run(a, &stop)
+        }
+        args::Command::Offcpu(a) => offcpu::run(a, &stop_on_signals()?),
+        args::Command::Probe(a) => probe::run(a, &stop_on_signals()?),
+        args::Command::Bench(a) => bench::run(a, &stop_on_signals()?),
     }
+}
+
+/// The stop token of a command that waits on a target (a command, processes, CPUs):
+/// SIGINT and SIGTERM stop it, setting its flag and then waking its fd, which every
+/// library wait includes (see [`hwprof_pmu::stop`]). The one place hwprof handles
+/// signals. Commands that only read files keep the default action: Ctrl-C ends them.
+fn stop_on_signals() -> anyhow::Result<Stop> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let installing = || "installing the SIGINT handler";
+    let stop = Stop::new().context("creating the stop token")?;
+    for sig in [SIGINT, SIGTERM] {
+        signal_hook::flag::register(sig, stop.flag()).context(installing())?;
+        let waker = stop.waker().context(installing())?;
+        signal_hook::low_level::pipe::register(sig, waker).context(installing())?;
+    }
+    Ok(stop)
 }
 
 /// The one line an error prints: its chain of causes joined with `: `, each said once.
@@ -155,7 +191,7 @@ fn exit_code_of(err: &anyhow::Error) -> u8 {
 }
 
 /// 2 when a pmu error is about the user's input (an event, a uprobe target, an event
-/// file), else 1.
+/// file), 127 or 126 for a command that cannot run, else 1.
 pub fn pmu_exit_code(e: &hwprof_pmu::Error) -> u8 {
     use hwprof_pmu::Error as E;
     match e {
@@ -171,6 +207,9 @@ pub fn pmu_exit_code(e: &hwprof_pmu::Error) -> u8 {
         | E::UnknownTracepoint { .. }
         | E::Probe { .. }
         | E::EventFile { .. } => 2,
+        // A shell's codes for a command that cannot run: 127 not found, 126 not executable.
+        E::Exec { source, .. } if source.raw_os_error() == Some(libc::ENOENT) => 127,
+        E::Exec { .. } => 126,
         _ => 1,
     }
 }

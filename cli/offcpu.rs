@@ -12,65 +12,24 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use hwprof_analysis::fold::{self, FoldOptions, Weight};
 use hwprof_analysis::offcpu::{self, SwitchFormat};
+use hwprof_pmu::stop::Stop;
+use hwprof_pmu::target::Flags;
+use hwprof_sampler::config::{CallGraph, RecordOptions};
 use hwprof_sampler::output::Output;
+use hwprof_sampler::recorder::Recording;
+use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
-use crate::args::RecordArgs;
+use crate::args::{FlamegraphArgs, OffcpuArgs};
 use crate::flamegraph::svg::{self, Render};
 use crate::flamegraph::write_output;
 use crate::render::thousands;
 use crate::usage;
 
-const DEFAULT_OUT: &str = "offcpu.svg";
-
-/// Flags of `hwprof offcpu`.
-#[derive(Debug, clap::Args)]
-pub struct OffcpuArgs {
-    /// Attach to these processes (all their threads).
-    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
-    pub pid: Option<String>,
-    /// Attach to these threads only.
-    #[arg(short = 't', long = "tid", value_name = "TID,..")]
-    pub tid: Option<String>,
-    /// Every thread of the system.
-    #[arg(short = 'a', long = "all-cpus")]
-    pub all_cpus: bool,
-    /// Stop after this many seconds (the command, if any, is then ended; units allowed:
-    /// 500ms, 10m).
-    #[arg(long = "duration", value_name = "SECS", value_parser = crate::args::secs)]
-    pub duration: Option<std::time::Duration>,
-    /// Drop blocks shorter than this (µs; units allowed: 2ms).
-    #[arg(long = "min-block", value_name = "USEC", default_value = "1", value_parser = crate::args::block_us)]
-    pub min_block: u64,
-    /// The SVG to write (with --folded or --report: the file for them; default stdout,
-    /// and then the command's own stdout goes to stderr so that the data stays clean).
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = DEFAULT_OUT)]
-    pub output: PathBuf,
-    /// Write folded stacks (`comm;main;f;g USEC`) instead of an SVG.
-    #[arg(long = "folded")]
-    pub folded: bool,
-    /// Print a table of the functions and stacks that waited longest instead of an SVG;
-    /// stacks are whole, leaf first: kernel frames (`_[k]`), `--`, then user frames.
-    #[arg(long = "report", conflicts_with = "folded")]
-    pub report: bool,
-    /// Keep the recording in this perf.data (default: a temporary file, removed).
-    #[arg(long = "data-file", value_name = "FILE")]
-    pub data_file: Option<PathBuf>,
-    /// Wall-clock view: also sample on-CPU time (cpu-clock, 4000 Hz) and draw both in one
-    /// graph, each stack ending in an `[on]` or `[off]` frame: widths are on- plus
-    /// off-CPU time (µs).
-    #[arg(long = "wall")]
-    pub wall: bool,
-    /// Leave kernel frames out of the stacks.
-    #[arg(long = "no-kernel")]
-    pub no_kernel: bool,
-    /// The command to run and trace.
-    #[arg(trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
+use crate::args::OFFCPU_OUT as DEFAULT_OUT;
 
 /// Runs `hwprof offcpu`; returns the exit code (the traced command's, when one ran).
-pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
+pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.command.is_empty() && a.pid.is_none() && a.tid.is_none() && !a.all_cpus {
         return usage(
             "nothing to trace: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof offcpu -- ./app`)",
@@ -90,36 +49,32 @@ pub fn run(a: OffcpuArgs) -> anyhow::Result<u8> {
     )?);
     let (data, scratch) =
         crate::outfile::recording_path(a.data_file.as_deref(), &std::env::temp_dir())?;
-    let rec = RecordArgs {
-        // cpu-clock samples say when a thread runs: they end its block (see `pair`), and
-        // are the on-CPU side of --wall.
-        events: vec!["sched:sched_switch".to_string(), "cpu-clock".to_string()],
-        // Each event's default: every switch (period 1), cpu-clock at 4000 Hz.
-        freq: None,
-        count: None,
-        callgraph_fp: true,
-        call_graph: None,
-        branch_any: false,
-        branch_filter: None,
-        data: false,
-        weight: false,
-        pid: a.pid.clone(),
-        tid: a.tid.clone(),
+    // As `hwprof record --switch-events -g -m 2M -o DATA`: cpu-clock samples say when a
+    // thread runs (they end its block, see `pair`) and are the on-CPU side of --wall;
+    // each event samples at its default (every switch, cpu-clock at 4000 Hz).
+    let target = crate::recording::target(&Flags {
+        command: &a.command,
+        pid: a.pid.as_deref(),
+        tid: a.tid.as_deref(),
         all_cpus: a.all_cpus,
         cpus: None,
-        mmap_pages: Some("2M".to_string()),
+    })?;
+    let enc = crate::encode::encoder(None, &[])?;
+    let data_pages = crate::recording::ring_pages(Some("2M"))?;
+    let output = crate::recording::open_output(&data)?;
+    let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
+    let mut rec = Recording::new(crate::encode::parse_all(&enc, &events)?, target);
+    rec.options = RecordOptions {
+        call_graph: Some(CallGraph::Fp),
         switch_events: true,
-        duration: a.duration,
-        output: data.clone(),
-        no_inherit: false,
-        dry_run: false,
-        off_cpu: false,
-        event_file: Vec::new(),
-        quiet: false,
-        no_summary: true,
-        command: a.command.clone(),
+        ..RecordOptions::default()
     };
-    let code = crate::record::run(rec)?;
+    rec.session = SessionOptions {
+        data_pages,
+        inherit: true,
+        duration: a.duration,
+    };
+    let code = crate::recording::record(rec, output, false, None, stop)?.exit_code();
     draw_into(&a, &data, early)?;
     drop(scratch);
     Ok(code)
@@ -256,4 +211,39 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         eprintln!("hwprof: wrote {} ({title})", a.output.display());
     }
     Ok(())
+}
+
+/// `hwprof flamegraph --off-cpu`: the wall-clock view of `hwprof offcpu --wall`, recorded now or drawn
+/// from `-i FILE`.
+pub fn flamegraph(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
+    let recording = a.records();
+    if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() || a.call_graph.is_some() {
+        return usage(
+            "--off-cpu records its own events (cpu-clock and sched:sched_switch, fp callchains): leave out -e/--event, -F, -c and --call-graph",
+        );
+    }
+    let oa = OffcpuArgs {
+        pid: a.pid,
+        tid: None,
+        all_cpus: a.all_cpus,
+        duration: a.duration,
+        min_block: 1,
+        // `--folded` without `-o` writes to stdout, as it does without --off-cpu.
+        output: if a.folded && a.output.as_os_str() == "flamegraph.svg" {
+            PathBuf::from("-")
+        } else {
+            a.output
+        },
+        folded: a.folded,
+        report: false,
+        data_file: a.data_file,
+        wall: true,
+        no_kernel: a.no_kernel,
+        command: a.command,
+    };
+    if recording {
+        return run(oa, stop);
+    }
+    draw(&oa, &a.input)?;
+    Ok(0)
 }

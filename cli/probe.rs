@@ -16,55 +16,20 @@ mod output;
 mod stacks;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use anyhow::anyhow;
 use hwprof_pmu::attr::sample;
-use hwprof_sampler::record::{Body, Decoder};
-use hwprof_sampler::session::{Session, SessionOptions, Target};
+use hwprof_pmu::stop::Stop;
+use hwprof_pmu::target::{Flags, Rules};
+use hwprof_sampler::record::Body;
+use hwprof_sampler::recorder::{Recorder, Recording, RunError, Sink};
+use hwprof_sampler::session::{SessionOptions, Target};
 
+use crate::args::{ProbeArgs, TargetWords};
 use crate::{ExitWith, usage};
 
 use calls::{Hit, pair};
-use stacks::Mapping;
-
-/// Flags of `hwprof probe`.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "The result goes to stderr (as `hwprof stat` and `perf stat` print counts), so the command's own stdout stays apart: `hwprof probe ... --json -o calls.json -- ./app` writes clean JSON; with --json on stderr, notes are left out."
-)]
-pub struct ProbeArgs {
-    /// Probes: `uprobe:/path/bin:func` (a `uretprobe:` on the same function is added for
-    /// latency), or `uretprobe:/path/bin:func`; several may be given, or comma-separated.
-    #[arg(value_name = "PROBE", required = true)]
-    pub probes: Vec<String>,
-    /// Attach to running processes (comma-separated PIDs) until they exit, SIGINT or --duration.
-    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
-    pub pid: Option<String>,
-    /// Stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m).
-    #[arg(long = "duration", value_name = "SECS", value_parser = crate::args::secs)]
-    pub duration: Option<Duration>,
-    /// Print a log2 latency histogram (as bcc's funclatency) with p50/p90/p99/max.
-    #[arg(long = "hist")]
-    pub hist: bool,
-    /// Report the calls slower than this (e.g. 10ms, 500us, 2s, 1500ns; a bare number is
-    /// milliseconds).
-    #[arg(long = "threshold", value_name = "DURATION", value_parser = crate::args::threshold_ns)]
-    pub threshold: Option<u64>,
-    /// With --threshold: print the call stack of each slow call.
-    #[arg(long = "stacks")]
-    pub stacks: bool,
-    /// Print the result as JSON.
-    #[arg(long = "json")]
-    pub json: bool,
-    /// Write the result to FILE (atomically) instead of stderr; `-` is stdout, and the
-    /// command's own stdout then goes to stderr.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<std::path::PathBuf>,
-    /// The command to run, after `--`.
-    #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
+use hwprof_sampler::synth::Mapping;
 
 /// One probed function: its name and the indexes of its entry and return events.
 #[derive(Debug, Clone)]
@@ -161,20 +126,22 @@ fn parse_events(events: &[String], funcs: &[Func]) -> anyhow::Result<hwprof_pmu:
 }
 
 fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
-    match (&a.pid, a.command.is_empty()) {
-        (Some(_), false) => usage("give one target: a command after --, or -p PID"),
-        (None, true) => usage(
-            "nothing to probe: give a command after --, or -p PID (e.g. `hwprof probe uprobe:./app:work -- ./app`)",
-        ),
-        (None, false) => Ok(Target::Command(a.command.clone())),
-        (Some(p), true) => {
-            let out = crate::args::id_list(p, "-p")?;
-            if let Some(&pid) = out.iter().find(|&&x| !hwprof_pmu::sys::process_exists(x)) {
-                return Err(ExitWith(1, format!("no such process {pid} (-p {p})")).into());
-            }
-            Ok(Target::Pids(out))
-        }
-    }
+    let flags = Flags {
+        command: &a.command,
+        pid: a.pid.as_deref(),
+        ..Flags::default()
+    };
+    let conflict = "give one target: a command after --, or -p PID";
+    let words = TargetWords {
+        several: conflict,
+        command_and: conflict,
+        missing: "nothing to probe: give a command after --, or -p PID (e.g. `hwprof probe uprobe:./app:work -- ./app`)",
+    };
+    let rules = Rules {
+        live_ids: true,
+        ..Rules::default()
+    };
+    crate::args::target(&flags, rules, &words)
 }
 
 /// Why opening failed, in one line; permission errors say what uprobes need.
@@ -206,7 +173,7 @@ fn open_error(e: hwprof_sampler::Error, target: &Target) -> anyhow::Error {
     ))
 }
 
-pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
+pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     let threshold = a.threshold;
     if a.stacks && threshold.is_none() {
         return usage(
@@ -244,27 +211,23 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
         inherit: true,
         duration: a.duration,
     };
-    let session =
-        Session::open(&list, target.clone(), sopts).map_err(|e| open_error(e, &target))?;
-    for n in session.notices().iter().filter(|_| !quiet) {
+    // The attrs are set above; no records synthesized (the stacks read /proc instead).
+    let mut rec = Recording::new(list, target.clone());
+    rec.configure = false;
+    rec.synthesize = false;
+    rec.session = sopts;
+    let recorder = Recorder::open(rec).map_err(|e| open_error(e.error, &target))?;
+    for n in recorder.notices().iter().filter(|_| !quiet) {
         eprintln!("hwprof: note: {n}");
     }
-    let attrs = session.attrs();
-    let ids = session.ids();
     let mut event_of: HashMap<u64, usize> = HashMap::new();
-    for (i, v) in ids.iter().enumerate() {
-        for &id in v {
+    for (i, e) in recorder.entries().iter().enumerate() {
+        for &id in &e.ids {
             event_of.insert(id, i);
         }
     }
-    let decoder = Decoder::new(
-        &attrs
-            .iter()
-            .cloned()
-            .zip(ids.iter().cloned())
-            .collect::<Vec<_>>(),
-    );
-    let mut maps: Vec<Mapping> = Vec::new();
+    let decoder = recorder.decoder();
+    let mut maps: Vec<(u32, Mapping)> = Vec::new();
     if a.stacks {
         if let Target::Pids(p) = &target {
             for &pid in p {
@@ -273,7 +236,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
         }
     }
     let mut hits: Vec<Hit> = Vec::new();
-    let stats = session.run(|bytes: &[u8]| {
+    let mut on_record = |bytes: &[u8]| {
         match decoder.decode(bytes, 0).map(|r| r.body) {
             Ok(Body::Sample(s)) => {
                 let Some(ev) = s.id.and_then(|id| event_of.get(&id).copied()) else {
@@ -287,25 +250,15 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
                     stack: s.callchain.map(|c| c.to_vec()).unwrap_or_default(),
                 });
             }
-            Ok(Body::Mmap2(m)) => maps.push(Mapping {
-                pid: m.pid,
-                start: m.addr,
-                end: m.addr.saturating_add(m.len),
-                pgoff: m.pgoff,
-                path: String::from_utf8_lossy(m.filename).into_owned(),
-            }),
-            Ok(Body::Mmap(m)) => maps.push(Mapping {
-                pid: m.pid,
-                start: m.addr,
-                end: m.addr.saturating_add(m.len),
-                pgoff: m.pgoff,
-                path: String::from_utf8_lossy(m.filename).into_owned(),
-            }),
-            _ => {}
+            Ok(other) => maps.extend(Mapping::of_record(&other)),
+            Err(_) => {}
         }
         Ok(())
-    });
-    let stats = stats.map_err(|e| anyhow!("probing: {e}"))?;
+    };
+    let done = recorder
+        .run(Sink::Records(&mut on_record), stop)
+        .map_err(|e| anyhow!("probing: {}", source_of(*e)))?;
+    let (stats, code) = (&done.stats, done.exit_code());
     if stats.lost > 0 || stats.lost_samples > 0 {
         eprintln!(
             "hwprof: warning: {} and {} lost (the ring buffer was full): counts are lower bounds",
@@ -326,11 +279,15 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
     }
     // The command's exit code, as `stat` and `record` pass it on (128 + signal when
     // killed); --duration ending it with SIGTERM is the plan, not a failure.
-    Ok(match stats.exit {
-        Some(x) if a.duration.is_some() && x.signal == Some(libc::SIGTERM) => 0,
-        Some(x) => u8::try_from(x.code).unwrap_or(1),
-        None => 0,
-    })
+    Ok(code)
+}
+
+/// The session's own error behind a recorder error (what `probing:` names).
+fn source_of(e: RunError) -> String {
+    match e {
+        RunError::Session(e) | RunError::Synthesized(e) => e.to_string(),
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -1,40 +1,25 @@
 //! `hwprof stat`: count events for a command, running PIDs/TIDs, or CPUs.
 
-use std::os::fd::OwnedFd;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
+use hwprof_pmu::command::{self, CountedCommand};
 use hwprof_pmu::counter::{CountOptions, Readings, prepare};
 use hwprof_pmu::event::Class;
 use hwprof_pmu::metrics::Context as MetricCtx;
-use hwprof_pmu::sys::{self, ExecError, Workload};
+use hwprof_pmu::stop::Stop;
+use hwprof_pmu::target::{self, Flags, Rules, Target, Watch, Woke, cpu_list_text};
 use hwprof_pmu::{Counter, EventList, Slot, Status, sysfs};
 
-use crate::args::StatArgs;
+use crate::args::{StatArgs, TargetWords};
 use crate::outfile::Sink;
 use crate::render::{self, Format, Line, Times};
-use crate::{ExitWith, usage};
+use crate::usage;
 
 /// perf stat's default events.
 const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";
 
-/// Where to count.
-enum Target {
-    /// Run a command (optionally system-wide on `cpus` while it runs).
-    Command {
-        argv: Vec<String>,
-        cpus: Option<Vec<u32>>,
-    },
-    /// Existing processes (all their threads).
-    Pids(Vec<i32>),
-    /// Existing threads.
-    Tids(Vec<i32>),
-    /// System-wide, until SIGINT.
-    Cpus(Vec<u32>),
-}
-
-pub fn run(a: StatArgs) -> anyhow::Result<u8> {
+pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     let fmt = match (&a.sep, a.json) {
         (Some(s), _) if s.is_empty() => return usage("-x needs a non-empty separator"),
         (Some(s), _) => Format::Csv(s.clone()),
@@ -53,15 +38,10 @@ pub fn run(a: StatArgs) -> anyhow::Result<u8> {
         }
     }
     let target = target_of(&a)?;
-    if a.no_aggr
-        && !matches!(
-            &target,
-            Target::Cpus(_) | Target::Command { cpus: Some(_), .. }
-        )
-    {
+    if a.no_aggr && !target.is_system_wide() {
         return usage("-A (per-CPU counts) needs -a or -C");
     }
-    if a.repeat > 1 && !matches!(target, Target::Command { .. }) {
+    if a.repeat > 1 && target.argv().is_none() {
         return usage("-r needs a command to repeat");
     }
     let enc = crate::encode::encoder(None, &a.event_file)?;
@@ -72,7 +52,6 @@ pub fn run(a: StatArgs) -> anyhow::Result<u8> {
         crate::encode::parse_all(&enc, &a.events)?
     };
     let mut sink = Sink::open(a.output.as_deref())?;
-    sys::catch_interrupts().context("installing the SIGINT handler")?;
     let quiet_notices = !matches!(fmt, Format::Human) && a.output.is_none();
     let opts = Opts {
         fmt,
@@ -81,17 +60,25 @@ pub fn run(a: StatArgs) -> anyhow::Result<u8> {
         per_cpu: a.no_aggr,
         inherit: !a.no_inherit,
     };
-    let code = match &target {
-        Target::Command { argv, cpus } => run_command(
+    let code = match target.argv() {
+        Some(argv) => run_command(
             &events,
             argv,
-            cpus.as_deref(),
+            target.cpus().as_deref(),
             a.repeat,
             &opts,
+            stop,
             &mut sink,
             enc.host_has_cpu_pmu(),
         )?,
-        _ => run_attached(&events, &target, &opts, &mut sink, enc.host_has_cpu_pmu())?,
+        None => run_attached(
+            &events,
+            &target,
+            &opts,
+            stop,
+            &mut sink,
+            enc.host_has_cpu_pmu(),
+        )?,
     };
     sink.commit()?;
     Ok(code)
@@ -107,67 +94,27 @@ struct Opts {
 }
 
 fn target_of(a: &StatArgs) -> anyhow::Result<Target> {
-    let system_wide = a.all_cpus || a.cpus.is_some();
-    let n_targets =
-        usize::from(a.pid.is_some()) + usize::from(a.tid.is_some()) + usize::from(system_wide);
-    if n_targets > 1 {
-        return usage("choose one of -p, -t, -a/-C");
-    }
-    let cpus = if system_wide {
-        let online = sysfs::online_cpus();
-        Some(match &a.cpus {
-            Some(list) => {
-                let v = sysfs::parse_cpu_list(list).map_err(crate::Usage)?;
-                if let Some(bad) = v.iter().find(|c| !online.contains(c)) {
-                    return usage(format!(
-                        "CPU {bad} is not online (online CPUs: {})",
-                        cpu_list_text(&online)
-                    ));
-                }
-                v
-            }
-            None => online,
-        })
-    } else {
-        None
+    let flags = Flags {
+        command: &a.command,
+        pid: a.pid.as_deref(),
+        tid: a.tid.as_deref(),
+        all_cpus: a.all_cpus,
+        cpus: a.cpus.as_deref(),
     };
-    if !a.command.is_empty() {
-        if a.pid.is_some() || a.tid.is_some() {
-            return usage("give either a command or -p/-t, not both");
-        }
-        return Ok(Target::Command {
-            argv: a.command.clone(),
-            cpus,
-        });
-    }
-    if let Some(p) = &a.pid {
-        return Ok(Target::Pids(crate::args::id_list(p, "-p")?));
-    }
-    if let Some(t) = &a.tid {
-        return Ok(Target::Tids(crate::args::id_list(t, "-t")?));
-    }
-    match cpus {
-        Some(c) => Ok(Target::Cpus(c)),
-        None => usage("nothing to count: give a command after `--`, or -p PID, -t TID, or -a"),
-    }
-}
-
-fn cpu_list_text(cpus: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
+    let rules = Rules {
+        command_on_cpus: true,
+        live_ids: false,
+        online_cpus: true,
+    };
+    crate::args::target(
+        &flags,
+        rules,
+        &TargetWords {
+            several: "choose one of -p, -t, -a/-C",
+            command_and: "give either a command or -p/-t, not both",
+            missing: "nothing to count: give a command after `--`, or -p PID, -t TID, or -a",
+        },
+    )
 }
 
 /// Prints the one notice about unsupported hardware events, and any counter notices.
@@ -266,26 +213,14 @@ fn mean_and_rse(xs: &[f64]) -> (f64, f64) {
     (mean, (var / n).sqrt() * 100.0 / mean.abs())
 }
 
-pub(crate) fn exec_error(argv: &[String], e: ExecError) -> anyhow::Error {
-    match e {
-        ExecError::Exec(err) => {
-            let code = if err.raw_os_error() == Some(libc::ENOENT) {
-                127
-            } else {
-                126
-            };
-            ExitWith(code, format!("cannot run '{}': {err}", argv[0])).into()
-        }
-        ExecError::Setup(err) => anyhow::Error::new(err).context(format!("starting '{}'", argv[0])),
-    }
-}
-
+#[allow(clippy::too_many_arguments)]
 fn run_command(
     events: &EventList,
     argv: &[String],
     cpus: Option<&[u32]>,
     repeat: u32,
     o: &Opts,
+    stop: &Stop,
     sink: &mut Sink,
     has_pmu: bool,
 ) -> anyhow::Result<u8> {
@@ -298,64 +233,33 @@ fn run_command(
     let mut walls = Vec::new();
     let (mut user, mut sysus) = (0u64, 0u64);
     let mut code = 0u8;
+    let opts = command::Options {
+        inherit: o.inherit,
+        quiet: false,
+        cpus: cpus.map(<[u32]>::to_vec),
+    };
     for _ in 0..repeat {
-        let mut wl = Workload::prepare(argv).map_err(|e| exec_error(argv, e))?;
-        let mut list = events.clone();
-        prepare(
-            &mut list,
-            CountOptions {
-                inherit: o.inherit,
-                enable_on_exec: cpus.is_none(),
-            },
-        );
-        let slots: Vec<Slot> = match cpus {
-            Some(c) => c
-                .iter()
-                .map(|&cpu| Slot {
-                    pid: -1,
-                    cpu: cpu as i32,
-                })
-                .collect(),
-            None => vec![Slot {
-                pid: wl.pid(),
-                cpu: -1,
-            }],
-        };
-        let counter = Counter::open(list, slots)?;
-        if cpus.is_some() {
-            counter.enable()?;
-        }
-        let pidfd = sys::pidfd_open(wl.pid()).context("watching the workload")?;
-        let t0 = Instant::now();
-        if let Err(e) = wl.start() {
-            let _ = sys::wait(wl.pid());
-            return Err(exec_error(argv, e));
-        }
-        notices(&counter, has_pmu, &mut told, o.quiet_notices);
-        let pid = wl.pid();
-        let watched = watch(&counter, &[pidfd], &[], t0, o, sink, || {
-            let _ = sys::kill(pid, libc::SIGINT);
-            true
-        });
-        if let Err(e) = watched {
+        let mut cmd = CountedCommand::start(argv, events, &opts)?;
+        notices(cmd.counter(), has_pmu, &mut told, o.quiet_notices);
+        let t0 = cmd.started();
+        if let Err(e) = watch(&mut Waiter::Command(&mut cmd), stop, t0, o, sink) {
             // Intervals could not be written (stdout closed, say): stop the command as
             // Ctrl-C does and wait for it, then end with the error.
-            let _ = sys::kill(pid, libc::SIGINT);
-            let _ = sys::wait(pid);
+            cmd.abort();
             return Err(e);
         }
-        let wall = t0.elapsed();
-        let exit = sys::wait(pid).context("waiting for the workload")?;
-        if cpus.is_some() {
-            counter.disable()?;
-        }
-        code = u8::try_from(exit.code).unwrap_or(1);
-        user += exit.user_us;
-        sysus += exit.sys_us;
-        walls.push(wall.as_secs_f64());
-        let r = counter.read()?;
-        all_lines.push(lines_of(&counter, &r, wall.as_nanos() as f64, o.per_cpu));
-        if sys::interrupted() {
+        let f = cmd.finish()?;
+        code = u8::try_from(f.exit.code).unwrap_or(1);
+        user += f.exit.user_us;
+        sysus += f.exit.sys_us;
+        walls.push(f.wall.as_secs_f64());
+        all_lines.push(lines_of(
+            &f.counter,
+            &f.readings,
+            f.wall.as_nanos() as f64,
+            o.per_cpu,
+        ));
+        if stop.is_stopped() {
             break;
         }
     }
@@ -412,79 +316,64 @@ fn run_command(
     Ok(code)
 }
 
-/// Waits until every watched target ends (pidfds readable, `tids` gone) or SIGINT,
-/// printing interval deltas on the way (perf's column header before the first). Each
-/// interval's metrics use its own length, measured between two reads (the last one is
-/// usually shorter than -I). `on_interrupt` runs on the first SIGINT and says whether
-/// to keep waiting for the targets (true with a workload) or stop now.
+/// What [`watch`] waits on: a command (a stop is passed on to it, and the wait goes on
+/// until it exits), or attached processes, threads or CPUs (a stop ends the wait).
+enum Waiter<'a> {
+    Command(&'a mut CountedCommand),
+    Attached { counter: &'a Counter, watch: Watch },
+}
+
+impl Waiter<'_> {
+    fn counter(&self) -> &Counter {
+        match self {
+            Waiter::Command(c) => c.counter(),
+            Waiter::Attached { counter, .. } => counter,
+        }
+    }
+
+    fn wait(&mut self, stop: &Stop, until: Option<Instant>) -> std::io::Result<Woke> {
+        match self {
+            Waiter::Command(c) => c.wait(stop, until),
+            Waiter::Attached { watch, .. } => watch.wait(stop, until),
+        }
+    }
+}
+
+/// Waits until the target ends or the stop (with a command: until it exits), printing
+/// interval deltas on the way (perf's column header before the first). Each interval's
+/// metrics use its own length, measured between two reads (the last one is usually
+/// shorter than -I).
 fn watch(
-    counter: &Counter,
-    pidfds: &[OwnedFd],
-    tids: &[i32],
+    w: &mut Waiter<'_>,
+    stop: &Stop,
     t0: Instant,
     o: &Opts,
     sink: &mut Sink,
-    mut on_interrupt: impl FnMut() -> bool,
 ) -> anyhow::Result<()> {
-    let mut done = vec![false; pidfds.len()];
     // The previous interval's reading and when it was taken.
     let mut prev: Option<(Readings, Instant)> = None;
     let mut next_tick = o.interval.map(|i| t0 + i);
-    let mut interrupted = false;
     loop {
-        let now = Instant::now();
-        let mut timeout: i32 = -1;
-        if let Some(t) = next_tick {
-            timeout = t
-                .saturating_duration_since(now)
-                .as_millis()
-                .min(i32::MAX as u128) as i32;
-        }
-        if !tids.is_empty() {
-            timeout = if timeout < 0 { 100 } else { timeout.min(100) };
-        }
-        let mut live: Vec<&OwnedFd> = pidfds
-            .iter()
-            .zip(&done)
-            .filter(|(_, d)| !**d)
-            .map(|(f, _)| f)
-            .collect();
-        let live_idx: Vec<usize> = (0..pidfds.len()).filter(|&i| !done[i]).collect();
-        // Until the first SIGINT is handled, its pipe wakes the poll even when the signal
-        // lands between the check below and the poll (it stays readable afterwards, so
-        // it is left out then).
-        if !interrupted && let Some(fd) = sys::interrupt_fd() {
-            live.push(fd);
-        }
-        let ready = sys::poll_readable(&live, timeout).context("waiting for the target")?;
-        for r in ready {
-            if let Some(&i) = live_idx.get(r) {
-                done[i] = true;
+        match w.wait(stop, next_tick).context("waiting for the target")? {
+            Woke::Deadline => {
+                if let (Some(iv), Some(t)) = (o.interval, next_tick) {
+                    print_interval(w.counter(), t0, &mut prev, o, sink)?;
+                    next_tick = Some(t + iv);
+                }
             }
-        }
-        if let (Some(iv), Some(t)) = (o.interval, next_tick) {
-            if Instant::now() >= t {
-                print_interval(counter, t0, &mut prev, o, sink)?;
-                next_tick = Some(t + iv);
-            }
-        }
-        let tids_alive = tids.iter().any(|&t| sys::process_exists(t));
-        let all_done = done.iter().all(|d| *d) && !tids_alive;
-        if (!pidfds.is_empty() || !tids.is_empty()) && all_done {
-            break;
-        }
-        if sys::interrupted() && !interrupted {
-            interrupted = true;
-            // With a workload, pass the interrupt on and wait for it to exit; when
-            // attached to existing tasks or CPUs, SIGINT ends counting at once.
-            if !on_interrupt() {
-                break;
+            Woke::Done => break,
+            // With a command, the stop was passed on to it: wait for it to exit. When
+            // attached to existing tasks or CPUs, the stop ends counting at once.
+            Woke::Stopped => {
+                if matches!(w, Waiter::Attached { .. }) {
+                    break;
+                }
             }
         }
     }
     if o.interval.is_some() {
         // The last, partial interval (the only one when the target ended before -I).
-        print_interval(counter, t0, &mut prev, o, sink)?;
+        print_interval(w.counter(), t0, &mut prev, o, sink)?;
     }
     Ok(())
 }
@@ -520,6 +409,7 @@ fn run_attached(
     events: &EventList,
     target: &Target,
     o: &Opts,
+    stop: &Stop,
     sink: &mut Sink,
     has_pmu: bool,
 ) -> anyhow::Result<u8> {
@@ -531,43 +421,41 @@ fn run_attached(
             enable_on_exec: false,
         },
     );
-    let (slots, desc, pidfds, tids): (Vec<Slot>, String, Vec<OwnedFd>, Vec<i32>) = match target {
+    let gone = hwprof_pmu::Error::NoSuchProcess;
+    let mut watched = Watch::new();
+    let (slots, desc): (Vec<Slot>, String) = match target {
         Target::Pids(pids) => {
             let mut slots = Vec::new();
-            let mut fds = Vec::new();
             for &p in pids {
-                let tasks = threads_of(p)?;
+                let tasks = target::threads_of(p).map_err(|_| gone(p))?;
+                if tasks.is_empty() {
+                    return Err(gone(p).into());
+                }
                 slots.extend(tasks.into_iter().map(|t| Slot { pid: t, cpu: -1 }));
-                fds.push(sys::pidfd_open(p).map_err(|_| hwprof_pmu::Error::NoSuchProcess(p))?);
+                watched.add_pid(p).map_err(|_| gone(p))?;
             }
             let ids: Vec<String> = pids.iter().map(i32::to_string).collect();
-            (
-                slots,
-                format!("process id '{}'", ids.join(",")),
-                fds,
-                Vec::new(),
-            )
+            (slots, format!("process id '{}'", ids.join(",")))
         }
         Target::Tids(tids) => {
             for &t in tids {
-                if !Path::new(&format!("/proc/{t}")).exists() {
-                    bail!(hwprof_pmu::Error::NoSuchProcess(t));
+                if !std::path::Path::new(&format!("/proc/{t}")).exists() {
+                    return Err(gone(t).into());
                 }
             }
+            watched.add_tids(tids);
             let ids: Vec<String> = tids.iter().map(i32::to_string).collect();
             (
                 tids.iter().map(|&t| Slot { pid: t, cpu: -1 }).collect(),
                 format!("thread id '{}'", ids.join(",")),
-                Vec::new(),
-                tids.clone(),
             )
         }
-        Target::Cpus(cpus) => {
-            let all = sysfs::online_cpus();
-            let desc = if *cpus == all {
+        _ => {
+            let cpus = target.cpus().unwrap_or_default();
+            let desc = if cpus == sysfs::online_cpus() {
                 "'system wide'".to_string()
             } else {
-                format!("'CPU(s) {}'", cpu_list_text(cpus))
+                format!("'CPU(s) {}'", cpu_list_text(&cpus))
             };
             (
                 cpus.iter()
@@ -577,18 +465,19 @@ fn run_attached(
                     })
                     .collect(),
                 desc,
-                Vec::new(),
-                Vec::new(),
             )
         }
-        Target::Command { .. } => unreachable!("commands run in run_command"),
     };
     let counter = Counter::open(list, slots)?;
     let mut told = false;
     notices(&counter, has_pmu, &mut told, o.quiet_notices);
     counter.enable()?;
     let t0 = Instant::now();
-    watch(&counter, &pidfds, &tids, t0, o, sink, || false)?;
+    let mut waiter = Waiter::Attached {
+        counter: &counter,
+        watch: watched,
+    };
+    watch(&mut waiter, stop, t0, o, sink)?;
     counter.disable()?;
     let wall = t0.elapsed();
     let mut block: Vec<u8> = Vec::new();
@@ -609,21 +498,7 @@ fn run_attached(
     sink.w().write_all(&block)?;
     // Ended by Ctrl-C: perf's 130 (128 + SIGINT), after the counts; 0 when the
     // processes or threads ended on their own.
-    Ok(if sys::interrupted() { 130 } else { 0 })
-}
-
-/// Every thread of a process, from /proc/PID/task.
-fn threads_of(pid: i32) -> anyhow::Result<Vec<i32>> {
-    let dir = format!("/proc/{pid}/task");
-    let rd = std::fs::read_dir(&dir).map_err(|_| hwprof_pmu::Error::NoSuchProcess(pid))?;
-    let mut v: Vec<i32> = rd
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    v.sort_unstable();
-    if v.is_empty() {
-        bail!(hwprof_pmu::Error::NoSuchProcess(pid));
-    }
-    Ok(v)
+    Ok(if stop.is_stopped() { 130 } else { 0 })
 }
 
 #[cfg(test)]
@@ -700,10 +575,5 @@ mod tests {
         assert_eq!(pf["scaled"].as_f64(), Some(4_936.0), "{pf}");
         assert_eq!(pf["value"].as_u64(), Some(1_234), "the raw count: {pf}");
         assert_eq!(pf["pct_running"].as_f64(), Some(25.0), "{pf}");
-    }
-
-    #[test]
-    fn cpu_list_text_compacts_ranges() {
-        assert_eq!(cpu_list_text(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
     }
 }

@@ -2,12 +2,11 @@
 //! wall time and the kernel's rusage (user, system, peak RSS) beside the counters.
 
 use std::io::{IsTerminal, Write};
-use std::time::Instant;
 
-use anyhow::Context;
+use hwprof_pmu::command::{self, CountedCommand, Finished};
 use hwprof_pmu::counter::{CountOptions, prepare};
-use hwprof_pmu::sys::{self, Workload};
-use hwprof_pmu::{Count, Counter, EventList, Slot, Status};
+use hwprof_pmu::stop::Stop;
+use hwprof_pmu::{Count, EventList, Status};
 
 use super::doc::{Metric, Unit};
 use super::stats;
@@ -72,24 +71,22 @@ impl Runner {
         self.progress("");
     }
 
-    /// Runs `argv` once. `label` names the run in errors ("run 3 of 'CMD'").
-    pub fn run(&self, argv: &[String], label: &str) -> anyhow::Result<RunResult> {
-        let prep = if self.show_output {
-            Workload::prepare(argv)
-        } else {
-            Workload::prepare_quiet(argv)
+    /// Runs `argv` once. `label` names the run in errors ("run 3 of 'CMD'"). A stop is
+    /// passed on to the command, which this waits for (the caller drops that run).
+    pub fn run(&self, argv: &[String], label: &str, stop: &Stop) -> anyhow::Result<RunResult> {
+        let opts = command::Options {
+            inherit: true,
+            quiet: !self.show_output,
+            cpus: None,
         };
-        let mut wl = prep.map_err(|e| crate::stat::exec_error(argv, e))?;
-        let pid = wl.pid();
-        let counter = Counter::open(self.list.clone(), vec![Slot { pid, cpu: -1 }])?;
-        let t0 = Instant::now();
-        if let Err(e) = wl.start() {
-            let _ = sys::wait(pid);
-            return Err(crate::stat::exec_error(argv, e));
-        }
-        let exit = sys::wait(pid).context("waiting for the command")?;
-        let wall = t0.elapsed();
-        if exit.code != 0 && !self.ignore_failure && !sys::interrupted() {
+        let cmd = CountedCommand::start(argv, &self.list, &opts)?;
+        let Finished {
+            exit,
+            wall,
+            readings,
+            counter,
+        } = cmd.run_to_end(stop)?;
+        if exit.code != 0 && !self.ignore_failure && !stop.is_stopped() {
             let how = match exit.signal {
                 Some(s) => format!("was killed by signal {s}"),
                 None => format!("exited with code {}", exit.code),
@@ -102,7 +99,7 @@ impl Runner {
             anyhow::bail!("{label} of '{}' {how}{hint}", argv.join(" "));
         }
         let n = self.list.events.len();
-        let totals = counter.read()?.total(n);
+        let totals = readings.total(n);
         let counts = totals
             .into_iter()
             .zip(counter.status())

@@ -193,6 +193,17 @@ fn is_unsupported(errno: i32, class: Class) -> bool {
     }
 }
 
+/// Whether the kernel accepts `attr` for the calling thread: opened disabled (user space
+/// only unless root, as an unprivileged `perf list` would count it) and closed at once.
+/// What `hwprof list` marks as supported.
+pub fn accepts(attr: &crate::attr::Attr) -> bool {
+    let mut a = attr.clone();
+    a.disabled = true;
+    a.exclude_kernel = sys::euid() != 0;
+    a.exclude_hv = a.exclude_kernel;
+    sys::perf_event_open(&a, 0, -1, None).is_ok()
+}
+
 /// Explains an errno from perf_event_open for `event` in one line with what to do.
 pub fn open_hint(errno: i32, event: &str, slot: Slot) -> String {
     // The suggestion `NAME:u` replaces modifiers the user wrote (`cpu-clock:k`), never a

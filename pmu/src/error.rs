@@ -145,6 +145,24 @@ pub enum Error {
         /// What it means and what to do.
         hint: String,
     },
+    /// A command could not be executed (`execvp` failed: not found, not executable).
+    #[error("cannot run '{program}': {source}")]
+    Exec {
+        /// The program as given (`argv[0]`).
+        program: String,
+        /// The errno of `execvp` (ENOENT: not found).
+        #[source]
+        source: io::Error,
+    },
+    /// Setting a command up before its `exec` failed (fork, pipes, redirections).
+    #[error("starting '{program}': {source}")]
+    Start {
+        /// The program as given (`argv[0]`).
+        program: String,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
     /// A target process or thread that does not exist.
     #[error("no such process: {0} (is the PID right, and did it exit already?)")]
     NoSuchProcess(i32),
@@ -178,7 +196,10 @@ impl Error {
     /// The errno behind this error, when it came from the kernel.
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
-            Error::Open { source, .. } | Error::Io { source, .. } => source.raw_os_error(),
+            Error::Open { source, .. }
+            | Error::Io { source, .. }
+            | Error::Exec { source, .. }
+            | Error::Start { source, .. } => source.raw_os_error(),
             _ => None,
         }
     }

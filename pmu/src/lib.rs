@@ -18,7 +18,11 @@
 //! `hwprof_pmu::criterion::CounterMeasurement` makes criterion benches count
 //! instructions or cycles (task-clock where there is no hardware PMU).
 
+// Unsafe code only in `sys` (syscalls), which allows it.
+#![deny(unsafe_code)]
+
 pub mod attr;
+pub mod command;
 pub mod counter;
 pub mod cpu;
 #[cfg(feature = "criterion")]
@@ -29,9 +33,12 @@ pub mod file;
 pub mod format;
 pub mod metrics;
 pub mod probe;
+pub mod stop;
+#[allow(unsafe_code)]
 pub mod sys;
 pub mod sysfs;
 pub mod tables;
+pub mod target;
 pub mod uprobe_events;
 
 pub use error::{Error, Result};

@@ -1,11 +1,12 @@
 //! The unsafe layer: `perf_event_open`, its ioctls, `read`, and process control for
-//! starting a workload. Everything above this module is safe code.
+//! starting a workload. Everything above this module is safe code. Nothing here keeps
+//! global state or installs a signal handler (see [`crate::stop`]).
 //!
 //! Every syscall result passes [`check`], which turns `-1` + errno into `io::Error`.
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use perf_event_open_sys as pes;
@@ -595,7 +596,7 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
 
 /// Polls `fds` for readability for up to `timeout_ms` (-1 = forever). Returns the
 /// indexes that are ready; an empty list on timeout or on EINTR (a signal arrived).
-pub fn poll_readable(fds: &[&OwnedFd], timeout_ms: i32) -> io::Result<Vec<usize>> {
+pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout_ms: i32) -> io::Result<Vec<usize>> {
     let mut p: Vec<libc::pollfd> = fds
         .iter()
         .map(|f| libc::pollfd {
@@ -631,71 +632,6 @@ pub fn process_exists(pid: i32) -> bool {
         Ok(()) => true,
         Err(e) => e.raw_os_error() == Some(libc::EPERM),
     }
-}
-
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// The write end of the interrupt pipe, for the handler (-1 until [`catch_interrupts`]).
-static INTERRUPT_WRITE_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
-/// The interrupt pipe (read end, write end): readable once SIGINT/SIGTERM arrived.
-static INTERRUPT_PIPE: std::sync::OnceLock<(OwnedFd, OwnedFd)> = std::sync::OnceLock::new();
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-    let fd = INTERRUPT_WRITE_FD.load(std::sync::atomic::Ordering::SeqCst);
-    if fd >= 0 {
-        // SAFETY: errno is thread-local and only saved and restored here; write(2) is
-        // async-signal-safe, its buffer is a live local, and `fd` is the write end of a
-        // non-blocking pipe that lives until the process ends (a full pipe just fails).
-        unsafe {
-            let errno = *libc::__errno_location();
-            let one = [1u8];
-            libc::write(fd, one.as_ptr().cast(), 1);
-            *libc::__errno_location() = errno;
-        }
-    }
-}
-
-/// Installs a handler for SIGINT and SIGTERM that only records that one arrived (no
-/// `SA_RESTART`, so blocking calls return EINTR) and makes [`interrupt_fd`] readable. See
-/// [`interrupted`].
-pub fn catch_interrupts() -> io::Result<()> {
-    if INTERRUPT_PIPE.get().is_none() {
-        let mut fds = [0 as RawFd; 2];
-        // SAFETY: pipe2 writes two fds into the array.
-        let ret = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
-        check(ret.into())?;
-        // SAFETY: both fds are new and owned by nobody else.
-        let pair = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        if let Err(unused) = INTERRUPT_PIPE.set(pair) {
-            drop(unused); // another thread installed one first
-        }
-        if let Some((_, w)) = INTERRUPT_PIPE.get() {
-            INTERRUPT_WRITE_FD.store(w.as_raw_fd(), std::sync::atomic::Ordering::SeqCst);
-        }
-    }
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: sigaction is plain old data; zeroed is valid, and the handler only
-        // stores to an atomic and writes to a pipe, which are async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            check(libc::sigaction(sig, &sa, std::ptr::null_mut()).into())?;
-        }
-    }
-    Ok(())
-}
-
-/// Whether SIGINT/SIGTERM arrived since [`catch_interrupts`].
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
-}
-
-/// A file descriptor that becomes readable when SIGINT/SIGTERM arrives (and stays so),
-/// once [`catch_interrupts`] ran: poll it with the fds a loop waits on, so that a signal
-/// that lands between checking [`interrupted`] and entering `poll` still wakes it.
-pub fn interrupt_fd() -> Option<&'static OwnedFd> {
-    INTERRUPT_PIPE.get().map(|(r, _)| r)
 }
 
 /// The system page size.

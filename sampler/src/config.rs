@@ -198,6 +198,50 @@ pub fn max_sample_rate() -> Option<u64> {
         .ok()
 }
 
+/// `-F HZ` (or `max`: the kernel's limit, or 4000 Hz when it cannot be read): a
+/// frequency above 0 and at most `perf_event_max_sample_rate`. The error says what to
+/// give instead.
+pub fn parse_freq(text: &str) -> Result<u64, String> {
+    let max = max_sample_rate();
+    let hz = if text == "max" {
+        max.unwrap_or(DEFAULT_FREQ)
+    } else {
+        text.parse::<u64>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("bad -F value '{text}': give Hz or max"))?
+    };
+    if let Some(m) = max.filter(|&m| hz > m) {
+        return Err(format!(
+            "-F {hz} is above the kernel's limit of {m} Hz: use -F {m} or less, or raise /proc/sys/kernel/perf_event_max_sample_rate"
+        ));
+    }
+    Ok(hz)
+}
+
+/// perf's default ring size: 512 KiB of data per ring.
+const DEFAULT_RING_BYTES: usize = 512 << 10;
+
+/// Data pages per ring from `--mmap-pages` (`None`: perf's 512 KiB): a power-of-two page
+/// count, or a size (`512K`, `4M`) rounded up to one.
+pub fn ring_pages(m: Option<&str>) -> Result<usize, String> {
+    let page = hwprof_pmu::sys::page_size();
+    let Some(m) = m else {
+        return Ok((DEFAULT_RING_BYTES / page).max(1));
+    };
+    if let Ok(n) = m.parse::<usize>() {
+        if n == 0 || !n.is_power_of_two() {
+            return Err(format!(
+                "--mmap-pages {m}: the page count must be a power of two (1, 2, 4, ... 128)"
+            ));
+        }
+        return Ok(n);
+    }
+    let bytes =
+        parse_size(m).ok_or_else(|| format!("bad --mmap-pages '{m}' (e.g. 128, 512K, 4M)"))?;
+    Ok(((bytes as usize).div_ceil(page)).max(1).next_power_of_two())
+}
+
 /// Sets every event's attr for sampling, as `perf record` would with these options.
 ///
 /// The first event also carries the tracking flags (mmap, comm, task, mmap2, comm_exec,

@@ -25,10 +25,11 @@
 //!
 //! - the command exits (its pidfd becomes readable), or every `-p` PID is gone, or
 //!   every `-t` thread is gone;
-//! - SIGINT or SIGTERM arrives ([`hwprof_pmu::sys::catch_interrupts`] is installed by
-//!   [`Session::run`]). A `-p`/`-t`/`-a` target is left alone. A command gets 500 ms to
-//!   exit by itself (a terminal's Ctrl-C reaches it too), then SIGTERM, as `perf record`
-//!   does with an unfinished workload;
+//! - the [`Stop`](hwprof_pmu::stop::Stop) given to [`Session::run`] is stopped (the
+//!   program's SIGINT or SIGTERM; its fd is in every wait, so a stop is never missed). A
+//!   `-p`/`-t`/`-a` target is left alone. A command gets 500 ms to exit by itself (a
+//!   terminal's Ctrl-C reaches it too), then SIGTERM, as `perf record` does with an
+//!   unfinished workload;
 //! - `duration` elapses: a command is then sent SIGTERM and reaped (and SIGKILL if it
 //!   ignores SIGTERM for 2 s), so that nothing keeps running unobserved.
 //!
@@ -57,23 +58,8 @@ use hwprof_pmu::uprobe_events::{self, Probes};
 use crate::error::{Error, Result};
 use crate::ring::Ring;
 
+pub use hwprof_pmu::target::Target;
 pub use run::RunStats;
-
-/// What to record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// Start this command (argv) and record it and, with `inherit`, its children.
-    Command(Vec<String>),
-    /// Attach to these running processes (all their threads).
-    Pids(Vec<i32>),
-    /// Attach to these threads.
-    Tids(Vec<i32>),
-    /// Every task on these CPUs (`None` = every online CPU).
-    SystemWide {
-        /// The `-C` CPU list.
-        cpus: Option<Vec<u32>>,
-    },
-}
 
 /// How to run a session.
 #[derive(Clone, Debug)]
@@ -158,20 +144,17 @@ fn ring_attr(attr: &Attr, data_size: usize) -> Attr {
 
 /// The threads of process `pid` (from `/proc/PID/task`).
 fn threads_of(pid: i32) -> Result<Vec<i32>> {
-    let dir = format!("/proc/{pid}/task");
-    let rd = std::fs::read_dir(&dir).map_err(|e| {
+    hwprof_pmu::target::threads_of(pid).map_err(|e| {
         let e = if e.kind() == std::io::ErrorKind::NotFound {
             std::io::Error::from_raw_os_error(libc::ESRCH)
         } else {
             e
         };
-        Error::io(format!("listing the threads of process {pid} ({dir})"), e)
-    })?;
-    let mut tids: Vec<i32> = rd
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
-    Ok(tids)
+        Error::io(
+            format!("listing the threads of process {pid} (/proc/{pid}/task)"),
+            e,
+        )
+    })
 }
 
 impl Session {
@@ -238,6 +221,11 @@ impl Session {
                 cpus.clone().unwrap_or_else(hwprof_pmu::sysfs::online_cpus),
                 vec![-1],
             ),
+            _ => {
+                return Err(Error::Unsupported(
+                    "sampling CPUs while a command runs is not supported: sample the command, or the CPUs (-a/-C) without one".into(),
+                ));
+            }
         };
         if tasks.is_empty() || cpus.is_empty() {
             return Err(Error::Unsupported(

@@ -252,6 +252,50 @@ pub fn parse_maps_line(line: &str) -> Option<Mapping> {
     })
 }
 
+/// The mappings of process `pid` from `/proc/PID/maps` (empty when it cannot be read:
+/// the process is gone or not ours); lines not in that format are skipped.
+pub fn read_maps(pid: i32) -> Vec<Mapping> {
+    fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(parse_maps_line)
+        .collect()
+}
+
+impl Mapping {
+    /// The process and mapping a `PERF_RECORD_MMAP` or `MMAP2` record describes (the
+    /// inverse of [`mmap_record`]); `None` for other records. An MMAP has no device,
+    /// inode or protection: those are 0 (`prot` is `PROT_EXEC`, as the kernel only
+    /// sends MMAP for executable mappings).
+    pub fn of_record(body: &crate::record::Body<'_>) -> Option<(u32, Mapping)> {
+        use crate::record::{Body, FileId};
+        let (pid, start, len, pgoff, name) = match body {
+            Body::Mmap(m) => (m.pid, m.addr, m.len, m.pgoff, m.filename),
+            Body::Mmap2(m) => (m.pid, m.addr, m.len, m.pgoff, m.filename),
+            _ => return None,
+        };
+        let mut out = Mapping {
+            start,
+            end: start.saturating_add(len),
+            prot: libc::PROT_EXEC as u32,
+            flags: libc::MAP_PRIVATE as u32,
+            pgoff,
+            maj: 0,
+            min: 0,
+            ino: 0,
+            path: String::from_utf8_lossy(name).into_owned(),
+        };
+        if let Body::Mmap2(m) = body {
+            out.prot = m.prot;
+            out.flags = m.flags;
+            if let FileId::Inode { maj, min, ino, .. } = m.file_id {
+                (out.maj, out.min, out.ino) = (maj, min, ino);
+            }
+        }
+        Some((pid, out))
+    }
+}
+
 /// The MMAP2 (or MMAP, without `attr.mmap2`) record of one mapping of `pid`.
 pub fn mmap_record(attr: &Attr, pid: i32, m: &Mapping) -> Option<Vec<u8>> {
     let name: &str = if m.path.is_empty() { "//anon" } else { &m.path };
@@ -323,8 +367,7 @@ pub fn process(attr: &Attr, pid: i32) -> Vec<Vec<u8>> {
         }
         out.extend(comm_record(attr, pid, tid, comm));
     }
-    let maps = fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    for m in maps.lines().filter_map(parse_maps_line) {
+    for m in read_maps(pid) {
         let exec = m.prot & libc::PROT_EXEC as u32 != 0;
         if exec || (attr.mmap_data && !m.path.is_empty()) {
             out.extend(mmap_record(attr, pid, &m));
@@ -471,6 +514,43 @@ mod tests {
         // FORKs for the other threads of this (multi-threaded) test process.
         let forks = recs.iter().filter(|r| u32_at(r, 0) == 7).count();
         assert_eq!(forks + 1, comms);
+    }
+
+    /// A mapping written as MMAP2 (or MMAP) and decoded comes back as it was (MMAP
+    /// keeps no device, inode or protection).
+    #[test]
+    fn mappings_come_back_from_their_records() {
+        use crate::record::Decoder;
+        let m =
+            parse_maps_line("7f0010000000-7f0010004000 r-xp 00003000 fe:01 42 /lib/x.so").unwrap();
+        let a = attr(sample::TID | sample::TIME);
+        let dec = Decoder::new(&[(a.clone(), vec![])]);
+        let rec = mmap_record(&a, 77, &m).unwrap();
+        let body = dec.decode(&rec, 0).unwrap().body;
+        assert_eq!(Mapping::of_record(&body), Some((77, m.clone())));
+        let mut old = a.clone();
+        old.mmap2 = false;
+        let dec = Decoder::new(&[(old.clone(), vec![])]);
+        let rec = mmap_record(&old, 77, &m).unwrap();
+        let (pid, back) = Mapping::of_record(&dec.decode(&rec, 0).unwrap().body).unwrap();
+        assert_eq!(pid, 77);
+        assert_eq!(
+            (back.start, back.end, back.pgoff),
+            (m.start, m.end, m.pgoff)
+        );
+        assert_eq!(back.path, "/lib/x.so");
+        let comm = comm_record(&a, 1, 1, "x").unwrap();
+        assert_eq!(
+            Mapping::of_record(&dec.decode(&comm, 0).unwrap().body),
+            None
+        );
+        let me = std::process::id() as i32;
+        assert!(
+            read_maps(me)
+                .iter()
+                .any(|m| m.prot & libc::PROT_EXEC as u32 != 0)
+        );
+        assert!(read_maps(i32::MAX - 1).is_empty());
     }
 
     #[test]

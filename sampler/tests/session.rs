@@ -11,10 +11,16 @@ use std::time::{Duration, Instant};
 
 use hwprof_pmu::attr::{Attr, sample, types};
 use hwprof_pmu::event::Class;
+use hwprof_pmu::stop::Stop;
 use hwprof_pmu::{Event, EventList};
 use hwprof_sampler::session::{RunStats, Session, SessionOptions, Target};
 
 use hwprof_testkit::{Why, report, skip};
+
+/// A stop token nothing stops: the sessions here end with their targets.
+fn never() -> Stop {
+    Stop::new().expect("a stop token")
+}
 
 const CPU_CLOCK: u64 = 0;
 const COMM: u32 = 3;
@@ -135,7 +141,7 @@ fn run(events: &EventList, target: Target, opts: SessionOptions) -> (Vec<Vec<u8>
     let s = Session::open(events, target, opts).expect("open the session");
     let mut recs = Vec::new();
     let stats = s
-        .run(|r| {
+        .run(&never(), |r| {
             recs.push(r.to_vec());
             Ok(())
         })
@@ -168,7 +174,7 @@ fn command_gives_the_expected_samples_comm_and_mmap2() {
     assert_eq!(ids[0].len(), s.ring_cpus().len(), "one fd per CPU");
     let mut recs = Vec::new();
     let stats = s
-        .run(|r| {
+        .run(&never(), |r| {
             recs.push(r.to_vec());
             Ok(())
         })
@@ -220,7 +226,7 @@ fn threads_are_attributed_and_forked() {
     let child = s.child_pid().expect("child") as u32;
     let mut recs = Vec::new();
     let stats = s
-        .run(|r| {
+        .run(&never(), |r| {
             recs.push(r.to_vec());
             Ok(())
         })
@@ -410,7 +416,7 @@ fn open_errors_keep_the_errno() {
         opts(),
     )
     .expect("the fork succeeds");
-    let e = s.run(|_| Ok(())).expect_err("ENOENT");
+    let e = s.run(&never(), |_| Ok(())).expect_err("ENOENT");
     assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
     // A ring size the kernel refuses.
     let o = SessionOptions {
@@ -460,7 +466,7 @@ fn measure_overhead_of_spin_2000() {
         let s = Session::open(&ev, target, opts()).expect("open");
         let mut bytes = 0usize;
         let stats = s
-            .run(|r| {
+            .run(&never(), |r| {
                 bytes += r.len();
                 Ok(())
             })
@@ -501,7 +507,7 @@ fn measure_overhead_of_spin_2000() {
         let target = Target::Command(vec![calls.display().to_string(), n.into()]);
         let t = Instant::now();
         let s = Session::open(&ev, target, opts()).expect("open");
-        let stats = s.run(|_| Ok(())).expect("run");
+        let stats = s.run(&never(), |_| Ok(())).expect("run");
         under.push(t.elapsed());
         assert_eq!(stats.exit.map(|e| e.code), Some(0));
     }

@@ -28,6 +28,8 @@
 //! # Ok::<(), hwprof_symbolize::Error>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod build;
 pub mod debugfiles;
 pub mod error;

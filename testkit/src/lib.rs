@@ -20,6 +20,8 @@
 //! given that starts with `SKIPPED` goes through [`skip`] as [`Why::Setup`], so a skip
 //! written as `report!("SKIPPED: ...")` cannot escape strict mode either.
 
+#![forbid(unsafe_code)]
+
 use std::fmt::Display;
 use std::io::Write;
 

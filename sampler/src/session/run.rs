@@ -1,9 +1,10 @@
 //! The drain loop of a [`Session`]: start the target, drain the rings on one thread
 //! until the target is done, stop, drain what is left.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use hwprof_pmu::stop::Stop;
 use hwprof_pmu::sys::{self, Epoll, ExecError, ExitInfo, Ioctl};
 
 use super::{Session, Target};
@@ -84,7 +85,7 @@ impl RunStats {
 
 /// Why the loop stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stop {
+enum Ended {
     TargetDone,
     Interrupted,
     Duration,
@@ -92,22 +93,27 @@ enum Stop {
 
 /// Token of the target's pidfds in the epoll set: `PIDFD_BASE + index`.
 const PIDFD_BASE: u64 = 1 << 32;
+/// Token of the stop token's fd in the epoll set.
+const STOP_TOKEN: u64 = u64::MAX;
 
 impl Session {
     /// Starts the target (lets the command `exec`, or enables the events), then drains
-    /// every ring on this thread into `sink` until the target is done, SIGINT/SIGTERM
-    /// arrives, or `duration` elapses (see the module docs for what happens to the
+    /// every ring on this thread into `sink` until the target is done, `stop` is
+    /// stopped, or `duration` elapses (see the module docs for what happens to the
     /// target then). Finally disables the events, drains what is left and returns the
     /// counts.
     ///
     /// `sink` gets each record's bytes, header included, in per-ring order; an error
     /// from it stops the session (a command is then terminated) and is returned.
-    pub fn run<F>(mut self, mut sink: F) -> Result<RunStats>
+    pub fn run<F>(mut self, stop: &Stop, mut sink: F) -> Result<RunStats>
     where
-        F: FnMut(&[u8]) -> std::io::Result<()> + Send,
+        F: FnMut(&[u8]) -> std::io::Result<()>,
     {
-        sys::catch_interrupts().map_err(|e| Error::io("installing the SIGINT handler", e))?;
         let mut epoll = Epoll::new().map_err(|e| Error::io("epoll_create1", e))?;
+        // A stop wakes the wait even when it lands just before it (the fd stays readable).
+        epoll
+            .add(stop.fd().as_raw_fd(), STOP_TOKEN)
+            .map_err(|e| Error::io("epoll_ctl on the stop token", e))?;
         for (i, r) in self.rings.iter().enumerate() {
             if let Some(o) = self.fds.get(r.owner) {
                 epoll
@@ -157,10 +163,12 @@ impl Session {
             let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
             if let Err(e) = epoll.wait(&mut ready, ms) {
                 result = Err(Error::io("epoll_wait", e));
-                break Stop::Interrupted;
+                break Ended::Interrupted;
             }
             for &(token, hup) in &ready {
-                if token >= PIDFD_BASE {
+                if token == STOP_TOKEN {
+                    // Seen through `stop.is_stopped()` below.
+                } else if token >= PIDFD_BASE {
                     let i = (token - PIDFD_BASE) as usize;
                     if let Some(p) = pidfds.get_mut(i).and_then(Option::take) {
                         let _ = epoll.remove(p.as_raw_fd());
@@ -181,16 +189,16 @@ impl Session {
             }
             if let Err(e) = self.drain_all(&mut sink, &mut stats) {
                 result = Err(e);
-                break Stop::Interrupted;
+                break Ended::Interrupted;
             }
-            if sys::interrupted() {
-                break Stop::Interrupted;
+            if stop.is_stopped() {
+                break Ended::Interrupted;
             }
             if self.target_done(&pidfds) {
-                break Stop::TargetDone;
+                break Ended::TargetDone;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                break Stop::Duration;
+                break Ended::Duration;
             }
         };
 
@@ -277,28 +285,29 @@ impl Session {
             Target::Tids(tids) => tids
                 .iter()
                 .all(|t| !std::path::Path::new(&format!("/proc/{t}")).exists()),
-            Target::SystemWide { .. } => false,
+            _ => false,
         }
     }
 
     /// Makes sure the command has ended (waiting, then SIGTERM, then SIGKILL as the
     /// stop reason requires) and reaps it.
-    fn finish_command(&mut self, stop: Stop, pidfd: Option<&OwnedFd>) -> Result<Option<ExitInfo>> {
+    fn finish_command(&mut self, stop: Ended, pidfd: Option<&OwnedFd>) -> Result<Option<ExitInfo>> {
         let Some(pid) = self.child_pid() else {
             return Ok(None);
         };
         let exited = |fd: Option<&OwnedFd>, wait: Duration| match fd {
-            Some(fd) => {
-                sys::poll_readable(&[fd], i32::try_from(wait.as_millis()).unwrap_or(i32::MAX))
-                    .map(|r| !r.is_empty())
-                    .unwrap_or(false)
-            }
+            Some(fd) => sys::poll_readable(
+                &[fd.as_fd()],
+                i32::try_from(wait.as_millis()).unwrap_or(i32::MAX),
+            )
+            .map(|r| !r.is_empty())
+            .unwrap_or(false),
             None => false,
         };
         match stop {
-            Stop::TargetDone => {}
-            Stop::Interrupted | Stop::Duration => {
-                let grace = if stop == Stop::Interrupted {
+            Ended::TargetDone => {}
+            Ended::Interrupted | Ended::Duration => {
+                let grace = if stop == Ended::Interrupted {
                     INTERRUPT_GRACE
                 } else {
                     Duration::ZERO

@@ -1,0 +1,600 @@
+//! What to count or sample: ONE type ([`Target`]) and ONE parser ([`Target::parse`]) for
+//! every command: a command to start, running processes (`-p`), threads (`-t`), or CPUs
+//! (`-a`, `-C`); and [`Watch`], which waits until a target is gone, a deadline passes or
+//! the program is stopped ([`Stop`]).
+//!
+//! The parser checks, in this order: that one target is given ([`TargetError::Several`],
+//! [`TargetError::CommandAnd`]), then its values (PID/TID lists, CPU lists, and what the
+//! command's [`Rules`] ask: live processes, online CPUs), then that there is one at all
+//! ([`TargetError::Missing`]). Errors are data: the program words them for its command.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use crate::stop::Stop;
+use crate::{sys, sysfs};
+
+/// What to count or sample.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Target {
+    /// Start this command (argv): its events start at its `exec`, and with inheritance
+    /// they follow its children and threads.
+    Command(Vec<String>),
+    /// Start this command and count every task on these CPUs while it runs (`stat -a --
+    /// CMD`; `None` = every online CPU).
+    CommandOnCpus {
+        /// The command.
+        argv: Vec<String>,
+        /// The `-C` CPU list.
+        cpus: Option<Vec<u32>>,
+    },
+    /// Attach to these running processes (all their threads).
+    Pids(Vec<i32>),
+    /// Attach to these threads.
+    Tids(Vec<i32>),
+    /// Every task on these CPUs (`None` = every online CPU).
+    SystemWide {
+        /// The `-C` CPU list.
+        cpus: Option<Vec<u32>>,
+    },
+}
+
+/// The target flags as the user gave them (perf's names).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Flags<'a> {
+    /// The command after `--` (empty: none).
+    pub command: &'a [String],
+    /// `-p PID,..`.
+    pub pid: Option<&'a str>,
+    /// `-t TID,..`.
+    pub tid: Option<&'a str>,
+    /// `-a`.
+    pub all_cpus: bool,
+    /// `-C CPUS`.
+    pub cpus: Option<&'a str>,
+}
+
+/// What a command accepts beyond one plain target.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rules {
+    /// A command may come with `-a`/`-C` ([`Target::CommandOnCpus`], as `perf stat -a
+    /// -- CMD`); otherwise that is [`TargetError::CommandAnd`].
+    pub command_on_cpus: bool,
+    /// Every `-p`/`-t` id must name a process or thread that exists now.
+    pub live_ids: bool,
+    /// Every `-C` CPU must be online.
+    pub online_cpus: bool,
+}
+
+/// Why the target flags do not make a target.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetError {
+    /// Two or more of `-p`, `-t` and `-a`/`-C`.
+    #[error("give one target: a command, or -p, -t, or -a/-C")]
+    Several,
+    /// A command together with this flag (`-p`, `-t`, or `-a/-C` where
+    /// [`Rules::command_on_cpus`] is off).
+    #[error("give either a command or {0}, not both")]
+    CommandAnd(&'static str),
+    /// No target at all.
+    #[error("nothing to do: give a command, or -p, -t, or -a")]
+    Missing,
+    /// A `-p`/`-t` list that is not a list of ids above 0.
+    #[error(
+        "bad {flag} list '{text}': {why} (expected {} like 1234,5678)",
+        ids_name(flag)
+    )]
+    BadIds {
+        /// `-p` or `-t`.
+        flag: &'static str,
+        /// The list as given.
+        text: String,
+        /// What is wrong in it.
+        why: String,
+    },
+    /// A `-C` list that is not a CPU list; the message names it.
+    #[error("{0}")]
+    BadCpus(String),
+    /// A `-C` CPU that is not online.
+    #[error("CPU {cpu} is not online (online CPUs: {online})")]
+    Offline {
+        /// The CPU.
+        cpu: u32,
+        /// The online CPUs, as a CPU list.
+        online: String,
+    },
+    /// A `-p`/`-t` id that names no process ([`Rules::live_ids`]).
+    #[error("no such process {pid} ({flag} {text})")]
+    NoSuchProcess {
+        /// The id.
+        pid: i32,
+        /// `-p` or `-t`.
+        flag: &'static str,
+        /// The list as given.
+        text: String,
+    },
+}
+
+fn ids_name(flag: &str) -> &'static str {
+    if flag == "-t" { "TIDs" } else { "PIDs" }
+}
+
+impl Target {
+    /// The one target parser (see the module docs for the order of its checks).
+    pub fn parse(f: &Flags<'_>, rules: Rules) -> Result<Target, TargetError> {
+        let system_wide = f.all_cpus || f.cpus.is_some();
+        let attached =
+            usize::from(f.pid.is_some()) + usize::from(f.tid.is_some()) + usize::from(system_wide);
+        if attached > 1 {
+            return Err(TargetError::Several);
+        }
+        let command = !f.command.is_empty();
+        if command {
+            if f.pid.is_some() {
+                return Err(TargetError::CommandAnd("-p"));
+            }
+            if f.tid.is_some() {
+                return Err(TargetError::CommandAnd("-t"));
+            }
+            if system_wide && !rules.command_on_cpus {
+                return Err(TargetError::CommandAnd("-a/-C"));
+            }
+        }
+        if let Some(p) = f.pid {
+            return Ok(Target::Pids(ids(p, "-p", rules)?));
+        }
+        if let Some(t) = f.tid {
+            return Ok(Target::Tids(ids(t, "-t", rules)?));
+        }
+        let cpus = match f.cpus {
+            Some(c) => Some(cpu_list(c, rules)?),
+            None => None,
+        };
+        match (command, system_wide) {
+            (true, true) => Ok(Target::CommandOnCpus {
+                argv: f.command.to_vec(),
+                cpus,
+            }),
+            (true, false) => Ok(Target::Command(f.command.to_vec())),
+            (false, true) => Ok(Target::SystemWide { cpus }),
+            (false, false) => Err(TargetError::Missing),
+        }
+    }
+
+    /// The command to start, if the target has one.
+    pub fn argv(&self) -> Option<&[String]> {
+        match self {
+            Target::Command(argv) | Target::CommandOnCpus { argv, .. } => Some(argv),
+            _ => None,
+        }
+    }
+
+    /// Whether events are opened per CPU for every task (`-a`, `-C`), with or without a
+    /// command.
+    pub fn is_system_wide(&self) -> bool {
+        matches!(
+            self,
+            Target::SystemWide { .. } | Target::CommandOnCpus { .. }
+        )
+    }
+
+    /// The CPUs of a system-wide target (the `-C` list, or every online CPU); `None` for
+    /// other targets.
+    pub fn cpus(&self) -> Option<Vec<u32>> {
+        match self {
+            Target::SystemWide { cpus } | Target::CommandOnCpus { cpus, .. } => {
+                Some(cpus.clone().unwrap_or_else(sysfs::online_cpus))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The process or thread ids of `-p`/`-t` (`flag`): comma-separated numbers above 0
+/// (duplicates are kept, spaces around items allowed); an empty item (`1,,2`, a
+/// trailing comma), anything else, or an empty list is an error.
+pub fn parse_ids(text: &str, flag: &'static str) -> Result<Vec<i32>, TargetError> {
+    let bad = |why: String| TargetError::BadIds {
+        flag,
+        text: text.to_string(),
+        why,
+    };
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(bad("an empty item".to_string()));
+        }
+        match item.parse::<i32>() {
+            Ok(n) if n > 0 => out.push(n),
+            _ => return Err(bad(format!("'{item}' is not a number above 0"))),
+        }
+    }
+    Ok(out)
+}
+
+fn ids(text: &str, flag: &'static str, rules: Rules) -> Result<Vec<i32>, TargetError> {
+    let out = parse_ids(text, flag)?;
+    if rules.live_ids {
+        if let Some(&pid) = out.iter().find(|&&p| !sys::process_exists(p)) {
+            return Err(TargetError::NoSuchProcess {
+                pid,
+                flag,
+                text: text.to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn cpu_list(text: &str, rules: Rules) -> Result<Vec<u32>, TargetError> {
+    let v = sysfs::parse_cpu_list(text).map_err(TargetError::BadCpus)?;
+    if rules.online_cpus {
+        let online = sysfs::online_cpus();
+        if let Some(&cpu) = v.iter().find(|c| !online.contains(c)) {
+            return Err(TargetError::Offline {
+                cpu,
+                online: cpu_list_text(&online),
+            });
+        }
+    }
+    Ok(v)
+}
+
+/// A sorted CPU list as the kernel writes one: `0-2,5,7-8`.
+pub fn cpu_list_text(cpus: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Every thread of process `pid`, sorted, from `/proc/PID/task` (the error of reading
+/// that directory: ENOENT when the process is gone).
+pub fn threads_of(pid: i32) -> std::io::Result<Vec<i32>> {
+    let rd = std::fs::read_dir(format!("/proc/{pid}/task"))?;
+    let mut v: Vec<i32> = rd
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// Why [`Watch::wait`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Woke {
+    /// The deadline passed.
+    Deadline,
+    /// Every watched process and thread is gone.
+    Done,
+    /// The [`Stop`] was stopped (reported once; later waits leave it out).
+    Stopped,
+}
+
+/// How often threads (which have no pidfd) are looked for.
+const TID_POLL: Duration = Duration::from_millis(100);
+
+/// Waits for targets to end: processes by pidfd (readable when they exit), threads by
+/// looking for them every 100 ms. With nothing to watch (CPUs), only a deadline or the
+/// stop ends a wait.
+#[derive(Debug, Default)]
+pub struct Watch {
+    /// One per process, `None` once it exited.
+    pidfds: Vec<Option<OwnedFd>>,
+    tids: Vec<i32>,
+    /// The stop was reported: its fd (readable for good) is left out from then on.
+    stop_seen: bool,
+}
+
+impl Watch {
+    /// Nothing watched yet.
+    pub fn new() -> Watch {
+        Watch::default()
+    }
+
+    /// Watches process `pid` (a pidfd; ESRCH when it does not exist).
+    pub fn add_pid(&mut self, pid: i32) -> std::io::Result<()> {
+        self.pidfds.push(Some(sys::pidfd_open(pid)?));
+        Ok(())
+    }
+
+    /// Watches threads (or processes) that may have no pidfd.
+    pub fn add_tids(&mut self, tids: &[i32]) {
+        self.tids.extend_from_slice(tids);
+    }
+
+    fn watches_something(&self) -> bool {
+        !self.pidfds.is_empty() || !self.tids.is_empty()
+    }
+
+    fn all_done(&self) -> bool {
+        self.pidfds.iter().all(Option::is_none)
+            && !self.tids.iter().any(|&t| sys::process_exists(t))
+    }
+
+    /// Waits until `until` passes, every watched target is gone, or `stop` is stopped
+    /// (in that order of precedence when several hold). A signal that stops `stop`
+    /// while this is about to block still wakes it: its fd is in the wait.
+    pub fn wait(&mut self, stop: &Stop, until: Option<Instant>) -> std::io::Result<Woke> {
+        loop {
+            if self.stop_seen && until.is_none() && !self.watches_something() {
+                // Nothing could ever end this wait.
+                return Ok(Woke::Stopped);
+            }
+            let mut timeout: i32 = match until {
+                Some(t) => t
+                    .saturating_duration_since(Instant::now())
+                    .as_millis()
+                    .min(i32::MAX as u128) as i32,
+                None => -1,
+            };
+            if !self.tids.is_empty() {
+                let tick = TID_POLL.as_millis() as i32;
+                timeout = if timeout < 0 { tick } else { timeout.min(tick) };
+            }
+            let mut fds: Vec<BorrowedFd<'_>> = Vec::new();
+            let mut which: Vec<usize> = Vec::new();
+            for (i, p) in self.pidfds.iter().enumerate() {
+                if let Some(p) = p {
+                    fds.push(p.as_fd());
+                    which.push(i);
+                }
+            }
+            if !self.stop_seen {
+                fds.push(stop.fd());
+            }
+            let ready = sys::poll_readable(&fds, timeout)?;
+            for r in ready {
+                if let Some(&i) = which.get(r) {
+                    self.pidfds[i] = None;
+                }
+            }
+            if until.is_some_and(|t| Instant::now() >= t) {
+                return Ok(Woke::Deadline);
+            }
+            if self.watches_something() && self.all_done() {
+                return Ok(Woke::Done);
+            }
+            if !self.stop_seen && stop.is_stopped() {
+                self.stop_seen = true;
+                return Ok(Woke::Stopped);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags<'a>(command: &'a [String]) -> Flags<'a> {
+        Flags {
+            command,
+            ..Flags::default()
+        }
+    }
+
+    #[test]
+    fn one_target_of_each_kind() {
+        let cmd = vec!["true".to_string()];
+        let r = Rules::default();
+        assert_eq!(
+            Target::parse(&flags(&cmd), r),
+            Ok(Target::Command(cmd.clone()))
+        );
+        let p = Flags {
+            pid: Some("1, 2,2"),
+            ..Flags::default()
+        };
+        assert_eq!(Target::parse(&p, r), Ok(Target::Pids(vec![1, 2, 2])));
+        let t = Flags {
+            tid: Some("7"),
+            ..Flags::default()
+        };
+        assert_eq!(Target::parse(&t, r), Ok(Target::Tids(vec![7])));
+        let a = Flags {
+            all_cpus: true,
+            ..Flags::default()
+        };
+        assert_eq!(Target::parse(&a, r), Ok(Target::SystemWide { cpus: None }));
+        let c = Flags {
+            cpus: Some("3,0-1"),
+            ..Flags::default()
+        };
+        assert_eq!(
+            Target::parse(&c, r),
+            Ok(Target::SystemWide {
+                cpus: Some(vec![0, 1, 3])
+            })
+        );
+        assert_eq!(
+            Target::parse(&Flags::default(), r),
+            Err(TargetError::Missing)
+        );
+    }
+
+    #[test]
+    fn conflicts_come_before_values() {
+        let cmd = vec!["x".to_string()];
+        let r = Rules::default();
+        let two = Flags {
+            pid: Some("bad"),
+            cpus: Some("bad"),
+            ..Flags::default()
+        };
+        assert_eq!(Target::parse(&two, r), Err(TargetError::Several));
+        let cp = Flags {
+            pid: Some("1,,2"),
+            ..flags(&cmd)
+        };
+        assert_eq!(Target::parse(&cp, r), Err(TargetError::CommandAnd("-p")));
+        let ct = Flags {
+            tid: Some("1"),
+            ..flags(&cmd)
+        };
+        assert_eq!(Target::parse(&ct, r), Err(TargetError::CommandAnd("-t")));
+        let ca = Flags {
+            all_cpus: true,
+            cpus: Some("nope"),
+            ..flags(&cmd)
+        };
+        assert_eq!(Target::parse(&ca, r), Err(TargetError::CommandAnd("-a/-C")));
+        let stat = Rules {
+            command_on_cpus: true,
+            ..r
+        };
+        assert_eq!(
+            Target::parse(&ca, stat),
+            Err(TargetError::BadCpus(
+                "bad CPU list 'nope': expected e.g. 0-3,8".into()
+            ))
+        );
+        let ok = Flags {
+            all_cpus: true,
+            ..flags(&cmd)
+        };
+        let t = Target::parse(&ok, stat).expect("command on CPUs");
+        assert_eq!(
+            t,
+            Target::CommandOnCpus {
+                argv: cmd.clone(),
+                cpus: None
+            }
+        );
+        assert_eq!(t.argv(), Some(&cmd[..]));
+        assert!(t.is_system_wide());
+        assert_eq!(t.cpus(), Some(sysfs::online_cpus()));
+    }
+
+    #[test]
+    fn id_lists_say_what_is_wrong_once() {
+        assert_eq!(parse_ids("1", "-p"), Ok(vec![1]));
+        for bad in ["1,,2", "1,", ",1", "", "0", "-3", "x", "99999999999", "1;2"] {
+            let e = parse_ids(bad, "-p").expect_err(bad).to_string();
+            assert!(e.starts_with(&format!("bad -p list '{bad}': ")), "{e}");
+        }
+        assert_eq!(
+            parse_ids("1,,2", "-t").unwrap_err().to_string(),
+            "bad -t list '1,,2': an empty item (expected TIDs like 1234,5678)"
+        );
+        // A bad CPU list is named once (record used to print "bad CPU list 'x': " twice).
+        let c = Flags {
+            cpus: Some("x"),
+            ..Flags::default()
+        };
+        assert_eq!(
+            Target::parse(&c, Rules::default()).unwrap_err().to_string(),
+            "bad CPU list 'x': expected e.g. 0-3,8"
+        );
+    }
+
+    #[test]
+    fn rules_check_processes_and_cpus() {
+        let live = Rules {
+            live_ids: true,
+            ..Rules::default()
+        };
+        let me = std::process::id().to_string();
+        let p = Flags {
+            pid: Some(&me),
+            ..Flags::default()
+        };
+        assert!(Target::parse(&p, live).is_ok());
+        let gone = format!("{me},{}", i32::MAX - 1);
+        let p = Flags {
+            pid: Some(&gone),
+            ..Flags::default()
+        };
+        assert_eq!(
+            Target::parse(&p, live).unwrap_err().to_string(),
+            format!("no such process {} (-p {gone})", i32::MAX - 1)
+        );
+        assert!(Target::parse(&p, Rules::default()).is_ok());
+        let online = Rules {
+            online_cpus: true,
+            ..Rules::default()
+        };
+        let c = Flags {
+            cpus: Some("4095"),
+            ..Flags::default()
+        };
+        let e = Target::parse(&c, online).unwrap_err();
+        assert!(matches!(e, TargetError::Offline { cpu: 4095, .. }), "{e:?}");
+        assert!(Target::parse(&c, Rules::default()).is_ok());
+    }
+
+    #[test]
+    fn cpu_list_text_compacts_ranges() {
+        assert_eq!(cpu_list_text(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert_eq!(cpu_list_text(&[]), "");
+    }
+
+    #[test]
+    fn our_threads_are_listed() {
+        let me = std::process::id() as i32;
+        assert!(threads_of(me).expect("threads").contains(&me));
+        assert!(threads_of(i32::MAX - 1).is_err());
+    }
+
+    #[test]
+    fn a_watch_ends_on_deadline_exit_and_stop() {
+        let stop = Stop::new().expect("stop");
+        // Nothing watched: only the deadline.
+        let mut w = Watch::new();
+        let t0 = Instant::now();
+        let until = t0 + Duration::from_millis(30);
+        assert_eq!(w.wait(&stop, Some(until)).expect("wait"), Woke::Deadline);
+        assert!(t0.elapsed() >= Duration::from_millis(30));
+        // A thread (here a child reaped by another thread) that ends: looked for.
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.05")
+            .spawn()
+            .expect("sleep");
+        let mut w = Watch::new();
+        w.add_tids(&[child.id() as i32]);
+        let reaper = std::thread::spawn(move || child.wait());
+        assert_eq!(w.wait(&stop, None).expect("wait"), Woke::Done);
+        reaper.join().expect("thread").expect("reap");
+        // A child process that exits.
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.05")
+            .spawn()
+            .expect("sleep");
+        let mut w = Watch::new();
+        w.add_pid(child.id() as i32).expect("pidfd");
+        assert_eq!(w.wait(&stop, None).expect("wait"), Woke::Done);
+        child.wait().expect("reap");
+        // Stopped: reported once, then left out (the deadline ends the next wait).
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let mut w = Watch::new();
+        w.add_pid(child.id() as i32).expect("pidfd");
+        stop.stop();
+        assert_eq!(w.wait(&stop, None).expect("wait"), Woke::Stopped);
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert_eq!(w.wait(&stop, Some(soon)).expect("wait"), Woke::Deadline);
+        child.kill().expect("kill");
+        assert_eq!(w.wait(&stop, None).expect("wait"), Woke::Done);
+        child.wait().expect("reap");
+        // Nothing left that could end a wait: it says so instead of blocking.
+        assert_eq!(Watch::new().wait(&stop, None).expect("wait"), Woke::Stopped);
+        let mut once = Watch::new();
+        assert_eq!(once.wait(&stop, None).expect("wait"), Woke::Stopped);
+        assert_eq!(once.wait(&stop, None).expect("wait"), Woke::Stopped);
+        assert!(Watch::new().add_pid(i32::MAX - 1).is_err());
+    }
+}

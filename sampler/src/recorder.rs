@@ -1,0 +1,569 @@
+//! The recorder: record a target into perf.data (or hand its records to a live consumer)
+//! in one call, as `perf record` does. Every hwprof command that samples (record,
+//! flamegraph, offcpu, probe) records through here.
+//!
+//! A [`Recording`] describes the session: the events (or perf's default), how they
+//! sample ([`RecordOptions`]: frequency or period, callchains, branch stacks, side-band
+//! records such as context switches), the [`Target`] and the ring size
+//! ([`SessionOptions`]). [`Recorder::open`] opens it with perf's fallbacks, each at most
+//! once:
+//!
+//! - the default event is `cycles:P`, or `cpu-clock` where there is no hardware PMU;
+//!   when `cycles` cannot open (ENOENT, EOPNOTSUPP, ENODEV) it becomes `cpu-clock`;
+//! - events written without modifiers sample user space only (`:u`) when
+//!   `perf_event_paranoid` forbids kernel samples (EACCES, EPERM), except for
+//!   system-wide targets and uprobes.
+//!
+//! What each fallback did is a [`Recorder::notices`] line for the program to show (the
+//! library prints nothing). A command target is forked and held before `exec` until
+//! [`Recorder::run`], which synthesizes what exists before the first sample (the
+//! kernel's text; the threads and mappings of running processes), lets the target run
+//! until it ends, the [`Stop`] is stopped or the duration passes, and streams every
+//! record into a [`Sink`]:
+//!
+//! - [`Sink::PerfData`]: a perf.data file through [`crate::output`]; an output that
+//!   cannot seek (`-`, a pipe, a FIFO) gets perf's pipe mode (header features and
+//!   tracing data first). The recorder tracks the DSOs that MMAP records name and
+//!   writes their build ids (file mode), the header features of this machine, the
+//!   event groups and the tracefs formats of tracepoints and uprobes;
+//! - [`Sink::Records`]: a callback that gets each record's bytes (synthesized ones
+//!   first), for live consumers; decode them with [`Recorder::decoder`].
+//!
+//! ```no_run
+//! use hwprof_pmu::{Encoder, stop::Stop, target::Target};
+//! use hwprof_sampler::{output::{Options, Output}, recorder::{Recorder, Recording, Sink}};
+//!
+//! let events = Encoder::host().parse("cpu-clock")?;
+//! let recording = Recording::new(events, Target::Command(vec!["ls".into()]));
+//! let out = Output::create("perf.data".as_ref(), &Options::PERF_DATA)?;
+//! let recorder = Recorder::open(recording)?;
+//! let done = recorder.run(Sink::PerfData(out), &Stop::new()?)?;
+//! println!("{} samples", done.stats.samples);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::BTreeSet;
+use std::io;
+use std::path::PathBuf;
+
+use hwprof_pmu::event::Class;
+use hwprof_pmu::stop::Stop;
+use hwprof_pmu::{Encoder, EventList};
+
+use crate::config::{self, RecordOptions};
+use crate::error::Error;
+use crate::output::Output;
+use crate::perfdata::features::{ANON_GROUP, Features, GroupDesc, id as feature_id};
+use crate::perfdata::tracing;
+use crate::perfdata::writer::{EventEntry, Writer};
+use crate::record::{Body, Decoder, kind};
+use crate::session::{RunStats, Session, SessionOptions, Target};
+use crate::{buildid, synth};
+
+/// What to record: the session description (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Recording {
+    /// The events. Empty with [`RecordOptions::default_event`]: perf's default,
+    /// `cycles:P`, or `cpu-clock` where there is no hardware PMU (said in a notice).
+    pub events: EventList,
+    /// How they sample: frequency or period, callchains, branch stacks, data addresses,
+    /// weights, side-band records. `system_wide` and `command` follow the target.
+    pub options: RecordOptions,
+    /// Set the events' attrs from [`Recording::options`] ([`config::configure`]); off
+    /// for a caller that set them itself.
+    pub configure: bool,
+    /// What to record.
+    pub target: Target,
+    /// Ring size, inheritance, duration.
+    pub session: SessionOptions,
+    /// Synthesize the records of what exists before the first sample (the kernel's
+    /// text; the threads and mappings of `-p`/`-t`/`-a` targets).
+    pub synthesize: bool,
+    /// The command line in the header's CMDLINE feature (this program's, by default).
+    pub cmdline: Vec<String>,
+}
+
+impl Recording {
+    /// `events` on `target` with perf's defaults: 4000 Hz, no callchains, a 512 KiB
+    /// ring, children followed, records synthesized.
+    pub fn new(events: EventList, target: Target) -> Recording {
+        Recording {
+            events,
+            options: RecordOptions::default(),
+            configure: true,
+            target,
+            session: SessionOptions::default(),
+            synthesize: true,
+            cmdline: this_cmdline(),
+        }
+    }
+
+    /// The events as [`Recorder::open`] tries them first (the default resolved, attrs
+    /// set), with the notices of that choice: what a dry run shows.
+    pub fn events_to_open(&self) -> crate::Result<(EventList, Vec<String>)> {
+        let mut notices = Vec::new();
+        let mut list = if self.options.default_event && self.events.events.is_empty() {
+            let enc = Encoder::host();
+            if enc.host_has_cpu_pmu() {
+                enc.parse("cycles:P")?
+            } else {
+                notices.push(NO_PMU.to_string());
+                enc.parse("cpu-clock")?
+            }
+        } else {
+            self.events.clone()
+        };
+        if self.configure {
+            config::configure(&mut list, &self.options_for_target());
+        }
+        Ok((list, notices))
+    }
+
+    fn options_for_target(&self) -> RecordOptions {
+        RecordOptions {
+            system_wide: self.target.is_system_wide(),
+            command: matches!(self.target, Target::Command(_)),
+            ..self.options.clone()
+        }
+    }
+}
+
+/// The notice of the default event where there is no hardware PMU.
+const NO_PMU: &str = "no hardware PMU here (cycles is not supported in this VM or container); sampling cpu-clock instead";
+
+/// This program's command line, its first word the full path of its executable.
+fn this_cmdline() -> Vec<String> {
+    let mut v: Vec<String> = std::env::args().collect();
+    if let Some(first) = v.first_mut() {
+        if let Ok(exe) = std::env::current_exe() {
+            *first = exe.display().to_string();
+        }
+    }
+    v
+}
+
+/// Where the records go.
+pub enum Sink<'a> {
+    /// A perf.data file (pipe mode when the output cannot seek or is `-`).
+    PerfData(Output),
+    /// Each record's bytes, header included: synthesized records first, then the
+    /// rings' in per-ring order. An error stops the recording (a command is then
+    /// terminated).
+    Records(&'a mut dyn FnMut(&[u8]) -> io::Result<()>),
+}
+
+/// Why [`Recorder::open`] failed: the error, the events as last tried (after any
+/// fallback), and the notices said until then.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct OpenError {
+    /// What failed.
+    #[source]
+    pub error: Error,
+    /// The events that failed to open.
+    pub events: EventList,
+    /// The fallbacks' notices before the failure.
+    pub notices: Vec<String>,
+}
+
+/// Why [`Recorder::run`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// Reading the tracepoints' formats for the header.
+    #[error(transparent)]
+    Tracing(Error),
+    /// Starting the perf.data file.
+    #[error("cannot write {}", path.display())]
+    Create {
+        /// The output.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: Error,
+    },
+    /// Writing the synthesized records.
+    #[error(transparent)]
+    Synthesized(Error),
+    /// Writing a record into the file.
+    #[error("writing {}", path.display())]
+    Write {
+        /// The output.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: Error,
+    },
+    /// The session (its target, its rings, a callback's error).
+    #[error("recording")]
+    Session(#[source] Error),
+    /// Finishing the file (build ids, features, rename into place).
+    #[error("finishing {}", path.display())]
+    Finish {
+        /// The output.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: Error,
+    },
+}
+
+/// What a recording did.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The session's counts, and the command's exit.
+    pub stats: RunStats,
+    /// Bytes of records in the file (0 for [`Sink::Records`]).
+    pub data_bytes: u64,
+    /// The file was written in pipe mode.
+    pub pipe: bool,
+    /// A duration was set.
+    timed: bool,
+}
+
+impl Recorded {
+    /// The exit code to pass on: the command's (1 for a code that does not fit), 0
+    /// when a duration ended it with SIGTERM (the recording's plan, not the command
+    /// failing), and 0 without a command.
+    pub fn exit_code(&self) -> u8 {
+        match self.stats.exit {
+            Some(x) if self.timed && x.signal == Some(libc::SIGTERM) => 0,
+            Some(x) => u8::try_from(x.code).unwrap_or(1),
+            None => 0,
+        }
+    }
+}
+
+/// An opened recording, ready to [`run`](Recorder::run) (see the module docs).
+pub struct Recorder {
+    session: Session,
+    events: EventList,
+    entries: Vec<EventEntry>,
+    notices: Vec<String>,
+    target: Target,
+    synthesize: bool,
+    cmdline: Vec<String>,
+    timed: bool,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("events", &self.events.events.len())
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// Opens the events on the target with perf's fallbacks (see the module docs); a
+    /// command is forked and held before `exec`.
+    pub fn open(rec: Recording) -> Result<Recorder, Box<OpenError>> {
+        let (mut list, mut notices) = rec.events_to_open().map_err(|error| {
+            Box::new(OpenError {
+                error,
+                events: rec.events.clone(),
+                notices: Vec::new(),
+            })
+        })?;
+        let mut opts = rec.options_for_target();
+        // The default cycles becomes cpu-clock (once; not when it is cpu-clock already).
+        let mut tried_cpu_clock =
+            !(opts.default_event && list.events.iter().any(|e| e.class == Class::Core));
+        let mut tried_user_only = false;
+        let session = loop {
+            let e = match Session::open(&list, rec.target.clone(), rec.session.clone()) {
+                Ok(s) => break s,
+                Err(e) => e,
+            };
+            let errno = e.raw_os_error();
+            if !tried_cpu_clock
+                && matches!(errno, Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV))
+            {
+                tried_cpu_clock = true;
+                notices.push(
+                    "cycles is not supported here (no hardware PMU); sampling cpu-clock instead"
+                        .to_string(),
+                );
+                list = match Encoder::host().parse("cpu-clock") {
+                    Ok(l) => l,
+                    Err(error) => {
+                        return Err(Box::new(OpenError {
+                            error: error.into(),
+                            events: list,
+                            notices,
+                        }));
+                    }
+                };
+                opts.default_event = true;
+                if rec.configure {
+                    config::configure(&mut list, &opts);
+                }
+                continue;
+            }
+            // Not for uprobes: their PMU wants root whatever perf_event_paranoid says,
+            // so the retry would only add a misleading note before the same error.
+            if !tried_user_only
+                && matches!(errno, Some(libc::EACCES | libc::EPERM))
+                && !rec.target.is_system_wide()
+                && list.events.iter().all(|e| e.class != Class::Uprobe)
+                && list
+                    .events
+                    .iter()
+                    .all(|e| !e.explicit_mods && !e.attr.exclude_kernel)
+            {
+                tried_user_only = true;
+                for e in &mut list.events {
+                    e.attr.exclude_kernel = true;
+                    e.attr.exclude_hv = true;
+                    e.name.push_str(":u");
+                }
+                let paranoid = hwprof_pmu::sysfs::paranoid().map_or("?".into(), |p| p.to_string());
+                notices.push(format!(
+                    "kernel.perf_event_paranoid = {paranoid} forbids kernel samples: sampling user space only ({})",
+                    list.events
+                        .iter()
+                        .map(|e| e.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ));
+                continue;
+            }
+            return Err(Box::new(OpenError {
+                error: e,
+                events: list,
+                notices,
+            }));
+        };
+        notices.extend(session.notices().iter().cloned());
+        let entries: Vec<EventEntry> = list
+            .events
+            .iter()
+            .zip(session.attrs().into_iter().zip(session.ids()))
+            .map(|(e, (attr, ids))| EventEntry {
+                attr,
+                name: e.name.clone(),
+                ids,
+            })
+            .collect();
+        Ok(Recorder {
+            session,
+            events: list,
+            entries,
+            notices,
+            target: rec.target,
+            synthesize: rec.synthesize,
+            cmdline: rec.cmdline,
+            timed: rec.session.duration.is_some(),
+        })
+    }
+
+    /// What the fallbacks did and what the session noted, one line each, for the
+    /// program to show.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The events as opened (after any fallback).
+    pub fn events(&self) -> &EventList {
+        &self.events
+    }
+
+    /// Each event's attr as opened, its name and its sample ids.
+    pub fn entries(&self) -> &[EventEntry] {
+        &self.entries
+    }
+
+    /// A decoder for this recording's records.
+    pub fn decoder(&self) -> Decoder {
+        Decoder::new(
+            &self
+                .entries
+                .iter()
+                .map(|e| (e.attr.clone(), e.ids.clone()))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// The held command's pid, for a command target.
+    pub fn child_pid(&self) -> Option<i32> {
+        self.session.child_pid()
+    }
+
+    /// Runs the target and records it into `sink` until it ends, `stop` is stopped or
+    /// the duration passes (see the module docs).
+    pub fn run(self, sink: Sink<'_>, stop: &Stop) -> Result<Recorded, Box<RunError>> {
+        match sink {
+            Sink::PerfData(out) => self.run_into_file(out, stop),
+            Sink::Records(f) => {
+                let timed = self.timed;
+                for r in self.synthesized() {
+                    f(&r)
+                        .map_err(|e| RunError::Synthesized(Error::io("a synthesized record", e)))?;
+                }
+                let stats = self.session.run(stop, f).map_err(RunError::Session)?;
+                Ok(Recorded {
+                    stats,
+                    data_bytes: 0,
+                    pipe: false,
+                    timed,
+                })
+            }
+        }
+    }
+
+    /// What exists before the first sample: the kernel's text, and for running targets
+    /// their threads and mappings.
+    fn synthesized(&self) -> Vec<Vec<u8>> {
+        let mut pre: Vec<Vec<u8>> = Vec::new();
+        let Some(first) = self.entries.first().map(|e| &e.attr) else {
+            return pre;
+        };
+        if !self.synthesize {
+            return pre;
+        }
+        pre.extend(synth::kernel_mmap(first));
+        match &self.target {
+            Target::Pids(p) | Target::Tids(p) => {
+                for &pid in p {
+                    pre.extend(synth::process(first, pid));
+                }
+            }
+            Target::SystemWide { .. } => pre.extend(synth::all_processes(first)),
+            _ => {}
+        }
+        pre
+    }
+
+    fn run_into_file(self, output: Output, stop: &Stop) -> Result<Recorded, Box<RunError>> {
+        // Read now: the formats of uprobes defined for this session disappear with it.
+        let tracing = tracing_data(&self.events, &self.session).map_err(RunError::Tracing)?;
+        let mut features = Features::for_this_machine(&self.cmdline, &[], group_desc(&self.events));
+        // EVENT_DESC is left to the writer, which fills it from its events.
+        if let Some(t) = tracing {
+            features.other.push((feature_id::TRACING_DATA, t));
+        }
+        let path = output.path().to_path_buf();
+        let file_mode = output.is_seekable() && output.path() != std::path::Path::new("-");
+        let writer = if file_mode {
+            Writer::new(output, self.entries.clone())
+        } else {
+            Writer::pipe(output, self.entries.clone(), &features)
+        };
+        let mut writer = writer.map_err(|source| RunError::Create {
+            path: path.clone(),
+            source,
+        })?;
+        let decoder = self.decoder();
+        let mut dsos: BTreeSet<(i32, bool, String)> = BTreeSet::new();
+        for r in &self.synthesized() {
+            note_dso(&decoder, r, &mut dsos);
+            writer.write_record(r).map_err(RunError::Synthesized)?;
+        }
+        writer.finished_init().map_err(RunError::Synthesized)?;
+
+        let timed = self.timed;
+        let mut sink_err: Option<Error> = None;
+        let stats = self.session.run(stop, |bytes: &[u8]| {
+            note_dso(&decoder, bytes, &mut dsos);
+            if let Err(e) = writer.write_record(bytes) {
+                let msg = e.to_string();
+                sink_err.get_or_insert(e);
+                return Err(io::Error::other(msg));
+            }
+            Ok(())
+        });
+        let stats = match (stats, sink_err) {
+            (_, Some(source)) => return Err(RunError::Write { path, source }.into()),
+            (Ok(s), None) => s,
+            (Err(e), None) => return Err(RunError::Session(e).into()),
+        };
+        let pipe = writer.is_pipe();
+        if !pipe {
+            features.build_ids = buildid::build_id_entries(dsos);
+        }
+        let data_bytes = writer.data_size();
+        writer
+            .finish(&features)
+            .map_err(|source| RunError::Finish { path, source })?;
+        Ok(Recorded {
+            stats,
+            data_bytes,
+            pipe,
+            timed,
+        })
+    }
+}
+
+/// Remembers the DSO a MMAP/MMAP2 record maps, for the BUILD_ID feature.
+fn note_dso(dec: &Decoder, bytes: &[u8], dsos: &mut BTreeSet<(i32, bool, String)>) {
+    let Some((ty, misc, _)) = crate::record::peek_header(bytes) else {
+        return;
+    };
+    if ty != kind::MMAP && ty != kind::MMAP2 {
+        return;
+    }
+    let kernel = misc & 7 == 1; // PERF_RECORD_MISC_KERNEL
+    let (pid, name) = match dec.decode(bytes, 0).map(|r| r.body) {
+        Ok(Body::Mmap(m)) => (
+            m.pid as i32,
+            String::from_utf8_lossy(m.filename).into_owned(),
+        ),
+        Ok(Body::Mmap2(m)) => (
+            m.pid as i32,
+            String::from_utf8_lossy(m.filename).into_owned(),
+        ),
+        _ => return,
+    };
+    if kernel || name.starts_with('/') {
+        let name = if kernel {
+            "[kernel.kallsyms]".to_string()
+        } else {
+            name
+        };
+        dsos.insert((if kernel { -1 } else { pid }, kernel, name));
+    }
+}
+
+/// The groups of more than one event, for the GROUP_DESC feature.
+fn group_desc(list: &EventList) -> Option<Vec<GroupDesc>> {
+    let groups: Vec<GroupDesc> = list
+        .groups()
+        .into_iter()
+        .filter(|g| g.len() > 1)
+        .map(|g| GroupDesc {
+            // perf names groups written without a name this way.
+            name: ANON_GROUP.to_string(),
+            leader_idx: g.start as u32,
+            nr_members: g.len() as u32,
+        })
+        .collect();
+    (!groups.is_empty()).then_some(groups)
+}
+
+/// The tracefs formats of the recorded tracepoints (perf needs them to read the file),
+/// including the uprobes the session opened as tracepoints on its own definitions.
+fn tracing_data(list: &EventList, session: &Session) -> crate::Result<Option<Vec<u8>>> {
+    let mut tps: Vec<(&str, &str)> = list
+        .events
+        .iter()
+        .filter(|e| e.class == Class::Tracepoint)
+        .filter_map(|e| {
+            // "sys:name", or "sys:name:mods".
+            let (sys, rest) = e.name.split_once(':')?;
+            Some((sys, rest.split(':').next().unwrap_or(rest)))
+        })
+        .collect();
+    let defs = session.uprobe_definitions();
+    if let Some(d) = defs {
+        tps.extend(d.tracepoints().map(|(_, sys, name)| (sys, name)));
+    }
+    if tps.is_empty() {
+        return Ok(None);
+    }
+    let root = match defs {
+        Some(d) => d.tracefs().to_path_buf(),
+        None => hwprof_pmu::sysfs::tracefs()?,
+    };
+    Ok(Some(tracing::tracing_data(&root, &tps)?))
+}
