@@ -1,57 +1,134 @@
 //! `/proc/kallsyms`: kernel and kernel-module symbols, parsed once into a sorted table.
+//!
+//! The table is compact (about 16 bytes a symbol plus its name, in one arena), because a
+//! kernel has 100,000 and more text symbols and every report or flame graph with kernel
+//! frames loads them: this is most of `hwprof report`'s fixed memory.
 
-/// One kernel symbol.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KernelSym {
+use std::io::BufRead;
+
+/// One kernel symbol, as [`Kallsyms::lookup`] finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSym<'a> {
     /// Start address.
     pub addr: u64,
     /// Name.
-    pub name: String,
+    pub name: &'a str,
     /// The module (`ext4`), or `None` for the kernel image.
-    pub module: Option<String>,
+    pub module: Option<&'a str>,
+}
+
+/// A symbol of the table: its address, its name's range in the arena, its module.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    addr: u64,
+    name: u32,
+    len: u16,
+    /// Index in `modules` + 1; 0 for the kernel image.
+    module: u16,
 }
 
 /// A sorted table of kernel symbols.
 #[derive(Clone, Debug, Default)]
 pub struct Kallsyms {
-    syms: Vec<KernelSym>,
+    syms: Vec<Entry>,
+    /// Every name, back to back.
+    names: String,
+    modules: Vec<String>,
 }
 
 impl Kallsyms {
     /// Parses kallsyms text (`ADDR TYPE NAME [MODULE]` lines). Lines that do not parse,
     /// zero addresses (kptr_restrict) and absolute/undefined symbols are skipped.
     pub fn parse(text: &str) -> Kallsyms {
-        let mut syms = Vec::new();
+        let mut k = Kallsyms::default();
         for line in text.lines() {
-            let mut it = line.split_ascii_whitespace();
-            let (Some(addr), Some(ty), Some(name)) = (it.next(), it.next(), it.next()) else {
-                continue;
-            };
-            let Ok(addr) = u64::from_str_radix(addr, 16) else {
-                continue;
-            };
-            // Text symbols only (and weak ones): data symbols would swallow code ranges.
-            if addr == 0 || !matches!(ty, "t" | "T" | "w" | "W") {
-                continue;
-            }
-            let module = it
-                .next()
-                .map(|m| m.trim_start_matches('[').trim_end_matches(']').to_string());
-            syms.push(KernelSym {
-                addr,
-                name: name.to_string(),
-                module,
-            });
+            k.add_line(line);
         }
-        syms.sort_by_key(|s| s.addr);
-        Kallsyms { syms }
+        k.finish()
     }
 
-    /// Reads and parses `/proc/kallsyms`; an empty table when it cannot be read.
+    /// Reads and parses `/proc/kallsyms` line by line; an empty table when it cannot be
+    /// read.
     pub fn load() -> Kallsyms {
-        std::fs::read_to_string("/proc/kallsyms")
-            .map(|t| Kallsyms::parse(&t))
-            .unwrap_or_default()
+        let Ok(f) = std::fs::File::open("/proc/kallsyms") else {
+            return Kallsyms::default();
+        };
+        let mut k = Kallsyms::default();
+        let mut r = std::io::BufReader::new(f);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => k.add_line(&line),
+            }
+        }
+        k.finish()
+    }
+
+    fn add_line(&mut self, line: &str) {
+        let mut it = line.split_ascii_whitespace();
+        let (Some(addr), Some(ty), Some(name)) = (it.next(), it.next(), it.next()) else {
+            return;
+        };
+        let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            return;
+        };
+        // Text symbols only (and weak ones): data symbols would swallow code ranges.
+        if addr == 0 || !matches!(ty, "t" | "T" | "w" | "W") {
+            return;
+        }
+        let (Ok(start), Ok(len)) = (u32::try_from(self.names.len()), u16::try_from(name.len()))
+        else {
+            return;
+        };
+        let module = match it.next() {
+            None => 0,
+            Some(m) => {
+                let m = m.trim_start_matches('[').trim_end_matches(']');
+                // Modules come in runs: the last one is the likely match.
+                match self.modules.iter().rposition(|x| x == m) {
+                    Some(i) => i + 1,
+                    None => {
+                        self.modules.push(m.to_string());
+                        self.modules.len()
+                    }
+                }
+            }
+        };
+        let Ok(module) = u16::try_from(module) else {
+            return;
+        };
+        self.names.push_str(name);
+        self.syms.push(Entry {
+            addr,
+            name: start,
+            len,
+            module,
+        });
+    }
+
+    fn finish(mut self) -> Kallsyms {
+        // Stable: of symbols at one address, the first listed wins, as before.
+        self.syms.sort_by_key(|s| s.addr);
+        self.syms.shrink_to_fit();
+        self.names.shrink_to_fit();
+        self
+    }
+
+    fn sym(&self, e: &Entry) -> KernelSym<'_> {
+        let start = e.name as usize;
+        KernelSym {
+            addr: e.addr,
+            name: self
+                .names
+                .get(start..start + usize::from(e.len))
+                .unwrap_or(""),
+            module: (e.module > 0)
+                .then(|| self.modules.get(usize::from(e.module) - 1))
+                .flatten()
+                .map(String::as_str),
+        }
     }
 
     /// Number of symbols.
@@ -66,20 +143,21 @@ impl Kallsyms {
 
     /// The symbol containing `addr`: the last one starting at or before it. Addresses
     /// before the first symbol, or past the last one by more than 1 MiB, find nothing.
-    pub fn lookup(&self, addr: u64) -> Option<&KernelSym> {
+    pub fn lookup(&self, addr: u64) -> Option<KernelSym<'_>> {
         let i = self.syms.partition_point(|s| s.addr <= addr);
         let s = self.syms.get(i.checked_sub(1)?)?;
         if i == self.syms.len() && addr - s.addr > (1 << 20) {
             return None;
         }
-        Some(s)
+        Some(self.sym(s))
     }
 
     /// The lowest symbol address of a module (its load address, approximately).
     pub fn module_start(&self, module: &str) -> Option<u64> {
+        let m = self.modules.iter().position(|x| x == module)? + 1;
         self.syms
             .iter()
-            .filter(|s| s.module.as_deref() == Some(module))
+            .filter(|s| usize::from(s.module) == m)
             .map(|s| s.addr)
             .min()
     }
@@ -96,19 +174,10 @@ mod tests {
              ffffffff81000200 D data\nffffffffc0001000 t bar\t[ext4]\nnot a line\n",
         );
         assert_eq!(k.len(), 3);
-        assert_eq!(
-            k.lookup(0xffffffff81000150).map(|s| s.name.as_str()),
-            Some("foo")
-        );
-        assert_eq!(
-            k.lookup(0xffffffff81000250).map(|s| s.name.as_str()),
-            Some("foo")
-        );
+        assert_eq!(k.lookup(0xffffffff81000150).map(|s| s.name), Some("foo"));
+        assert_eq!(k.lookup(0xffffffff81000250).map(|s| s.name), Some("foo"));
         let b = k.lookup(0xffffffffc0001010).unwrap();
-        assert_eq!(
-            (b.name.as_str(), b.module.as_deref()),
-            ("bar", Some("ext4"))
-        );
+        assert_eq!((b.name, b.module), ("bar", Some("ext4")));
         assert!(k.lookup(0x1000).is_none());
         assert!(k.lookup(0xffffffffc0001000 + (2 << 20)).is_none());
         assert_eq!(k.module_start("ext4"), Some(0xffffffffc0001000));

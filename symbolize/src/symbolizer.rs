@@ -407,12 +407,12 @@ impl Symbolizer {
                 let q = if r { o.saturating_sub(1) } else { o };
                 match ks.lookup(q) {
                     Some(s) => {
-                        let module = match &s.module {
+                        let module = match s.module {
                             Some(m) => format!("[{m}]"),
                             None => KERNEL_MODULE.to_string(),
                         };
                         vec![Frame {
-                            function: Some(s.name.clone()),
+                            function: Some(s.name.to_string()),
                             module: Some(module),
                             module_offset: s.addr,
                             file: None,
