@@ -5,23 +5,23 @@
 //! be measured (the command failed or could not start, counters could not open).
 
 mod compare;
-mod doc;
 mod output;
 mod run;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 // The statistics (`super::stats` in run.rs) live in the analysis crate.
+use hwprof_analysis::bench::doc::{self, Doc, Settings};
 use hwprof_analysis::stats;
 use hwprof_pmu::event::Class;
 use hwprof_pmu::stop::Stop;
+use hwprof_sampler::output::Output;
 
 use crate::args::BenchArgs;
 use crate::{ExitWith, Usage, usage};
 use compare::Mode;
-use doc::{Doc, Settings};
 use run::{RunResult, Runner};
 
 /// The default counters: time and software events everywhere, hardware events where
@@ -75,12 +75,13 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         None => None,
     };
     let base = match &a.baseline {
-        Some(name) => Some(doc::load(name, &a.baseline_dir)?),
+        // Everything wrong with a baseline is a usage error.
+        Some(name) => Some(doc::load(name, &a.baseline_dir).map_err(|e| Usage(e.to_string()))?),
         None => None,
     };
     // The baseline's output is opened now: it cannot be saved → nothing runs.
     let mut saver = match &a.save {
-        Some(name) => Some(doc::prepare_save(name, &a.baseline_dir)?),
+        Some(name) => Some(prepare_save(name, &a.baseline_dir)?),
         None => None,
     };
     let enc = crate::encode::encoder(None, &a.event_file)?;
@@ -203,7 +204,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         .map_err(|e| anyhow::Error::new(e.into_error()).context("writing the report"))?;
     crate::outfile::commit(report)?;
     if let (Some(name), Some(saver)) = (&a.save, saver.take()) {
-        let path = doc::save(&cur, name, saver)?;
+        let path = save(&cur, name, saver)?;
         eprintln!(
             "hwprof: saved baseline '{name}' to {} ({})",
             path.display(),
@@ -211,6 +212,40 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         );
     }
     Ok(code)
+}
+
+/// Opens, before any run, the output baseline `name` will be saved to: creates its
+/// directory, then the output itself ([`crate::outfile`]: a temporary file next to it,
+/// renamed into place by [`save`], or a device or FIFO written directly). That is the
+/// check that it can be saved; dropped unsaved (a failed or interrupted run), nothing
+/// is left behind.
+fn prepare_save(name: &str, dir: &Path) -> anyhow::Result<(PathBuf, Output)> {
+    let path = doc::baseline_path(name, dir);
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    // Only when the path is not a directory itself: `--save some/dir/` is refused
+    // below as a usage error, not half-created.
+    if !path.is_dir() {
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
+    }
+    let out = crate::outfile::create(&path, &crate::outfile::REPORT)
+        .with_context(|| format!("cannot save baseline '{name}'"))?;
+    Ok((path, out))
+}
+
+/// Saves `doc` (without its comparison) as baseline `name` into `out` (from
+/// [`prepare_save`]), atomically. Returns the path.
+fn save(doc: &Doc, name: &str, (path, mut out): (PathBuf, Output)) -> anyhow::Result<PathBuf> {
+    let bytes = doc.baseline_json(name).context("encoding the baseline")?;
+    out.write_all(&bytes)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("cannot save baseline {}", path.display()))?;
+    crate::outfile::commit(out)
+        .with_context(|| format!("cannot save baseline {}", path.display()))?;
+    Ok(path)
 }
 
 /// The gating metrics: `--gate` checked against the metrics measured, or the defaults

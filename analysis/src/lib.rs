@@ -36,6 +36,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod error;
 pub mod fold;
 pub mod offcpu;

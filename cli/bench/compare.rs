@@ -16,7 +16,7 @@
 
 use hwprof_analysis::stats::verdict::{self, Verdict, best_p, runs_needed};
 
-use super::doc::{Comparison, Doc, Metric, MetricChange};
+use hwprof_analysis::bench::doc::{Comparison, Doc, Metric, MetricChange};
 
 /// Verdict strings of the JSON schema ([`Verdict::as_str`]).
 pub const REGRESSION: &str = Verdict::Regression.as_str();
@@ -168,14 +168,14 @@ pub fn compare(
 
 #[cfg(test)]
 mod tests {
-    use super::super::doc::{Machine, Settings, Unit};
     use super::*;
+    use hwprof_analysis::bench::doc::{Machine, Settings, Unit};
 
     const NO_CHANGE: &str = Verdict::NoChange.as_str();
 
     fn doc(metrics: Vec<(&str, Vec<f64>)>) -> Doc {
         Doc {
-            schema: super::super::doc::SCHEMA.into(),
+            schema: hwprof_analysis::bench::doc::SCHEMA.into(),
             hwprof_version: "test".into(),
             created: "2026-01-01T00:00:00Z".into(),
             name: None,

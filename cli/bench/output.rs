@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use super::compare::{IMPROVEMENT, NEGLIGIBLE, REGRESSION};
-use super::doc::{Comparison, Doc, Metric, MetricChange, Unit};
+use hwprof_analysis::bench::doc::{Comparison, Doc, Metric, MetricChange, Unit};
 
 /// A value with its unit, four significant digits for times and sizes, counts whole
 /// with thousands separators.
@@ -179,15 +179,9 @@ fn title(doc: &Doc) -> String {
             "{cmd} vs baseline '{}' ({}, {})",
             b.name.as_deref().unwrap_or("?"),
             b.created,
-            crate::render::plural(b.values_len() as u64, "run")
+            crate::render::plural(b.runs_measured() as u64, "run")
         ),
         _ => cmd,
-    }
-}
-
-impl Doc {
-    fn values_len(&self) -> usize {
-        self.metrics.first().map_or(0, |m| m.values.len())
     }
 }
 

@@ -8,8 +8,8 @@ use hwprof_pmu::counter::{CountOptions, prepare};
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::{Count, EventList, Status};
 
-use super::doc::{Metric, Unit};
 use super::stats;
+use hwprof_analysis::bench::doc::{Metric, Unit};
 
 /// What one run measured.
 #[derive(Clone, Debug)]
