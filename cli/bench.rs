@@ -12,9 +12,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-// The statistics (`super::stats` in run.rs) live in the analysis crate.
 use hwprof_analysis::bench::doc::{self, Doc, Settings};
-use hwprof_analysis::stats;
+use hwprof_analysis::bench::metrics::{self, RunResult};
 use hwprof_pmu::event::Class;
 use hwprof_pmu::stop::Stop;
 use hwprof_sampler::output::Output;
@@ -22,7 +21,7 @@ use hwprof_sampler::output::Output;
 use crate::args::BenchArgs;
 use crate::{ExitWith, Usage, usage};
 use compare::Mode;
-use run::{RunResult, Runner};
+use run::Runner;
 
 /// The default counters: time and software events everywhere, hardware events where
 /// a PMU exists.
@@ -120,7 +119,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     }
     sides.push(a.command.clone());
     let event_names = runner.event_names();
-    let all_metrics = run::metric_names(&event_names);
+    let all_metrics = metrics::metric_names(&event_names);
     // Bad --gate names are usage errors before anything runs.
     gate_of(a.gate.as_deref(), &all_metrics, &all_metrics, false)?;
     let results = measure(&runner, &sides, a.warmup, a.runs, stop)?;
@@ -158,7 +157,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
             runs: runs.len() as u32,
             ..settings.clone()
         },
-        metrics: run::metrics(runs, &event_names),
+        metrics: metrics::metrics(runs, &event_names),
         baseline: None,
         comparison: None,
     };

@@ -3,11 +3,14 @@
 //!
 //! - [`doc`]: the `hwprof-bench/1` document (what `--json` prints and `--save` writes),
 //!   loading and checking a saved baseline, the machine it was measured on.
+//! - [`metrics`]: what one run measured and the metrics of a series of runs (wall,
+//!   user and system time, the events, peak RSS), each with its median, MAD and interval.
 //!
 //! The statistics under it are [`crate::stats`]; the binary runs the command, renders
 //! the tables and writes the files.
 
 pub mod doc;
+pub mod metrics;
 
 use std::path::PathBuf;
 
