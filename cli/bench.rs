@@ -4,7 +4,6 @@
 //! Exit codes: 0 no regression, 1 regression, 2 usage error, 3 the benchmark could not
 //! be measured (the command failed or could not start, counters could not open).
 
-mod compare;
 mod output;
 mod run;
 
@@ -12,6 +11,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use hwprof_analysis::bench::command::split_command;
+use hwprof_analysis::bench::compare::{self, Mode, gate_of};
 use hwprof_analysis::bench::doc::{self, Doc, Settings};
 use hwprof_analysis::bench::metrics::{self, RunResult};
 use hwprof_pmu::event::Class;
@@ -20,21 +21,12 @@ use hwprof_sampler::output::Output;
 
 use crate::args::BenchArgs;
 use crate::{ExitWith, Usage, usage};
-use compare::Mode;
 use run::Runner;
 
 /// The default counters: time and software events everywhere, hardware events where
 /// a PMU exists.
 const DEFAULT_EVENTS: &str =
     "task-clock,instructions,cycles,branch-misses,cache-misses,page-faults,context-switches";
-
-/// The metrics that decide the verdict against a saved baseline unless `--gate` says
-/// otherwise (the ones not counted here are skipped). Wall time is evidence only there:
-/// the machine's load between the two measurements moves it more than code does.
-const DEFAULT_GATE: &str = "task-clock,instructions,cycles";
-
-/// The default gate in A/B mode, where interleaving cancels the machine's drift.
-const DEFAULT_GATE_AB: &str = "wall-time,task-clock,instructions,cycles";
 
 /// Runs `hwprof bench`.
 pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
@@ -70,7 +62,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         ));
     }
     let a_argv = match &a.compare {
-        Some(s) => Some(split_command(s).map_err(|m| Usage(format!("--compare: {m}")))?),
+        Some(s) => Some(split_command(s).map_err(|e| Usage(format!("--compare: {e}")))?),
         None => None,
     };
     let base = match &a.baseline {
@@ -121,7 +113,10 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     let event_names = runner.event_names();
     let all_metrics = metrics::metric_names(&event_names);
     // Bad --gate names are usage errors before anything runs.
-    gate_of(a.gate.as_deref(), &all_metrics, &all_metrics, false)?;
+    let gate = |counted: &[String], ab| {
+        gate_of(a.gate.as_deref(), &all_metrics, counted, ab).map_err(|e| Usage(e.to_string()))
+    };
+    gate(&all_metrics, false)?;
     let results = measure(&runner, &sides, a.warmup, a.runs, stop)?;
     note_unsupported(
         &results[0][0],
@@ -130,18 +125,9 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         enc.host_has_cpu_pmu(),
     );
 
-    let counted: Vec<String> = all_metrics
-        .iter()
-        .filter(|m| {
-            event_names
-                .iter()
-                .position(|e| e == *m)
-                .is_none_or(|i| results[0][0].counts.get(i).is_some_and(Option::is_some))
-        })
-        .cloned()
-        .collect();
+    let counted = metrics::counted(&event_names, &results[0][0]);
     let settings = Settings {
-        gate: gate_of(a.gate.as_deref(), &all_metrics, &counted, sides.len() == 2)?,
+        gate: gate(&counted, sides.len() == 2)?,
         ..settings
     };
     let machine = doc::Machine::this();
@@ -247,41 +233,6 @@ fn save(doc: &Doc, name: &str, (path, mut out): (PathBuf, Output)) -> anyhow::Re
     Ok(path)
 }
 
-/// The gating metrics: `--gate` checked against the metrics measured, or the defaults
-/// that exist here.
-fn gate_of(
-    gate: Option<&str>,
-    metrics: &[String],
-    counted: &[String],
-    ab: bool,
-) -> anyhow::Result<Vec<String>> {
-    let Some(list) = gate else {
-        let default = if ab { DEFAULT_GATE_AB } else { DEFAULT_GATE };
-        return Ok(default
-            .split(',')
-            .filter(|g| counted.iter().any(|m| m == g))
-            .map(String::from)
-            .collect());
-    };
-    if list.trim() == "all" {
-        return Ok(counted.to_vec());
-    }
-    let mut out = Vec::new();
-    for g in list.split(',').map(str::trim).filter(|g| !g.is_empty()) {
-        if !metrics.iter().any(|m| m == g) {
-            return usage(format!(
-                "--gate {g}: no such metric here (metrics: {}, or `all`)",
-                metrics.join(", ")
-            ));
-        }
-        out.push(g.to_string());
-    }
-    if out.is_empty() {
-        return usage("--gate needs at least one metric, or `all`");
-    }
-    Ok(out)
-}
-
 /// Warm-up runs, then the measured ones, alternating between `sides` (A B A B ...).
 /// Returns the measured runs of each side. On SIGINT, keeps the complete rounds.
 fn measure(
@@ -354,106 +305,4 @@ fn note_unsupported(first: &RunResult, names: &[String], classes: &[Class], has_
         "hwprof: note: {} <not supported>: {why}; the verdict uses the other metrics",
         missing.join(", ")
     );
-}
-
-/// Splits a command string into words like a shell would for simple commands: single
-/// and double quotes, backslash escapes. Shell syntax (pipes, redirections, `;`, `&`,
-/// `$`, backquotes, parentheses) is refused: both sides must run the same way, without
-/// a shell's own cost in one of them.
-fn split_command(s: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(x) => cur.push(x),
-                        None => return Err(format!("unmatched ' in '{s}'")),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(x @ ('"' | '\\' | '$' | '`')) => cur.push(x),
-                            Some(x) => {
-                                cur.push('\\');
-                                cur.push(x);
-                            }
-                            None => return Err(format!("unmatched \" in '{s}'")),
-                        },
-                        Some('$' | '`') => {
-                            return Err(shell_syntax(s));
-                        }
-                        Some(x) => cur.push(x),
-                        None => return Err(format!("unmatched \" in '{s}'")),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(x) => cur.push(x),
-                    None => return Err(format!("'{s}' ends with a lone backslash")),
-                }
-            }
-            '|' | '&' | ';' | '<' | '>' | '(' | ')' | '$' | '`' => return Err(shell_syntax(s)),
-            x => {
-                in_word = true;
-                cur.push(x);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    if words.is_empty() {
-        return Err("give the A command, e.g. --compare './bench-old --fast'".to_string());
-    }
-    Ok(words)
-}
-
-fn shell_syntax(s: &str) -> String {
-    format!(
-        "'{s}' uses shell syntax; run it through a shell on both sides so both pay the same cost, e.g. --compare \"sh -c '...'\" -- sh -c '...'"
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn command_splitting() {
-        assert_eq!(
-            split_command("./bench --n 10").unwrap(),
-            ["./bench", "--n", "10"]
-        );
-        assert_eq!(
-            split_command(r#"prog 'a b' "c \"d\"" e\ f ''"#).unwrap(),
-            ["prog", "a b", "c \"d\"", "e f", ""]
-        );
-        assert!(split_command("a | b").unwrap_err().contains("shell syntax"));
-        assert!(
-            split_command("echo $HOME")
-                .unwrap_err()
-                .contains("shell syntax")
-        );
-        assert!(split_command("'open").unwrap_err().contains("unmatched"));
-        assert!(split_command("   ").is_err());
-    }
 }

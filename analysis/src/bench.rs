@@ -3,12 +3,17 @@
 //!
 //! - [`doc`]: the `hwprof-bench/1` document (what `--json` prints and `--save` writes),
 //!   loading and checking a saved baseline, the machine it was measured on.
+//! - [`compare`]: the verdicts of a comparison with a baseline or side A, and the
+//!   metrics that gate it (`--gate`).
+//! - [`command`]: the A command of `--compare` split into words, an argv shown quoted.
 //! - [`metrics`]: what one run measured and the metrics of a series of runs (wall,
 //!   user and system time, the events, peak RSS), each with its median, MAD and interval.
 //!
 //! The statistics under it are [`crate::stats`]; the binary runs the command, renders
 //! the tables and writes the files.
 
+pub mod command;
+pub mod compare;
 pub mod doc;
 pub mod metrics;
 
@@ -59,6 +64,43 @@ pub enum Error {
         /// Its `schema`.
         schema: String,
     },
+    /// A quote of the `--compare` command is not closed.
+    #[error("unmatched {quote} in '{command}'")]
+    Unmatched {
+        /// `'` or `"`.
+        quote: char,
+        /// The command as given.
+        command: String,
+    },
+    /// The `--compare` command ends with `\\`.
+    #[error("'{command}' ends with a lone backslash")]
+    LoneBackslash {
+        /// The command as given.
+        command: String,
+    },
+    /// The `--compare` command uses shell syntax (pipes, redirections, `;`, `&`, `$`,
+    /// backquotes, parentheses).
+    #[error(
+        "'{command}' uses shell syntax; run it through a shell on both sides so both pay the same cost, e.g. --compare \"sh -c '...'\" -- sh -c '...'"
+    )]
+    ShellSyntax {
+        /// The command as given.
+        command: String,
+    },
+    /// The `--compare` command has no words.
+    #[error("give the A command, e.g. --compare './bench-old --fast'")]
+    NoCommand,
+    /// A `--gate` metric that this benchmark does not measure.
+    #[error("--gate {gate}: no such metric here (metrics: {}, or `all`)", metrics.join(", "))]
+    NoSuchMetric {
+        /// The name given.
+        gate: String,
+        /// The metrics measured.
+        metrics: Vec<String>,
+    },
+    /// `--gate` names no metric.
+    #[error("--gate needs at least one metric, or `all`")]
+    NoGate,
 }
 
 /// `Result` with the bench [`Error`].

@@ -88,6 +88,20 @@ pub fn metric_names(event_names: &[String]) -> Vec<String> {
     names
 }
 
+/// The names of the metrics `run` counted: [`metric_names`] without the events the
+/// kernel refused.
+pub fn counted(event_names: &[String], run: &RunResult) -> Vec<String> {
+    metric_names(event_names)
+        .into_iter()
+        .filter(|m| {
+            event_names
+                .iter()
+                .position(|e| e == m)
+                .is_none_or(|i| run.counts.get(i).is_some_and(Option::is_some))
+        })
+        .collect()
+}
+
 /// The metrics of a series of runs, in display order: wall, user and system time, the
 /// events, peak RSS.
 pub fn metrics(runs: &[RunResult], event_names: &[String]) -> Vec<Metric> {
@@ -152,6 +166,9 @@ mod tests {
         let m = metrics(&runs, &names);
         let got: Vec<&str> = m.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(got, metric_names(&names));
+        let mut all = metric_names(&names);
+        all.remove(4);
+        assert_eq!(counted(&names, &runs[0]), all, "cycles was not counted");
         assert_eq!(
             got,
             [
