@@ -4,38 +4,29 @@
 //! Exit codes: 0 no regression, 1 regression, 2 usage error, 3 the benchmark could not
 //! be measured (the command failed or could not start, counters could not open).
 
-mod compare;
-mod doc;
 mod output;
 mod run;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-// The statistics (`super::stats` in run.rs) live in the analysis crate.
-use hwprof_analysis::stats;
+use hwprof_analysis::bench::command::split_command;
+use hwprof_analysis::bench::compare::{self, Mode, gate_of};
+use hwprof_analysis::bench::doc::{self, Doc, Settings};
+use hwprof_analysis::bench::metrics::{self, RunResult};
 use hwprof_pmu::event::Class;
 use hwprof_pmu::stop::Stop;
+use hwprof_sampler::output::Output;
 
 use crate::args::BenchArgs;
 use crate::{ExitWith, Usage, usage};
-use compare::Mode;
-use doc::{Doc, Settings};
-use run::{RunResult, Runner};
+use run::Runner;
 
 /// The default counters: time and software events everywhere, hardware events where
 /// a PMU exists.
 const DEFAULT_EVENTS: &str =
     "task-clock,instructions,cycles,branch-misses,cache-misses,page-faults,context-switches";
-
-/// The metrics that decide the verdict against a saved baseline unless `--gate` says
-/// otherwise (the ones not counted here are skipped). Wall time is evidence only there:
-/// the machine's load between the two measurements moves it more than code does.
-const DEFAULT_GATE: &str = "task-clock,instructions,cycles";
-
-/// The default gate in A/B mode, where interleaving cancels the machine's drift.
-const DEFAULT_GATE_AB: &str = "wall-time,task-clock,instructions,cycles";
 
 /// Runs `hwprof bench`.
 pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
@@ -71,16 +62,17 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         ));
     }
     let a_argv = match &a.compare {
-        Some(s) => Some(split_command(s).map_err(|m| Usage(format!("--compare: {m}")))?),
+        Some(s) => Some(split_command(s).map_err(|e| Usage(format!("--compare: {e}")))?),
         None => None,
     };
     let base = match &a.baseline {
-        Some(name) => Some(doc::load(name, &a.baseline_dir)?),
+        // Everything wrong with a baseline is a usage error.
+        Some(name) => Some(doc::load(name, &a.baseline_dir).map_err(|e| Usage(e.to_string()))?),
         None => None,
     };
     // The baseline's output is opened now: it cannot be saved → nothing runs.
     let mut saver = match &a.save {
-        Some(name) => Some(doc::prepare_save(name, &a.baseline_dir)?),
+        Some(name) => Some(prepare_save(name, &a.baseline_dir)?),
         None => None,
     };
     let enc = crate::encode::encoder(None, &a.event_file)?;
@@ -119,9 +111,12 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     }
     sides.push(a.command.clone());
     let event_names = runner.event_names();
-    let all_metrics = run::metric_names(&event_names);
+    let all_metrics = metrics::metric_names(&event_names);
     // Bad --gate names are usage errors before anything runs.
-    gate_of(a.gate.as_deref(), &all_metrics, &all_metrics, false)?;
+    let gate = |counted: &[String], ab| {
+        gate_of(a.gate.as_deref(), &all_metrics, counted, ab).map_err(|e| Usage(e.to_string()))
+    };
+    gate(&all_metrics, false)?;
     let results = measure(&runner, &sides, a.warmup, a.runs, stop)?;
     note_unsupported(
         &results[0][0],
@@ -130,18 +125,9 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         enc.host_has_cpu_pmu(),
     );
 
-    let counted: Vec<String> = all_metrics
-        .iter()
-        .filter(|m| {
-            event_names
-                .iter()
-                .position(|e| e == *m)
-                .is_none_or(|i| results[0][0].counts.get(i).is_some_and(Option::is_some))
-        })
-        .cloned()
-        .collect();
+    let counted = metrics::counted(&event_names, &results[0][0]);
     let settings = Settings {
-        gate: gate_of(a.gate.as_deref(), &all_metrics, &counted, sides.len() == 2)?,
+        gate: gate(&counted, sides.len() == 2)?,
         ..settings
     };
     let machine = doc::Machine::this();
@@ -157,7 +143,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
             runs: runs.len() as u32,
             ..settings.clone()
         },
-        metrics: run::metrics(runs, &event_names),
+        metrics: metrics::metrics(runs, &event_names),
         baseline: None,
         comparison: None,
     };
@@ -203,7 +189,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         .map_err(|e| anyhow::Error::new(e.into_error()).context("writing the report"))?;
     crate::outfile::commit(report)?;
     if let (Some(name), Some(saver)) = (&a.save, saver.take()) {
-        let path = doc::save(&cur, name, saver)?;
+        let path = save(&cur, name, saver)?;
         eprintln!(
             "hwprof: saved baseline '{name}' to {} ({})",
             path.display(),
@@ -213,39 +199,38 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// The gating metrics: `--gate` checked against the metrics measured, or the defaults
-/// that exist here.
-fn gate_of(
-    gate: Option<&str>,
-    metrics: &[String],
-    counted: &[String],
-    ab: bool,
-) -> anyhow::Result<Vec<String>> {
-    let Some(list) = gate else {
-        let default = if ab { DEFAULT_GATE_AB } else { DEFAULT_GATE };
-        return Ok(default
-            .split(',')
-            .filter(|g| counted.iter().any(|m| m == g))
-            .map(String::from)
-            .collect());
+/// Opens, before any run, the output baseline `name` will be saved to: creates its
+/// directory, then the output itself ([`crate::outfile`]: a temporary file next to it,
+/// renamed into place by [`save`], or a device or FIFO written directly). That is the
+/// check that it can be saved; dropped unsaved (a failed or interrupted run), nothing
+/// is left behind.
+fn prepare_save(name: &str, dir: &Path) -> anyhow::Result<(PathBuf, Output)> {
+    let path = doc::baseline_path(name, dir);
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
     };
-    if list.trim() == "all" {
-        return Ok(counted.to_vec());
+    // Only when the path is not a directory itself: `--save some/dir/` is refused
+    // below as a usage error, not half-created.
+    if !path.is_dir() {
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
     }
-    let mut out = Vec::new();
-    for g in list.split(',').map(str::trim).filter(|g| !g.is_empty()) {
-        if !metrics.iter().any(|m| m == g) {
-            return usage(format!(
-                "--gate {g}: no such metric here (metrics: {}, or `all`)",
-                metrics.join(", ")
-            ));
-        }
-        out.push(g.to_string());
-    }
-    if out.is_empty() {
-        return usage("--gate needs at least one metric, or `all`");
-    }
-    Ok(out)
+    let out = crate::outfile::create(&path, &crate::outfile::REPORT)
+        .with_context(|| format!("cannot save baseline '{name}'"))?;
+    Ok((path, out))
+}
+
+/// Saves `doc` (without its comparison) as baseline `name` into `out` (from
+/// [`prepare_save`]), atomically. Returns the path.
+fn save(doc: &Doc, name: &str, (path, mut out): (PathBuf, Output)) -> anyhow::Result<PathBuf> {
+    let bytes = doc.baseline_json(name).context("encoding the baseline")?;
+    out.write_all(&bytes)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("cannot save baseline {}", path.display()))?;
+    crate::outfile::commit(out)
+        .with_context(|| format!("cannot save baseline {}", path.display()))?;
+    Ok(path)
 }
 
 /// Warm-up runs, then the measured ones, alternating between `sides` (A B A B ...).
@@ -320,106 +305,4 @@ fn note_unsupported(first: &RunResult, names: &[String], classes: &[Class], has_
         "hwprof: note: {} <not supported>: {why}; the verdict uses the other metrics",
         missing.join(", ")
     );
-}
-
-/// Splits a command string into words like a shell would for simple commands: single
-/// and double quotes, backslash escapes. Shell syntax (pipes, redirections, `;`, `&`,
-/// `$`, backquotes, parentheses) is refused: both sides must run the same way, without
-/// a shell's own cost in one of them.
-fn split_command(s: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(x) => cur.push(x),
-                        None => return Err(format!("unmatched ' in '{s}'")),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(x @ ('"' | '\\' | '$' | '`')) => cur.push(x),
-                            Some(x) => {
-                                cur.push('\\');
-                                cur.push(x);
-                            }
-                            None => return Err(format!("unmatched \" in '{s}'")),
-                        },
-                        Some('$' | '`') => {
-                            return Err(shell_syntax(s));
-                        }
-                        Some(x) => cur.push(x),
-                        None => return Err(format!("unmatched \" in '{s}'")),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(x) => cur.push(x),
-                    None => return Err(format!("'{s}' ends with a lone backslash")),
-                }
-            }
-            '|' | '&' | ';' | '<' | '>' | '(' | ')' | '$' | '`' => return Err(shell_syntax(s)),
-            x => {
-                in_word = true;
-                cur.push(x);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    if words.is_empty() {
-        return Err("give the A command, e.g. --compare './bench-old --fast'".to_string());
-    }
-    Ok(words)
-}
-
-fn shell_syntax(s: &str) -> String {
-    format!(
-        "'{s}' uses shell syntax; run it through a shell on both sides so both pay the same cost, e.g. --compare \"sh -c '...'\" -- sh -c '...'"
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn command_splitting() {
-        assert_eq!(
-            split_command("./bench --n 10").unwrap(),
-            ["./bench", "--n", "10"]
-        );
-        assert_eq!(
-            split_command(r#"prog 'a b' "c \"d\"" e\ f ''"#).unwrap(),
-            ["prog", "a b", "c \"d\"", "e f", ""]
-        );
-        assert!(split_command("a | b").unwrap_err().contains("shell syntax"));
-        assert!(
-            split_command("echo $HOME")
-                .unwrap_err()
-                .contains("shell syntax")
-        );
-        assert!(split_command("'open").unwrap_err().contains("unmatched"));
-        assert!(split_command("   ").is_err());
-    }
 }

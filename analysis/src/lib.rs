@@ -16,6 +16,8 @@
 //!   of folded stacks (`hwprof offcpu --report`).
 //! - [`stats`]: the statistics of `hwprof bench` (median, MAD, bootstrap intervals,
 //!   Mann-Whitney U, Holm) and its verdicts ([`stats::verdict`]).
+//! - [`bench`](mod@bench): the rest of `hwprof bench` that is not printing: its JSON document and
+//!   baselines, runs to metrics, comparisons and gates.
 //!
 //! It prints nothing and formats no numbers: the binary renders tables, JSON and SVG.
 //! The APIs take samples one at a time ([`fold::Folder`], [`report::Aggregator`],
@@ -36,6 +38,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod error;
 pub mod fold;
 pub mod offcpu;

@@ -2,8 +2,9 @@
 
 use std::io::Write;
 
-use super::compare::{IMPROVEMENT, NEGLIGIBLE, REGRESSION};
-use super::doc::{Comparison, Doc, Metric, MetricChange, Unit};
+use hwprof_analysis::bench::command::shell_words;
+use hwprof_analysis::bench::compare::{IMPROVEMENT, NEGLIGIBLE, REGRESSION};
+use hwprof_analysis::bench::doc::{Comparison, Doc, Metric, MetricChange, Unit};
 
 /// A value with its unit, four significant digits for times and sizes, counts whole
 /// with thousands separators.
@@ -151,24 +152,6 @@ fn runs_line(doc: &Doc) -> String {
     )
 }
 
-/// A command line as a shell would read it back: words with spaces or shell
-/// characters in single quotes.
-pub fn shell_words(argv: &[String]) -> String {
-    argv.iter()
-        .map(|w| {
-            let plain = !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
-            if plain {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn title(doc: &Doc) -> String {
     let cmd = shell_words(&doc.command);
     match (&doc.baseline, &doc.comparison) {
@@ -179,15 +162,9 @@ fn title(doc: &Doc) -> String {
             "{cmd} vs baseline '{}' ({}, {})",
             b.name.as_deref().unwrap_or("?"),
             b.created,
-            crate::render::plural(b.values_len() as u64, "run")
+            crate::render::plural(b.runs_measured() as u64, "run")
         ),
         _ => cmd,
-    }
-}
-
-impl Doc {
-    fn values_len(&self) -> usize {
-        self.metrics.first().map_or(0, |m| m.values.len())
     }
 }
 
@@ -511,14 +488,6 @@ mod tests {
         assert_eq!(pct(Some(-100.0)), "-100%");
         assert_eq!(pct(None), "from 0");
         assert_eq!(p_text(0.0001), "<0.001");
-    }
-
-    #[test]
-    fn commands_are_shown_quoted() {
-        let argv: Vec<String> = ["sh", "-c", "echo a; it's", "x.json"]
-            .map(String::from)
-            .to_vec();
-        assert_eq!(shell_words(&argv), r#"sh -c 'echo a; it'\''s' x.json"#);
     }
 
     #[test]

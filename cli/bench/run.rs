@@ -3,28 +3,11 @@
 
 use std::io::{IsTerminal, Write};
 
-use hwprof_pmu::command::{self, CountedCommand, Finished};
+use hwprof_analysis::bench::metrics::RunResult;
+use hwprof_pmu::EventList;
+use hwprof_pmu::command::{self, CountedCommand};
 use hwprof_pmu::counter::{CountOptions, prepare};
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::{Count, EventList, Status};
-
-use super::doc::{Metric, Unit};
-use super::stats;
-
-/// What one run measured.
-#[derive(Clone, Debug)]
-pub struct RunResult {
-    /// From letting the command exec to reaping it, ns.
-    pub wall_ns: f64,
-    /// User CPU time (rusage), ns.
-    pub user_ns: f64,
-    /// System CPU time (rusage), ns.
-    pub sys_ns: f64,
-    /// Peak resident set size, KiB.
-    pub max_rss_kb: f64,
-    /// Each event's count, `None` when it could not be counted.
-    pub counts: Vec<Option<Count>>,
-}
 
 /// Runs commands with the bench's counters attached.
 pub struct Runner {
@@ -79,13 +62,8 @@ impl Runner {
             quiet: !self.show_output,
             cpus: None,
         };
-        let cmd = CountedCommand::start(argv, &self.list, &opts)?;
-        let Finished {
-            exit,
-            wall,
-            readings,
-            counter,
-        } = cmd.run_to_end(stop)?;
+        let run = CountedCommand::start(argv, &self.list, &opts)?.run_to_end(stop)?;
+        let exit = &run.exit;
         if exit.code != 0 && !self.ignore_failure && !stop.is_stopped() {
             let how = match exit.signal {
                 Some(s) => format!("was killed by signal {s}"),
@@ -98,157 +76,6 @@ impl Runner {
             };
             anyhow::bail!("{label} of '{}' {how}{hint}", argv.join(" "));
         }
-        let n = self.list.events.len();
-        let totals = readings.total(n);
-        let counts = totals
-            .into_iter()
-            .zip(counter.status())
-            .map(|(c, s)| {
-                if *s == Status::Counting {
-                    Some(c.unwrap_or_default())
-                } else {
-                    None
-                }
-            })
-            .collect();
-        Ok(RunResult {
-            wall_ns: wall.as_nanos() as f64,
-            user_ns: exit.user_us as f64 * 1e3,
-            sys_ns: exit.sys_us as f64 * 1e3,
-            max_rss_kb: exit.max_rss_kb as f64,
-            counts,
-        })
-    }
-}
-
-/// Builds a metric from per-run values (`None`: not supported here).
-fn metric(name: &str, unit: Unit, values: Option<Vec<f64>>, scaled: bool) -> Metric {
-    let Some(values) = values.filter(|v| !v.is_empty()) else {
-        return Metric {
-            name: name.to_string(),
-            unit,
-            supported: false,
-            scaled: false,
-            values: Vec::new(),
-            median: None,
-            mad: None,
-            min: None,
-            max: None,
-            ci95: None,
-        };
-    };
-    let (lo, hi) = stats::median_ci(&values, 0.95);
-    Metric {
-        name: name.to_string(),
-        unit,
-        supported: true,
-        scaled,
-        median: Some(stats::median(&values)),
-        mad: Some(stats::mad(&values)),
-        min: Some(stats::min(&values)),
-        max: Some(values.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
-        ci95: Some([lo, hi]),
-        values,
-    }
-}
-
-/// The metrics measured before the events, and after them.
-const TIMES: [&str; 3] = ["wall-time", "user-time", "sys-time"];
-const RSS: &str = "max-rss";
-
-/// The names of the metrics [`metrics`] returns, in the same order.
-pub fn metric_names(event_names: &[String]) -> Vec<String> {
-    let mut names: Vec<String> = TIMES.map(String::from).to_vec();
-    names.extend(event_names.iter().cloned());
-    names.push(RSS.to_string());
-    names
-}
-
-/// The metrics of a series of runs, in display order: wall, user and system time, the
-/// events, peak RSS.
-pub fn metrics(runs: &[RunResult], event_names: &[String]) -> Vec<Metric> {
-    let col = |f: fn(&RunResult) -> f64| Some(runs.iter().map(f).collect::<Vec<f64>>());
-    let mut out = vec![
-        metric(TIMES[0], Unit::Ns, col(|r| r.wall_ns), false),
-        metric(TIMES[1], Unit::Ns, col(|r| r.user_ns), false),
-        metric(TIMES[2], Unit::Ns, col(|r| r.sys_ns), false),
-    ];
-    for (i, name) in event_names.iter().enumerate() {
-        let counts: Option<Vec<Count>> = runs
-            .iter()
-            .map(|r| r.counts.get(i).copied().flatten())
-            .collect();
-        let scaled = counts
-            .as_ref()
-            .is_some_and(|c| c.iter().any(Count::is_scaled));
-        let values = counts.and_then(|c| c.iter().map(Count::scaled).collect::<Option<Vec<f64>>>());
-        let unit = if crate::render::is_clock(name) {
-            Unit::Ns
-        } else {
-            Unit::Count
-        };
-        out.push(metric(name, unit, values, scaled));
-    }
-    out.push(metric(RSS, Unit::Kib, col(|r| r.max_rss_kb), false));
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(wall: f64, counts: Vec<Option<Count>>) -> RunResult {
-        RunResult {
-            wall_ns: wall,
-            user_ns: wall / 2.0,
-            sys_ns: 0.0,
-            max_rss_kb: 1000.0,
-            counts,
-        }
-    }
-
-    #[test]
-    fn metrics_keep_order_and_mark_unsupported_and_scaled() {
-        let c = |raw, enabled, running| {
-            Some(Count {
-                raw,
-                enabled,
-                running,
-            })
-        };
-        let runs = vec![
-            run(10.0, vec![c(100, 10, 10), None, c(50, 10, 5)]),
-            run(12.0, vec![c(120, 10, 10), None, c(60, 10, 5)]),
-            run(11.0, vec![c(110, 10, 10), None, c(55, 10, 5)]),
-        ];
-        let names: Vec<String> = ["task-clock", "cycles", "page-faults"]
-            .map(String::from)
-            .to_vec();
-        let m = metrics(&runs, &names);
-        let got: Vec<&str> = m.iter().map(|m| m.name.as_str()).collect();
-        assert_eq!(got, metric_names(&names));
-        assert_eq!(
-            got,
-            [
-                "wall-time",
-                "user-time",
-                "sys-time",
-                "task-clock",
-                "cycles",
-                "page-faults",
-                "max-rss"
-            ]
-        );
-        assert_eq!(m[0].median, Some(11.0));
-        assert_eq!(m[3].unit, Unit::Ns);
-        assert_eq!(m[3].values, [100.0, 120.0, 110.0]);
-        assert!(!m[4].supported && m[4].values.is_empty() && m[4].median.is_none());
-        assert!(m[5].scaled);
-        assert_eq!(
-            m[5].values,
-            [100.0, 120.0, 110.0],
-            "scaled by enabled/running"
-        );
-        assert_eq!(m[6].unit, Unit::Kib);
+        Ok(RunResult::of(&run, self.list.events.len()))
     }
 }

@@ -4,12 +4,11 @@
 //!
 //! The schema is stable: fields are only ever added. docs/bench.md documents every field.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-use hwprof_sampler::output::Output;
 use serde::{Deserialize, Serialize};
+
+use super::{Error, Result};
 
 /// The schema name and major version every document carries.
 pub const SCHEMA: &str = "hwprof-bench/1";
@@ -83,7 +82,9 @@ pub struct Settings {
 /// `settings.events` of any baseline: each entry split into its events with perf's
 /// grammar (a group's members, `pmu/a=1,b=2/` kept whole); an entry that does not
 /// parse is kept as it is.
-fn event_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+fn event_names<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<String>, D::Error> {
     use hwprof_pmu::event::parse::{Item, parse_list};
     let entries = Vec::<String>::deserialize(d)?;
     let mut out = Vec::new();
@@ -240,11 +241,12 @@ pub fn baseline_path(name: &str, dir: &Path) -> PathBuf {
 /// The largest baseline read (a baseline of 10,000 runs is about 2 MiB).
 pub const MAX_BASELINE: u64 = 64 << 20;
 
-/// Loads a baseline document. Everything wrong with it is a usage error (exit 2) that
-/// names the file and the problem: missing or unreadable, not a regular file (a
-/// directory, a FIFO or a device is never read), larger than [`MAX_BASELINE`], not text,
-/// not JSON, another schema, or values no measurement gives ([`check_values`]).
-pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
+/// Loads a baseline document. Everything wrong with it is an [`Error`] that names the
+/// file and the problem: missing or unreadable, not a regular file (a directory, a FIFO
+/// or a device is never read), larger than [`MAX_BASELINE`], not text, not JSON, another
+/// schema, or values no measurement gives (at least one metric; every metric counted
+/// has values; every value and statistic a finite number ≥ 0).
+pub fn load(name: &str, dir: &Path) -> Result<Doc> {
     let path = baseline_path(name, dir);
     let bytes = match hwprof_pmu::file::read(&path, MAX_BASELINE) {
         Ok(b) => b,
@@ -252,19 +254,24 @@ pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
             if e.io_error()
                 .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound) =>
         {
-            return crate::usage(format!(
-                "no baseline '{name}' ({} does not exist); save one first with `hwprof bench --save {name} -- CMD`",
-                path.display()
-            ));
+            return Err(Error::NoBaseline {
+                name: name.to_string(),
+                path,
+            });
         }
         // Not a regular file, too large, unreadable: the comparison cannot be made.
-        Err(e) => return crate::usage(format!("bad baseline '{name}': {e}")),
+        Err(source) => {
+            return Err(Error::BadBaseline {
+                name: name.to_string(),
+                source,
+            });
+        }
     };
-    let not_baseline = |why: String| -> anyhow::Result<Doc> {
-        crate::usage(format!(
-            "{} is not a hwprof bench baseline: {why}",
-            path.display()
-        ))
+    let not_baseline = |why: String| -> Result<Doc> {
+        Err(Error::NotBaseline {
+            path: path.clone(),
+            why,
+        })
     };
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return not_baseline("the file is empty".to_string());
@@ -285,10 +292,10 @@ pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
     match value.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
         Some(s) if s.starts_with("hwprof-bench/") => {
-            return crate::usage(format!(
-                "{} has schema '{s}', which this hwprof (reads {SCHEMA}) cannot read; re-save the baseline with this version",
-                path.display()
-            ));
+            return Err(Error::OtherSchema {
+                schema: s.to_string(),
+                path,
+            });
         }
         _ => return not_baseline(format!("no \"schema\": \"{SCHEMA}\" field")),
     }
@@ -305,7 +312,7 @@ pub fn load(name: &str, dir: &Path) -> anyhow::Result<Doc> {
 /// What a measurement can give: at least one metric, every metric counted here has
 /// values, and every value and statistic is a finite number ≥ 0 (times, counts and
 /// sizes; JSON has no NaN). Returns the first problem.
-pub fn check_values(doc: &Doc) -> Result<(), String> {
+fn check_values(doc: &Doc) -> std::result::Result<(), String> {
     if doc.metrics.is_empty() {
         return Err("it has no metrics".to_string());
     }
@@ -349,43 +356,23 @@ pub fn check_values(doc: &Doc) -> Result<(), String> {
     Ok(())
 }
 
-/// Opens, before any run, the output baseline `name` will be saved to: creates its
-/// directory, then the output itself ([`crate::outfile`]: a temporary file next to it,
-/// renamed into place by [`save`], or a device or FIFO written directly). That is the
-/// check that it can be saved; dropped unsaved (a failed or interrupted run), nothing
-/// is left behind.
-pub fn prepare_save(name: &str, dir: &Path) -> anyhow::Result<(PathBuf, Output)> {
-    let path = baseline_path(name, dir);
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    // Only when the path is not a directory itself: `--save some/dir/` is refused
-    // below as a usage error, not half-created.
-    if !path.is_dir() {
-        std::fs::create_dir_all(&parent)
-            .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
+impl Doc {
+    /// The runs its metrics hold values of (the first metric's).
+    pub fn runs_measured(&self) -> usize {
+        self.metrics.first().map_or(0, |m| m.values.len())
     }
-    let out = crate::outfile::create(&path, &crate::outfile::REPORT)
-        .with_context(|| format!("cannot save baseline '{name}'"))?;
-    Ok((path, out))
-}
 
-/// Saves `doc` (without its comparison) as baseline `name` into `out` (from
-/// [`prepare_save`]), atomically. Returns the path.
-pub fn save(doc: &Doc, name: &str, (path, mut out): (PathBuf, Output)) -> anyhow::Result<PathBuf> {
-    let mut d = doc.clone();
-    d.baseline = None;
-    d.comparison = None;
-    d.name = Some(name.to_string());
-    let mut bytes = serde_json::to_vec_pretty(&d).context("encoding the baseline")?;
-    bytes.push(b'\n');
-    out.write_all(&bytes)
-        .and_then(|()| out.flush())
-        .with_context(|| format!("cannot save baseline {}", path.display()))?;
-    crate::outfile::commit(out)
-        .with_context(|| format!("cannot save baseline {}", path.display()))?;
-    Ok(path)
+    /// The bytes of `self` saved as baseline `name`: pretty JSON and a newline, without
+    /// what it was compared with (`baseline`, `comparison`).
+    pub fn baseline_json(&self, name: &str) -> serde_json::Result<Vec<u8>> {
+        let mut d = self.clone();
+        d.baseline = None;
+        d.comparison = None;
+        d.name = Some(name.to_string());
+        let mut bytes = serde_json::to_vec_pretty(&d)?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
 }
 
 /// Now as RFC 3339 UTC (`2026-11-23T09:41:07Z`).

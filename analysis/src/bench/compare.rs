@@ -14,9 +14,10 @@
 //! context switches or system time between a baseline and today while the code did not
 //! change.
 
-use hwprof_analysis::stats::verdict::{self, Verdict, best_p, runs_needed};
-
+use super::command::shell_words;
 use super::doc::{Comparison, Doc, Metric, MetricChange};
+use super::{Error, Result};
+use crate::stats::verdict::{self, Verdict, best_p, runs_needed};
 
 /// Verdict strings of the JSON schema ([`Verdict::as_str`]).
 pub const REGRESSION: &str = Verdict::Regression.as_str();
@@ -24,6 +25,14 @@ pub const REGRESSION: &str = Verdict::Regression.as_str();
 pub const IMPROVEMENT: &str = Verdict::Improvement.as_str();
 /// Significant but within the threshold.
 pub const NEGLIGIBLE: &str = Verdict::Negligible.as_str();
+
+/// The metrics that decide the verdict against a saved baseline unless `--gate` says
+/// otherwise (the ones not counted here are skipped). Wall time is evidence only there:
+/// the machine's load between the two measurements moves it more than code does.
+pub const DEFAULT_GATE: &str = "task-clock,instructions,cycles";
+
+/// The default gate in A/B mode, where interleaving cancels the machine's drift.
+pub const DEFAULT_GATE_AB: &str = "wall-time,task-clock,instructions,cycles";
 
 /// How the two sides were measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,8 +64,8 @@ pub fn compare(
         if base.command != cur.command {
             warnings.push(format!(
                 "the baseline measured a different command: {} (this run: {})",
-                super::output::shell_words(&base.command),
-                super::output::shell_words(&cur.command)
+                shell_words(&base.command),
+                shell_words(&cur.command)
             ));
         }
     }
@@ -164,6 +173,42 @@ pub fn compare(
         warnings,
         metrics,
     }
+}
+
+/// The gating metrics: `--gate` (`gate`: a comma-separated list, or `all` for every
+/// metric `counted`) checked against the `metrics` measured, or the defaults that were
+/// counted here ([`DEFAULT_GATE`], [`DEFAULT_GATE_AB`] when `ab`).
+pub fn gate_of(
+    gate: Option<&str>,
+    metrics: &[String],
+    counted: &[String],
+    ab: bool,
+) -> Result<Vec<String>> {
+    let Some(list) = gate else {
+        let default = if ab { DEFAULT_GATE_AB } else { DEFAULT_GATE };
+        return Ok(default
+            .split(',')
+            .filter(|g| counted.iter().any(|m| m == g))
+            .map(String::from)
+            .collect());
+    };
+    if list.trim() == "all" {
+        return Ok(counted.to_vec());
+    }
+    let mut out = Vec::new();
+    for g in list.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+        if !metrics.iter().any(|m| m == g) {
+            return Err(Error::NoSuchMetric {
+                gate: g.to_string(),
+                metrics: metrics.to_vec(),
+            });
+        }
+        out.push(g.to_string());
+    }
+    if out.is_empty() {
+        return Err(Error::NoGate);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -284,5 +329,38 @@ mod tests {
         let w = c.warnings.join("\n");
         assert!(w.contains("too few runs") && w.contains("-r "), "{w}");
         assert!(w.contains("counted in the baseline only): cycles"), "{w}");
+    }
+
+    #[test]
+    fn gates_default_to_what_was_counted_and_refuse_unknown_names() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let all = names(&["wall-time", "task-clock", "cycles", "max-rss"]);
+        let counted = names(&["wall-time", "task-clock", "max-rss"]);
+        assert_eq!(
+            gate_of(None, &all, &counted, false).unwrap(),
+            ["task-clock"]
+        );
+        assert_eq!(
+            gate_of(None, &all, &counted, true).unwrap(),
+            ["wall-time", "task-clock"]
+        );
+        assert_eq!(
+            gate_of(Some(" all "), &all, &counted, false).unwrap(),
+            counted
+        );
+        assert_eq!(
+            gate_of(Some("cycles, max-rss"), &all, &counted, false).unwrap(),
+            ["cycles", "max-rss"]
+        );
+        assert_eq!(
+            gate_of(Some("bogus"), &all, &counted, false)
+                .unwrap_err()
+                .to_string(),
+            "--gate bogus: no such metric here (metrics: wall-time, task-clock, cycles, max-rss, or `all`)"
+        );
+        assert!(matches!(
+            gate_of(Some(" , "), &all, &counted, false),
+            Err(Error::NoGate)
+        ));
     }
 }
