@@ -33,6 +33,7 @@ pub mod file;
 pub mod format;
 pub mod metrics;
 pub mod probe;
+pub mod stat;
 pub mod stop;
 #[allow(unsafe_code)]
 pub mod sys;
