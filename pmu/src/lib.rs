@@ -22,6 +22,7 @@
 #![deny(unsafe_code)]
 
 pub mod attr;
+pub mod catalog;
 pub mod command;
 pub mod counter;
 pub mod cpu;
