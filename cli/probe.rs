@@ -18,9 +18,9 @@ mod stacks;
 use std::collections::HashMap;
 
 use anyhow::anyhow;
-use hwprof_pmu::attr::sample;
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::target::{Flags, Rules};
+use hwprof_sampler::probe::{self, Func, SpecError};
 use hwprof_sampler::record::Body;
 use hwprof_sampler::recorder::{Recorder, Recording, RunError, Sink};
 use hwprof_sampler::session::{SessionOptions, Target};
@@ -31,81 +31,16 @@ use crate::{ExitWith, usage};
 use calls::{Hit, pair};
 use hwprof_sampler::synth::Mapping;
 
-/// One probed function: its name and the indexes of its entry and return events.
-#[derive(Debug, Clone)]
-pub struct Func {
-    /// `/path:func` as given.
-    pub target: String,
-    /// Index of the uprobe (entry) event in the event list.
-    pub entry: usize,
-    /// Index of the uretprobe (return) event.
-    pub ret: usize,
-}
-
 /// Splits the probe arguments into functions, each with an entry and a return spec.
 fn functions(specs: &[String]) -> anyhow::Result<(Vec<String>, Vec<Func>)> {
-    let mut targets: Vec<String> = Vec::new();
-    for s in specs.iter().flat_map(|s| s.split(',')) {
-        let s = s.trim();
-        if s.is_empty() {
-            continue;
-        }
-        let t = s
-            .strip_prefix("uprobe:")
-            .or_else(|| s.strip_prefix("uretprobe:"))
-            .ok_or_else(|| {
-                crate::Usage(format!(
-                    "bad probe '{s}': expected uprobe:/path/bin:func or uretprobe:/path/bin:func"
-                ))
-            })?;
-        if !t.contains(':') {
-            return usage(format!(
-                "bad probe '{s}': expected uprobe:/path/bin:func (the function is missing)"
-            ));
-        }
-        if !targets.iter().any(|x| x == t) {
-            targets.push(t.to_string());
-        }
-    }
-    if targets.is_empty() {
-        return usage("no probe given: e.g. `hwprof probe uprobe:/path/bin:func -- ./bin`");
-    }
-    let mut events = Vec::new();
-    let mut funcs = Vec::new();
-    for t in targets {
-        funcs.push(Func {
-            target: t.clone(),
-            entry: events.len(),
-            ret: events.len() + 1,
-        });
-        events.push(format!("uprobe:{t}"));
-        events.push(format!("uretprobe:{t}"));
-    }
-    Ok((events, funcs))
-}
-
-/// `true` when the ELF file at `path` has no `.symtab` section (SHT_SYMTAB), read from
-/// its section headers; `false` when it has one or cannot be read (also when it is not
-/// a regular file or over 1 GiB).
-fn stripped(path: &str) -> bool {
-    let Ok(d) = hwprof_pmu::file::read(std::path::Path::new(path), 1 << 30) else {
-        return false;
-    };
-    let u16at = |o: usize| d.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u64at = |o: usize| {
-        d.get(o..o + 8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_le_bytes)
-    };
-    if d.get(0..5) != Some(b"\x7fELF\x02") {
-        return false;
-    }
-    let (Some(shoff), Some(entsize), Some(num)) = (u64at(0x28), u16at(0x3a), u16at(0x3c)) else {
-        return false;
-    };
-    !(0..usize::from(num)).any(|i| {
-        let o = (shoff as usize).saturating_add(i * usize::from(entsize));
-        d.get(o + 4..o + 8) == Some(&2u32.to_le_bytes()[..])
+    probe::functions(specs).or_else(|e| match e {
+        SpecError::NotUprobe(s) => usage(format!(
+            "bad probe '{s}': expected uprobe:/path/bin:func or uretprobe:/path/bin:func"
+        )),
+        SpecError::NoFunction(s) => usage(format!(
+            "bad probe '{s}': expected uprobe:/path/bin:func (the function is missing)"
+        )),
+        _ => usage("no probe given: e.g. `hwprof probe uprobe:/path/bin:func -- ./bin`"),
     })
 }
 
@@ -118,7 +53,7 @@ fn parse_events(events: &[String], funcs: &[Func]) -> anyhow::Result<hwprof_pmu:
         let note = funcs
             .iter()
             .filter_map(|f| f.target.rsplit_once(':').map(|(p, _)| p))
-            .find(|p| msg.contains("no function") && stripped(p))
+            .find(|p| msg.contains("no function") && hwprof_pmu::probe::is_stripped(p))
             .map(|p| format!(" ({p} is stripped: only its dynamic symbols are known)"))
             .unwrap_or_default();
         ExitWith(crate::pmu_exit_code(&e), format!("{msg}{note}")).into()
@@ -183,25 +118,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     let target = target_of(&a)?;
     let (specs, funcs) = functions(&a.probes)?;
     let mut list = parse_events(&specs, &funcs)?;
-    let command = matches!(target, Target::Command(_));
-    for (i, e) in list.events.iter_mut().enumerate() {
-        let at = &mut e.attr;
-        at.sample_type = sample::IP | sample::TID | sample::TIME | sample::ID;
-        if a.stacks {
-            at.sample_type |= sample::CALLCHAIN;
-            at.exclude_callchain_kernel = true;
-        }
-        at.freq = false;
-        at.sample_period = 1;
-        at.disabled = true;
-        at.enable_on_exec = command;
-        at.sample_id_all = true;
-        let track = i == 0 && a.stacks;
-        at.mmap = track;
-        at.mmap2 = track;
-        at.comm = track;
-        at.task = track;
-    }
+    probe::configure(&mut list, matches!(target, Target::Command(_)), a.stacks);
     // The result's output first: a wrong -o fails before anything runs.
     let mut sink = crate::outfile::Sink::open(a.output.as_deref())?;
     // JSON on stderr: notes would break it.
@@ -295,10 +212,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn uretprobes_are_added() {
-        let (ev, f) = functions(&["uprobe:/bin/x:f,uretprobe:/bin/x:f".into()]).unwrap();
-        assert_eq!(ev, ["uprobe:/bin/x:f", "uretprobe:/bin/x:f"]);
-        assert_eq!((f[0].entry, f[0].ret), (0, 1));
-        assert!(functions(&["kprobe:x".into()]).is_err());
+    fn bad_specs_are_usage_errors_in_probe_words() {
+        let e = functions(&["kprobe:x".into()]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "bad probe 'kprobe:x': expected uprobe:/path/bin:func or uretprobe:/path/bin:func"
+        );
+        assert!(e.downcast_ref::<crate::Usage>().is_some());
     }
 }

@@ -3,8 +3,7 @@
 
 use std::io::{self, Write};
 
-use hwprof_pmu::Count;
-use hwprof_pmu::metrics::{Metric, base_name};
+use hwprof_pmu::metrics::base_name;
 use serde_json::json;
 
 /// Output format.
@@ -18,22 +17,7 @@ pub enum Format {
     Json,
 }
 
-/// One printed line: an event (per CPU with `-A`).
-#[derive(Clone, Debug)]
-pub struct Line {
-    /// Event display name.
-    pub event: String,
-    /// CPU with `-A`.
-    pub cpu: Option<i32>,
-    /// The kernel's count; `None` when the event could not be opened.
-    pub count: Option<Count>,
-    /// The value to show: the scaled count, or the mean over `-r` runs.
-    pub value: Option<f64>,
-    /// Relative standard error of the mean over runs, percent (`-r`).
-    pub stddev_pct: Option<f64>,
-    /// Derived metric.
-    pub metric: Option<Metric>,
-}
+pub use hwprof_pmu::stat::Line;
 
 /// Whether an event counts nanoseconds (shown as msec).
 pub fn is_clock(event: &str) -> bool {
@@ -275,6 +259,8 @@ pub fn footer(w: &mut dyn Write, fmt: &Format, t: Times) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hwprof_pmu::Count;
+    use hwprof_pmu::metrics::Metric;
 
     #[test]
     fn plurals_and_ids() {

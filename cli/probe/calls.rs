@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::Func;
+use hwprof_sampler::probe::Func;
 
 /// One probe hit (a sample of an entry or return event).
 #[derive(Debug, Clone)]

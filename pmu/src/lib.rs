@@ -22,6 +22,7 @@
 #![deny(unsafe_code)]
 
 pub mod attr;
+pub mod catalog;
 pub mod command;
 pub mod counter;
 pub mod cpu;
@@ -33,6 +34,7 @@ pub mod file;
 pub mod format;
 pub mod metrics;
 pub mod probe;
+pub mod stat;
 pub mod stop;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use object::read::ReadCache;
-use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::{BinaryFormat, Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
 /// A resolved uprobe location.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,6 +121,17 @@ fn strsim(a: &str, b: &str) -> usize {
         // nearest() only tells "close enough"; rank close ones by length difference.
         a.len().abs_diff(b.len()) + 1
     })
+}
+
+/// `true` when the ELF file at `path` has no symbol table (`.symtab`): only its dynamic
+/// symbols are known. `false` when it has one or cannot be read.
+pub fn is_stripped(path: &str) -> bool {
+    let Ok((f, _)) = crate::file::open(Path::new(path)) else {
+        return false;
+    };
+    let data = ReadCache::new(f);
+    object::File::parse(&data)
+        .is_ok_and(|o| o.format() == BinaryFormat::Elf && o.symbol_table().is_none())
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod config;
 pub mod error;
 pub mod output;
 pub mod perfdata;
+pub mod probe;
 pub mod record;
 pub mod recorder;
 #[allow(unsafe_code)]

@@ -42,6 +42,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod check;
+
+pub use check::{Diagnosis, Refused};
+
 use std::collections::BTreeSet;
 use std::io;
 use std::path::PathBuf;
