@@ -659,11 +659,11 @@ pub struct TargetWords {
 /// errors (exit 2) worded by `words`, except a process that does not exist (exit 1).
 pub fn target(flags: &Flags<'_>, rules: Rules, words: &TargetWords) -> anyhow::Result<Target> {
     Target::parse(flags, rules).map_err(|e| match e {
-        TargetError::Several => crate::Usage(words.several.to_string()).into(),
-        TargetError::CommandAnd(_) => crate::Usage(words.command_and.to_string()).into(),
-        TargetError::Missing => crate::Usage(words.missing.to_string()).into(),
-        TargetError::NoSuchProcess { .. } => crate::ExitWith(1, e.to_string()).into(),
-        other => crate::Usage(other.to_string()).into(),
+        TargetError::Several => crate::error::Usage(words.several.to_string()).into(),
+        TargetError::CommandAnd(_) => crate::error::Usage(words.command_and.to_string()).into(),
+        TargetError::Missing => crate::error::Usage(words.missing.to_string()).into(),
+        TargetError::NoSuchProcess { .. } => crate::error::ExitWith(1, e.to_string()).into(),
+        other => crate::error::Usage(other.to_string()).into(),
     })
 }
 

@@ -20,7 +20,7 @@ use hwprof_pmu::stop::Stop;
 use hwprof_sampler::output::Output;
 
 use crate::args::BenchArgs;
-use crate::{ExitWith, Usage, usage};
+use crate::error::{ExitWith, Usage, usage};
 use run::Runner;
 
 /// The default counters: time and software events everywhere, hardware events where
@@ -31,10 +31,10 @@ const DEFAULT_EVENTS: &str =
 /// Runs `hwprof bench`.
 pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     run_checked(a, stop).map_err(|e| {
-        if crate::exit_code_of(&e) == 2 || crate::is_broken_pipe(&e) {
+        if crate::error::exit_code_of(&e) == 2 || crate::error::is_broken_pipe(&e) {
             e
         } else {
-            ExitWith(3, crate::error_line(&e)).into()
+            ExitWith(3, crate::error::error_line(&e)).into()
         }
     })
 }

@@ -36,7 +36,7 @@ use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::FlamegraphArgs;
-use crate::usage;
+use crate::error::usage;
 use svg::Render;
 
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).

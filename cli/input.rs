@@ -7,7 +7,7 @@ use hwprof_pmu::file::FileError;
 use hwprof_sampler::Error as SErr;
 use hwprof_sampler::perfdata::reader::PerfData;
 
-use crate::Usage;
+use crate::error::Usage;
 
 /// Opens `path` (`-`: a pipe-mode stream on stdin) and prints the reader's warnings (a
 /// damaged header feature, say) once. Only a regular file is read: a FIFO, a device or

@@ -9,6 +9,7 @@
 mod args;
 mod bench;
 mod encode;
+mod error;
 mod flamegraph;
 mod input;
 mod list;
@@ -28,35 +29,7 @@ use anyhow::Context;
 use clap::Parser;
 use hwprof_pmu::stop::Stop;
 
-/// An error in what the user asked for (exit code 2), as opposed to a failure while
-/// doing it (exit code 1).
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
-
-/// A failure that must exit with a specific code (e.g. 127: command not found).
-#[derive(Debug)]
-pub struct ExitWith(pub u8, pub String);
-
-impl std::fmt::Display for ExitWith {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.1)
-    }
-}
-
-impl std::error::Error for ExitWith {}
-
-/// Returns a usage error.
-pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
-    Err(Usage(msg.into()).into())
-}
+use error::{error_line, exit_code_of, is_broken_pipe};
 
 fn main() -> ExitCode {
     let cli = match args::Cli::try_parse() {
@@ -129,137 +102,4 @@ fn stop_on_signals() -> anyhow::Result<Stop> {
         signal_hook::low_level::pipe::register(sig, waker).context(installing())?;
     }
     Ok(stop)
-}
-
-/// The one line an error prints: its chain of causes joined with `: `, each said once.
-///
-/// Errors that carry a source often print it in their own message too (`cannot write
-/// X: No such file or directory`, then the I/O error itself), so a cause whose text is
-/// already in the line is left out; and Rust's ` (os error N)` after an OS error's text
-/// is dropped (the text says it). Every error hwprof prints goes through here.
-pub fn error_line(err: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for e in err.chain() {
-        let text = hwprof_pmu::error::without_os_error_code(&e.to_string()).replace('\n', " ");
-        let text = text.trim();
-        if text.is_empty() || parts.iter().any(|p| p.contains(text)) {
-            continue;
-        }
-        parts.push(text.to_string());
-    }
-    parts.join(": ")
-}
-
-/// Whether `err` comes from writing into a pipe whose reader has gone (`| head`): such
-/// a command ends quietly with exit 0, whatever the writer (a `write!`, serde_json,
-/// an [`hwprof_sampler::output::Output`]) and however deep the I/O error is wrapped.
-///
-/// Errors must keep their types for this: `anyhow!("...: {e}")` turns a cause into
-/// text that no one can recognise (bench wraps failures with [`ExitWith`] only after
-/// asking this).
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(cause_is_broken_pipe)
-}
-
-fn cause_is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
-    if let Some(io) = e.downcast_ref::<std::io::Error>() {
-        // An io::Error may carry another error (`io::Error::other`), serde_json's say.
-        return io.kind() == std::io::ErrorKind::BrokenPipe
-            || io
-                .get_ref()
-                .is_some_and(|inner| cause_is_broken_pipe(inner));
-    }
-    // serde_json keeps the io::Error inside: its `source()` skips it.
-    e.downcast_ref::<serde_json::Error>()
-        .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
-}
-
-/// 2 for errors in the user's input (events, flags), 1 for everything else.
-fn exit_code_of(err: &anyhow::Error) -> u8 {
-    for e in err.chain() {
-        if e.downcast_ref::<Usage>().is_some() {
-            return 2;
-        }
-        if let Some(ExitWith(code, _)) = e.downcast_ref::<ExitWith>() {
-            return *code;
-        }
-        if let Some(pe) = e.downcast_ref::<hwprof_pmu::Error>() {
-            return pmu_exit_code(pe);
-        }
-    }
-    1
-}
-
-/// 2 when a pmu error is about the user's input (an event, a uprobe target, an event
-/// file), 127 or 126 for a command that cannot run, else 1.
-pub fn pmu_exit_code(e: &hwprof_pmu::Error) -> u8 {
-    use hwprof_pmu::Error as E;
-    match e {
-        E::Syntax { .. }
-        | E::UnknownEvent { .. }
-        | E::ForeignEvent { .. }
-        | E::EventFileForOtherCpu { .. }
-        | E::BadModifier { .. }
-        | E::UnknownPmu { .. }
-        | E::UnknownTerm { .. }
-        | E::TermOverflow { .. }
-        | E::UnknownModel(_)
-        | E::UnknownTracepoint { .. }
-        | E::Probe { .. }
-        | E::EventFile { .. } => 2,
-        // A shell's codes for a command that cannot run: 127 not found, 126 not executable.
-        E::Exec { source, .. } if source.raw_os_error() == Some(libc::ENOENT) => 127,
-        E::Exec { .. } => 126,
-        _ => 1,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn os_errors_print_once() {
-        let io = || std::io::Error::from_raw_os_error(libc::ENOENT);
-        let inner = hwprof_sampler::Error::io("cannot create the output in /nonexistent", io());
-        let err = anyhow::Error::from(inner).context("cannot write /nonexistent/x");
-        assert_eq!(
-            error_line(&err),
-            "cannot write /nonexistent/x: cannot create the output in /nonexistent: No such file or directory"
-        );
-        let plain = anyhow::Error::from(io()).context("reading x");
-        assert_eq!(error_line(&plain), "reading x: No such file or directory");
-        let text = anyhow::anyhow!("a (os error x) b (os error 12) c (os error 3");
-        assert_eq!(error_line(&text), "a (os error x) b c (os error 3");
-    }
-
-    /// A closed pipe is recognised whatever wrote into it: serde_json hides its
-    /// io::Error from `source()`, and an io::Error may wrap another.
-    #[test]
-    fn broken_pipes_are_found_through_serde_json_and_wrappers() {
-        struct Closed;
-        impl std::io::Write for Closed {
-            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-                Err(std::io::ErrorKind::BrokenPipe.into())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let json = serde_json::to_writer(Closed, &[1, 2, 3]).expect_err("closed");
-        assert!(is_broken_pipe(
-            &anyhow::Error::from(json).context("writing JSON")
-        ));
-        let io = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
-        let out = hwprof_sampler::output::Error::Io {
-            context: "writing -".into(),
-            source: io,
-        };
-        assert!(is_broken_pipe(&anyhow::Error::from(out)));
-        let json = serde_json::to_writer(Closed, &[1]).expect_err("closed");
-        assert!(is_broken_pipe(&std::io::Error::other(json).into()));
-        assert!(!is_broken_pipe(&anyhow::anyhow!("Broken pipe")));
-        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
-        assert!(!is_broken_pipe(&full.into()));
-    }
 }

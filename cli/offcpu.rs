@@ -21,10 +21,10 @@ use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::{FlamegraphArgs, OffcpuArgs};
+use crate::error::usage;
 use crate::flamegraph::svg::{self, Render};
 use crate::flamegraph::write_output;
 use crate::render::thousands;
-use crate::usage;
 
 use crate::args::OFFCPU_OUT as DEFAULT_OUT;
 

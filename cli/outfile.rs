@@ -23,7 +23,7 @@ pub fn commit(out: Output) -> anyhow::Result<()> {
 /// The binary's error for an output error: [`Error::BadPath`] is a usage error.
 pub fn convert(e: Error) -> anyhow::Error {
     match e {
-        Error::BadPath { msg, .. } => crate::Usage(msg).into(),
+        Error::BadPath { msg, .. } => crate::error::Usage(msg).into(),
         other => other.into(),
     }
 }
@@ -64,7 +64,7 @@ pub fn open_for_target(path: &Path, opts: &Options) -> anyhow::Result<Output> {
 /// opened as [`open_for_target`] does (fd 1 pointed at stderr).
 pub fn binary_stdout() -> anyhow::Result<Output> {
     if std::io::stdout().is_terminal() {
-        return crate::usage(
+        return crate::error::usage(
             "-o -: stdout is a terminal; pipe it into a reader (`| perf report -i -`, `| hwprof report -i -`) or redirect it to a file",
         );
     }

@@ -26,7 +26,7 @@ use hwprof_sampler::recorder::{Recorder, Recording, RunError, Sink};
 use hwprof_sampler::session::{SessionOptions, Target};
 
 use crate::args::{ProbeArgs, TargetWords};
-use crate::{ExitWith, usage};
+use crate::error::{ExitWith, usage};
 
 use calls::{Hit, pair};
 use hwprof_sampler::synth::Mapping;
@@ -56,7 +56,7 @@ fn parse_events(events: &[String], funcs: &[Func]) -> anyhow::Result<hwprof_pmu:
             .find(|p| msg.contains("no function") && hwprof_pmu::probe::is_stripped(p))
             .map(|p| format!(" ({p} is stripped: only its dynamic symbols are known)"))
             .unwrap_or_default();
-        ExitWith(crate::pmu_exit_code(&e), format!("{msg}{note}")).into()
+        ExitWith(crate::error::pmu_exit_code(&e), format!("{msg}{note}")).into()
     })
 }
 
@@ -218,6 +218,6 @@ mod tests {
             e.to_string(),
             "bad probe 'kprobe:x': expected uprobe:/path/bin:func or uretprobe:/path/bin:func"
         );
-        assert!(e.downcast_ref::<crate::Usage>().is_some());
+        assert!(e.downcast_ref::<crate::error::Usage>().is_some());
     }
 }

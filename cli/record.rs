@@ -20,8 +20,8 @@ use hwprof_sampler::session::SessionOptions;
 
 use crate::args::RecordArgs;
 use crate::encode::{encoder, parse_all, print_json};
+use crate::error::usage;
 use crate::recording;
-use crate::usage;
 
 pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.off_cpu {
@@ -105,9 +105,9 @@ fn record_options(a: &RecordArgs, default_event: bool) -> anyhow::Result<RecordO
     let sampling = recording::sampling(a.freq.as_deref(), a.count)?;
     let call_graph = recording::call_graph(a.call_graph.as_deref(), a.callgraph_fp)?;
     let branch_filter = match (&a.branch_filter, a.branch_any) {
-        (Some(j), _) => {
-            Some(config::parse_branch_filter(j).map_err(|e| crate::Usage(format!("-j: {e}")))?)
-        }
+        (Some(j), _) => Some(
+            config::parse_branch_filter(j).map_err(|e| crate::error::Usage(format!("-j: {e}")))?,
+        ),
         (None, true) => Some(hwprof_pmu::attr::branch::ANY),
         (None, false) => None,
     };

@@ -13,7 +13,7 @@ use hwprof_sampler::recorder::{
 };
 
 use crate::args::TargetWords;
-use crate::{ExitWith, usage};
+use crate::error::{ExitWith, usage};
 
 /// The target of a recording (`-p`, `-t`, `-a`/`-C` or a command), in record's words.
 pub fn target(flags: &Flags<'_>) -> anyhow::Result<Target> {
@@ -33,7 +33,7 @@ pub fn target(flags: &Flags<'_>) -> anyhow::Result<Target> {
 /// `-F` (Hz or `max`) or `-c` (a period), checked.
 pub fn sampling(freq: Option<&str>, count: Option<u64>) -> anyhow::Result<Sampling> {
     Ok(match (freq, count) {
-        (Some(f), _) => Sampling::Freq(config::parse_freq(f).map_err(crate::Usage)?),
+        (Some(f), _) => Sampling::Freq(config::parse_freq(f).map_err(crate::error::Usage)?),
         (None, Some(0)) => return usage("-c must be at least 1"),
         (None, Some(c)) => Sampling::Period(c),
         (None, None) => Sampling::Default,
@@ -43,9 +43,9 @@ pub fn sampling(freq: Option<&str>, count: Option<u64>) -> anyhow::Result<Sampli
 /// `--call-graph MODE`, or `-g` (frame pointers).
 pub fn call_graph(mode: Option<&str>, fp: bool) -> anyhow::Result<Option<CallGraph>> {
     Ok(match (mode, fp) {
-        (Some(s), _) => {
-            Some(CallGraph::parse(s).map_err(|e| crate::Usage(format!("--call-graph: {e}")))?)
-        }
+        (Some(s), _) => Some(
+            CallGraph::parse(s).map_err(|e| crate::error::Usage(format!("--call-graph: {e}")))?,
+        ),
         (None, true) => Some(CallGraph::Fp),
         (None, false) => None,
     })
@@ -53,7 +53,7 @@ pub fn call_graph(mode: Option<&str>, fp: bool) -> anyhow::Result<Option<CallGra
 
 /// Data pages per ring from `--mmap-pages`.
 pub fn ring_pages(m: Option<&str>) -> anyhow::Result<usize> {
-    Ok(config::ring_pages(m).map_err(crate::Usage)?)
+    Ok(config::ring_pages(m).map_err(crate::error::Usage)?)
 }
 
 /// The perf.data output: stdout for `-`, else a new file (0600, `.old` kept); when it

@@ -18,7 +18,7 @@ use hwprof_analysis::report::{self, EventTable, Filter, Keys};
 use hwprof_symbolize::{Options, Profile};
 
 use crate::args::{ReportArgs, SortKey};
-use crate::usage;
+use crate::error::usage;
 
 pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     if !(a.percent_limit >= 0.0 && a.percent_limit <= 100.0) {

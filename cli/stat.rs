@@ -9,9 +9,9 @@ use hwprof_pmu::target::{Flags, Rules, Target};
 use hwprof_pmu::{Counter, EventList};
 
 use crate::args::{StatArgs, TargetWords};
+use crate::error::usage;
 use crate::outfile::Sink;
 use crate::render::{self, Format, Times};
-use crate::usage;
 
 /// perf stat's default events.
 const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";
