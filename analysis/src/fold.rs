@@ -589,7 +589,7 @@ pub(crate) mod tests {
     /// bytes as the whole profile.
     #[test]
     fn a_merged_sample_folds_as_the_samples_it_stands_for() {
-        let (merged, repeated) = crate::report::tests::merged_and_repeated(&sample_profile(), 4);
+        let (merged, repeated) = crate::report::fixture::merged_and_repeated(&sample_profile(), 4);
         for w in [Weight::Samples, Weight::Period, Weight::Weight] {
             let (m, r) = (
                 fold(&merged, 0, w, FoldOptions::default()),

@@ -472,5 +472,7 @@ pub fn sort_rows(rows: &mut [Row], children: bool) {
     });
 }
 
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixture;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -124,7 +124,8 @@ pub fn compare_events(base: &[EventTable], new: &[EventTable]) -> Vec<EventDiff>
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{DEFAULT, profile};
+    use super::super::fixture::profile;
+    use super::super::tests::DEFAULT;
     use super::super::{Filter, aggregate, tables};
     use super::*;
 
