@@ -77,7 +77,7 @@ mod tests {
     use hwprof_analysis::report::diff::compare;
 
     #[test]
-    fn deltas_and_order() {
+    fn deltas_print_as_perf_diff_does() {
         let base = profile();
         let mut new = profile();
         // NEW: hot_b twice as often, the kernel sample gone.
@@ -86,22 +86,9 @@ mod tests {
         new.samples.push(extra);
         let b = aggregate(&base, 0, &DEFAULT, false);
         let n = aggregate(&new, 0, &DEFAULT, false);
+        // The deltas and their order are the library's (report::diff's tests); here,
+        // how they print.
         let d = compare(&b, &n);
-        // base: hot_a 300/550, hot_b 100/550, kernel 100/550, main 50/550.
-        // new:  hot_a 300/550, hot_b 200/550, main 50/550.
-        let get = |sym: &str| {
-            d.rows
-                .iter()
-                .find(|r| r.row.sym.as_deref() == Some(sym))
-                .unwrap_or_else(|| panic!("no {sym}"))
-        };
-        assert!((get("[.] hot_b").delta() - 100.0 * 100.0 / 550.0).abs() < 1e-9);
-        assert_eq!(get("[k] 0xffffffff9661da49").new, None);
-        assert!(get("[.] hot_a").delta().abs() < 1e-9);
-        // Equal |delta|: the keys decide ("other" before "two_hot").
-        assert_eq!(d.rows[0].row.sym.as_deref(), Some("[k] 0xffffffff9661da49"));
-        assert_eq!(d.rows[1].row.sym.as_deref(), Some("[.] hot_b"));
-        assert!(d.rows[0].delta() < 0.0);
         let t = text(std::slice::from_ref(&d), &DEFAULT, false, 0.0);
         assert!(
             t.contains("\n    18.18%    36.36%   +18.18%  two_hot  two_hot            [.] hot_b\n"),
