@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use hwprof_pmu::metrics::base_name;
+use hwprof_pmu::metrics::is_clock;
 use serde_json::json;
 
 /// Output format.
@@ -18,11 +18,6 @@ pub enum Format {
 }
 
 pub use hwprof_pmu::stat::Line;
-
-/// Whether an event counts nanoseconds (shown as msec).
-pub fn is_clock(event: &str) -> bool {
-    matches!(base_name(event), "task-clock" | "cpu-clock")
-}
 
 /// A number's text with thousands separators in its integer part: `1234567` ->
 /// `1,234,567`, `format_args!("{:.2}", -1234.567)` -> `-1,234.57`. The one thousands

@@ -18,6 +18,12 @@ pub struct Metric {
     pub unit: &'static str,
 }
 
+/// Whether `event` is a clock (`task-clock`, `cpu-clock`, with any modifiers): its
+/// count is nanoseconds.
+pub fn is_clock(event: &str) -> bool {
+    matches!(base_name(event), "task-clock" | "cpu-clock")
+}
+
 /// Strips modifiers and hybrid PMU wrappers: `cycles:u` and `cpu_core/cycles/` -> `cycles`.
 pub fn base_name(name: &str) -> &str {
     let n = name.split(':').next().unwrap_or(name);

@@ -3,7 +3,7 @@
 //! series of runs, each summarized by [`crate::stats`].
 
 use hwprof_pmu::command::Finished;
-use hwprof_pmu::metrics::base_name;
+use hwprof_pmu::metrics::is_clock;
 use hwprof_pmu::{Count, Status};
 
 use super::doc::{Metric, Unit};
@@ -121,7 +121,7 @@ pub fn metrics(runs: &[RunResult], event_names: &[String]) -> Vec<Metric> {
             .is_some_and(|c| c.iter().any(Count::is_scaled));
         let values = counts.and_then(|c| c.iter().map(Count::scaled).collect::<Option<Vec<f64>>>());
         // Clocks count nanoseconds (as `hwprof stat` shows them).
-        let unit = if matches!(base_name(name), "task-clock" | "cpu-clock") {
+        let unit = if is_clock(name) {
             Unit::Ns
         } else {
             Unit::Count
