@@ -522,6 +522,11 @@ pub struct OffcpuArgs {
     /// Leave kernel frames out of the stacks.
     #[arg(long = "no-kernel")]
     pub no_kernel: bool,
+    /// How to record user stacks: fp (frame pointers, the default) or dwarf[,SIZE]
+    /// (copy SIZE bytes of stack, default 8192, and unwind them with the modules' unwind
+    /// tables: whole stacks through code built without frame pointers, such as libc).
+    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]")]
+    pub call_graph: Option<String>,
     /// The command to run and trace.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,

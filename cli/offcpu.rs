@@ -65,7 +65,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
     let mut rec = Recording::new(crate::encode::parse_all(&enc, &events)?, target);
     rec.options = RecordOptions {
-        call_graph: Some(CallGraph::Fp),
+        call_graph: Some(stack_mode(a.call_graph.as_deref())?),
         switch_events: true,
         ..RecordOptions::default()
     };
@@ -78,6 +78,21 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     draw_into(&a, &data, early)?;
     drop(scratch);
     Ok(code)
+}
+
+/// `--call-graph`: frame pointers or DWARF (LBR records only branches of hardware
+/// events, which the off-CPU events are not).
+fn stack_mode(arg: Option<&str>) -> anyhow::Result<CallGraph> {
+    match arg {
+        None => Ok(CallGraph::Fp),
+        Some(s) => match CallGraph::parse(s).map_err(|e| crate::error::Usage(format!("--call-graph: {e}")))? {
+            CallGraph::Lbr => Err(crate::error::Usage(
+                "--call-graph lbr cannot record off-CPU stacks (LBR samples only hardware events): use fp or dwarf".into(),
+            )
+            .into()),
+            m => Ok(m),
+        },
+    }
 }
 
 /// The off-CPU profile of the recording `path` ([`offcpu::profile`]): the switch-out
@@ -217,9 +232,9 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
 /// from `-i FILE`.
 pub fn flamegraph(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let recording = a.records();
-    if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() || a.call_graph.is_some() {
+    if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() {
         return usage(
-            "--off-cpu records its own events (cpu-clock and sched:sched_switch, fp callchains): leave out -e/--event, -F, -c and --call-graph",
+            "--off-cpu records its own events (cpu-clock and sched:sched_switch): leave out -e/--event, -F and -c",
         );
     }
     let oa = OffcpuArgs {
@@ -239,6 +254,7 @@ pub fn flamegraph(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         data_file: a.data_file,
         wall: true,
         no_kernel: a.no_kernel,
+        call_graph: a.call_graph,
         command: a.command,
     };
     if recording {

@@ -3,9 +3,11 @@
 //! once, and interns the frames.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use hwprof_pmu::attr::sample as st;
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, FileId, Record, context, misc};
 
@@ -13,6 +15,8 @@ use crate::error::Result;
 use crate::maps::{AddrSpace, Mapping};
 use crate::profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
 use crate::symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};
+use crate::unwind::stream::TRUNCATED_MARK;
+use crate::unwind::{Arch, Ending, FileData, Mapped, Unwinder, UserFrame, UserRegs};
 
 /// `PERF_RECORD_MISC_MMAP_DATA`: a data (not executable) mapping.
 const MISC_MMAP_DATA: u16 = 1 << 13;
@@ -72,6 +76,21 @@ struct Builder {
     fixed_period: Vec<u64>,
     /// Samples seen so far (all events), in file order.
     seen: usize,
+    /// DWARF unwinding, when an event recorded user registers and stacks.
+    unwind: Option<UnwindState>,
+    /// The last version given to an address space.
+    versions: u64,
+    /// Samples whose recorded callchain ends in [`TRUNCATED_MARK`].
+    marked_truncated: u64,
+}
+
+/// What DWARF unwinding keeps during a replay.
+struct UnwindState {
+    unwinder: Unwinder,
+    /// Per file module: its unwind tables, read once.
+    files: HashMap<ModuleId, Option<Arc<FileData>>>,
+    /// Scratch for one stack.
+    frames: Vec<UserFrame>,
 }
 
 /// What [`Profile::build_reweighted`] makes of each recorded sample: given its number
@@ -161,6 +180,27 @@ impl Builder {
                 .or_insert_with(|| b.build_id.clone());
         }
         let kernel_module = sym.module_id(Module::Kernel);
+        let user_stacks = st::REGS_USER | st::STACK_USER;
+        let arch = pd
+            .features()
+            .arch
+            .as_deref()
+            .and_then(Arch::from_name)
+            .or_else(Arch::host);
+        let unwind = match arch {
+            Some(arch)
+                if events
+                    .iter()
+                    .any(|e| e.attr.sample_type & user_stacks == user_stacks) =>
+            {
+                Some(UnwindState {
+                    unwinder: Unwinder::new(arch),
+                    files: HashMap::default(),
+                    frames: Vec::new(),
+                })
+            }
+            _ => None,
+        };
         let mut b = Builder {
             sym,
             kernel_module,
@@ -182,6 +222,9 @@ impl Builder {
             lost: 0,
             fixed_period,
             seen: 0,
+            unwind,
+            versions: 0,
+            marked_truncated: 0,
         };
         // Files are written ring by ring, so a sample can come before (in file order) the
         // MMAP2 or COMM of its own exec on another CPU's ring. Like perf, replay by time:
@@ -349,6 +392,8 @@ impl Builder {
                 }
                 if exec && let Some(sp) = self.spaces.get_mut(&pid) {
                     sp.clear();
+                    self.versions += 1;
+                    sp.version = self.versions;
                 }
             }
             SideBand::Fork {
@@ -360,7 +405,9 @@ impl Builder {
                 if pid != ppid
                     && let Some(parent) = self.spaces.get(&ppid)
                 {
-                    let copy = parent.clone();
+                    let mut copy = parent.clone();
+                    self.versions += 1;
+                    copy.version = self.versions;
                     self.spaces.insert(pid, copy);
                 }
                 let parent_comm = self
@@ -401,7 +448,10 @@ impl Builder {
         if pid == KERNEL_PID {
             self.kernel.insert(m);
         } else {
-            self.spaces.entry(pid).or_default().insert(m);
+            let space = self.spaces.entry(pid).or_default();
+            space.insert(m);
+            self.versions += 1;
+            space.version = self.versions;
         }
     }
 
@@ -475,6 +525,23 @@ impl Builder {
         let mut cur = std::mem::take(&mut self.cur);
         cur.clear();
         let mut pushed = false;
+        // With the user registers and stack, the user part comes from unwinding them
+        // (the callchain then holds the kernel part only, or a user part that is
+        // dropped).
+        let dwarf = match (&self.unwind, &s.regs_user, &s.stack_user) {
+            (Some(u), Some(r), Some(stack)) => {
+                UserRegs::from_sample(u.unwinder.arch(), r).map(|regs| {
+                    (
+                        regs,
+                        stack
+                            .data
+                            .get(..stack.dyn_size as usize)
+                            .unwrap_or(stack.data),
+                    )
+                })
+            }
+            _ => None,
+        };
         if let Some(chain) = &s.callchain {
             let mut kernel = cpumode == misc::KERNEL;
             let mut guest = false;
@@ -485,6 +552,16 @@ impl Builder {
                     guest = addr == context::GUEST
                         || addr == context::GUEST_KERNEL
                         || addr == context::GUEST_USER;
+                    continue;
+                }
+                if dwarf.is_some() && !kernel && !guest {
+                    continue;
+                }
+                if addr == TRUNCATED_MARK && !kernel && !guest {
+                    // A stack unwound while recording that did not reach its root.
+                    let id = self.truncated_loc();
+                    cur.push(id);
+                    self.marked_truncated += 1;
                     continue;
                 }
                 let id = if guest {
@@ -500,7 +577,9 @@ impl Builder {
                 pushed = true;
             }
         }
-        if !pushed && let Some(ip) = s.ip {
+        if let Some((regs, stack)) = dwarf {
+            self.unwind_user(pid, regs, stack, &mut cur);
+        } else if !pushed && let Some(ip) = s.ip {
             let kernel = matches!(cpumode, misc::KERNEL);
             let id = self.locate(pid, ip, kernel, false);
             cur.push(id);
@@ -532,6 +611,78 @@ impl Builder {
             stack,
             count: 1,
         });
+    }
+
+    /// Appends the user stack unwound from `regs` and `stack` to `cur`, ending it with
+    /// the `[truncated]` frame when the unwinding stopped before the stack's root.
+    fn unwind_user(&mut self, pid: u32, regs: UserRegs, stack: &[u8], cur: &mut Vec<u32>) {
+        let Some(mut u) = self.unwind.take() else {
+            return;
+        };
+        let version = self.spaces.get(&pid).map_or(0, |s| s.version);
+        let mut frames = std::mem::take(&mut u.frames);
+        frames.clear();
+        let ending = u.unwinder.unwind(
+            pid,
+            version,
+            || self.mapped(pid, &mut u.files),
+            regs,
+            stack,
+            &mut frames,
+        );
+        for f in &frames {
+            let id = self.locate(pid, f.addr, false, f.ret);
+            cur.push(id);
+        }
+        if ending == Ending::Truncated {
+            let id = self.truncated_loc();
+            cur.push(id);
+        }
+        u.frames = frames;
+        self.unwind = Some(u);
+    }
+
+    /// The location of the `[truncated]` frame.
+    fn truncated_loc(&mut self) -> u32 {
+        let m = self.sym.module_id(Module::Truncated);
+        self.intern_loc((m, 0, false))
+    }
+
+    /// The executable mappings of `pid` with their files' unwind tables.
+    fn mapped(
+        &mut self,
+        pid: u32,
+        files: &mut HashMap<ModuleId, Option<Arc<FileData>>>,
+    ) -> Vec<Mapped> {
+        let Some(space) = self.spaces.get(&pid) else {
+            return Vec::new();
+        };
+        space
+            .iter()
+            .map(|m| {
+                let file = files
+                    .entry(m.module)
+                    .or_insert_with(|| match self.sym.module(m.module) {
+                        Some(Module::File { path, build_id }) => {
+                            let (exe, debug) = crate::unwind::find_files(path, build_id.as_deref());
+                            FileData::load(exe.as_deref(), debug.as_deref()).map(Arc::new)
+                        }
+                        _ => None,
+                    })
+                    .clone();
+                let name = match self.sym.module(m.module) {
+                    Some(Module::File { path, .. }) => path.clone(),
+                    _ => String::new(),
+                };
+                Mapped {
+                    start: m.start,
+                    end: m.end,
+                    pgoff: m.pgoff,
+                    file,
+                    name,
+                }
+            })
+            .collect()
     }
 
     /// The id of a stack of location ids, each distinct stack stored once.
@@ -633,6 +784,12 @@ impl Builder {
             comms: self.comms,
             samples,
             lost: self.lost,
+            unwound: self.unwind.as_ref().map_or(0, |u| u.unwinder.stats.unwound),
+            truncated: self.marked_truncated
+                + self
+                    .unwind
+                    .as_ref()
+                    .map_or(0, |u| u.unwinder.stats.truncated),
         };
         (profile, self.sym)
     }

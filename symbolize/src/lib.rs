@@ -38,6 +38,7 @@ mod maps;
 pub mod perfmap;
 pub mod profile;
 pub mod symbolizer;
+pub mod unwind;
 
 pub use build::Reweigh;
 pub use error::{Error, Result};

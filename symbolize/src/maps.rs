@@ -16,6 +16,10 @@ pub(crate) struct Mapping {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct AddrSpace {
     maps: Vec<Mapping>,
+    /// Set by the owner whenever the mappings change (a value never given to another
+    /// space), so that what is derived from them (an unwinder's modules) can be reused
+    /// until then.
+    pub version: u64,
 }
 
 impl AddrSpace {
@@ -52,6 +56,11 @@ impl AddrSpace {
         let i = self.maps.partition_point(|o| o.start <= addr);
         let m = self.maps.get(i.checked_sub(1)?)?;
         (addr < m.end).then_some(m)
+    }
+
+    /// The mappings, sorted by start.
+    pub fn iter(&self) -> impl Iterator<Item = &Mapping> {
+        self.maps.iter()
     }
 
     /// Forgets every mapping (exec).

@@ -43,7 +43,23 @@ pub struct Frame {
     pub kind: FrameKind,
 }
 
+/// The name of the frame that ends a stack unwinding could not follow to its root.
+pub const TRUNCATED: &str = "[truncated]";
+
 impl Frame {
+    /// The frame that ends a stack unwinding could not follow to its root.
+    pub fn truncated() -> Frame {
+        Frame {
+            function: Some(TRUNCATED.to_string()),
+            module: None,
+            module_offset: 0,
+            file: None,
+            line: None,
+            inlined: false,
+            kind: FrameKind::User,
+        }
+    }
+
     /// The function name, or `[unknown]`.
     pub fn name(&self) -> &str {
         self.function.as_deref().unwrap_or("[unknown]")
@@ -136,6 +152,12 @@ pub struct Profile {
     pub samples: Vec<Sample>,
     /// Records the kernel reported lost (LOST) plus samples lost (LOST_SAMPLES).
     pub lost: u64,
+    /// Recorded samples whose user stack was unwound here from its registers and stack
+    /// copy (DWARF unwinding: `--call-graph dwarf` recorded with raw stacks).
+    pub unwound: u64,
+    /// Of the recorded samples, those whose stack could not be followed to its root:
+    /// their stack ends in a `[truncated]` frame.
+    pub truncated: u64,
 }
 
 impl Profile {

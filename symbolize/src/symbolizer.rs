@@ -58,6 +58,9 @@ pub enum Module {
     },
     /// A user address no mapping covers; offsets are addresses.
     Unmapped,
+    /// Not code: the end of a stack that could not be unwound to its root (one frame,
+    /// [`Frame::truncated`]).
+    Truncated,
 }
 
 /// Index of a module in a [`Symbolizer`].
@@ -87,14 +90,14 @@ fn local_release() -> Option<String> {
 
 /// Build ids compare on their common prefix (perf.data keeps at most 20 bytes, padded
 /// with zeros), and an empty one matches nothing.
-fn same_build_id(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_build_id(a: &[u8], b: &[u8]) -> bool {
     let trim = |x: &[u8]| -> usize { x.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1) };
     let (a, b) = (&a[..trim(a)], &b[..trim(b)]);
     !a.is_empty() && a == b
 }
 
 /// `/usr/lib/debug/.build-id/xx/yyyy.debug` for a build id.
-fn build_id_debug_path(id: &[u8]) -> Option<PathBuf> {
+pub(crate) fn build_id_debug_path(id: &[u8]) -> Option<PathBuf> {
     let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
     let hex = hex.trim_end_matches("00");
     (hex.len() > 2).then(|| {
@@ -235,6 +238,7 @@ impl Symbolizer {
                 .iter()
                 .map(|&(o, _)| vec![unknown(Some(&name), o, FrameKind::User)])
                 .collect(),
+            Module::Truncated => todo.iter().map(|_| vec![Frame::truncated()]).collect(),
             Module::Unmapped => todo
                 .iter()
                 .map(|&(o, _)| vec![unknown(None, o, FrameKind::User)])

@@ -1,0 +1,225 @@
+//! Unwinding records as they stream past, in the order they come: what `hwprof record
+//! --call-graph dwarf` does while it reads the rings (so that the file holds ordinary
+//! callchains), and what `hwprof script` and live views do with raw-stack samples.
+//!
+//! [`StreamUnwinder::record`] follows MMAP/MMAP2, COMM (exec), FORK and EXIT records
+//! to keep each process's executable mappings, and unwinds every sample that carries
+//! user registers and a stack copy. It never symbolizes: the result is addresses, as
+//! the kernel would have written them in a user callchain.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use hwprof_sampler::record::{Body, FileId, Record};
+
+use super::{Arch, Ending, FileData, Mapped, Unwinder, UserFrame, UserRegs};
+use crate::maps::{AddrSpace, Mapping};
+
+/// A user-context callchain entry that marks a stack unwinding could not follow to its
+/// root. It is not a canonical address on x86-64 or AArch64, so no code is there: hwprof
+/// shows it as the `[truncated]` frame, perf as one `[unknown]` frame.
+pub const TRUNCATED_MARK: u64 = 0x7fff_ffff_ffff_ffff;
+
+/// `PERF_RECORD_MISC_MMAP_DATA`.
+const MISC_MMAP_DATA: u16 = 1 << 13;
+
+/// Follows a record stream's processes and unwinds its samples' user stacks.
+pub struct StreamUnwinder {
+    unwinder: Unwinder,
+    /// Whether the processes are alive (a recording): files are then opened through
+    /// `/proc/PID/root`, as the process sees them.
+    live: bool,
+    spaces: HashMap<u32, AddrSpace>,
+    versions: u64,
+    /// Mapped files by (path, build id), and their unwind tables.
+    module_ids: HashMap<(String, Option<Vec<u8>>), u32>,
+    files: Vec<Option<Arc<FileData>>>,
+    /// Files not yet loaded (index = module id).
+    pending: Vec<Option<PendingFile>>,
+    frames: Vec<UserFrame>,
+}
+
+impl std::fmt::Debug for StreamUnwinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamUnwinder")
+            .field("unwinder", &self.unwinder)
+            .field("processes", &self.spaces.len())
+            .field("files", &self.files.len())
+            .finish()
+    }
+}
+
+/// A mapped file not yet read: its path, build id, and a process that maps it.
+type PendingFile = (String, Option<Vec<u8>>, u32);
+
+/// Module id of mappings that are not files (anonymous memory, `[vdso]`): no tables.
+const NO_FILE: u32 = u32::MAX;
+
+impl StreamUnwinder {
+    /// An unwinder for a stream of `arch`; `live`: its processes are running now.
+    pub fn new(arch: Arch, live: bool) -> StreamUnwinder {
+        StreamUnwinder {
+            unwinder: Unwinder::new(arch),
+            live,
+            spaces: HashMap::default(),
+            versions: 0,
+            module_ids: HashMap::default(),
+            files: Vec::new(),
+            pending: Vec::new(),
+            frames: Vec::new(),
+        }
+    }
+
+    /// Stacks unwound so far, and how many of them were cut short.
+    pub fn stats(&self) -> super::UnwindStats {
+        self.unwinder.stats
+    }
+
+    fn bump(&mut self, pid: u32) {
+        self.versions += 1;
+        let v = self.versions;
+        self.spaces.entry(pid).or_default().version = v;
+    }
+
+    fn module(&mut self, pid: u32, name: &[u8], build_id: Option<&[u8]>) -> u32 {
+        let name = String::from_utf8_lossy(name);
+        if !name.starts_with('/') || name.starts_with("/memfd:") || name.starts_with("/dev/") {
+            return NO_FILE;
+        }
+        let key = (name.into_owned(), build_id.map(<[u8]>::to_vec));
+        if let Some(&id) = self.module_ids.get(&key) {
+            return id;
+        }
+        let id = self.files.len() as u32;
+        self.files.push(None);
+        self.pending.push(Some((key.0.clone(), key.1.clone(), pid)));
+        self.module_ids.insert(key, id);
+        id
+    }
+
+    fn mmap(&mut self, pid: u32, misc: u16, addr: u64, len: u64, pgoff: u64, module: u32) {
+        if misc & MISC_MMAP_DATA != 0 || pid == u32::MAX {
+            return;
+        }
+        self.spaces.entry(pid).or_default().insert(Mapping {
+            start: addr,
+            end: addr.saturating_add(len),
+            pgoff,
+            module,
+        });
+        self.bump(pid);
+    }
+
+    /// Takes a record in stream order. For a sample with user registers and a stack
+    /// copy, returns its user stack (leaf first: the sampled user pc, then return
+    /// addresses) and whether the unwinding reached the root.
+    pub fn record(&mut self, rec: &Record<'_>) -> Option<(&[UserFrame], Ending)> {
+        let misc = rec.header.misc;
+        match &rec.body {
+            Body::Mmap(m) => {
+                let id = self.module(m.pid, m.filename, None);
+                self.mmap(m.pid, misc, m.addr, m.len, m.pgoff, id);
+                None
+            }
+            Body::Mmap2(m) => {
+                let bid = match m.file_id {
+                    FileId::BuildId(b) if !b.is_empty() => Some(b),
+                    _ => None,
+                };
+                let id = self.module(m.pid, m.filename, bid);
+                self.mmap(m.pid, misc, m.addr, m.len, m.pgoff, id);
+                None
+            }
+            Body::Comm {
+                pid, exec: true, ..
+            } => {
+                if let Some(s) = self.spaces.get_mut(pid) {
+                    s.clear();
+                }
+                self.bump(*pid);
+                None
+            }
+            Body::Fork(t) => {
+                if t.pid != t.ppid {
+                    let copy = self.spaces.get(&t.ppid).cloned().unwrap_or_default();
+                    self.spaces.insert(t.pid, copy);
+                    self.bump(t.pid);
+                }
+                None
+            }
+            Body::Exit(t) => {
+                if t.pid == t.tid {
+                    self.spaces.remove(&t.pid);
+                    self.unwinder.forget(t.pid);
+                }
+                None
+            }
+            Body::Sample(s) => {
+                let (r, stack) = (s.regs_user.as_ref()?, s.stack_user.as_ref()?);
+                let regs = UserRegs::from_sample(self.unwinder.arch(), r)?;
+                let stack = stack
+                    .data
+                    .get(..usize::try_from(stack.dyn_size).unwrap_or(usize::MAX))
+                    .unwrap_or(stack.data);
+                let pid = s.pid?;
+                let version = self.spaces.get(&pid).map_or(0, |s| s.version);
+                let mut frames = std::mem::take(&mut self.frames);
+                frames.clear();
+                let maps = if self.unwinder.is_current(pid, version) {
+                    Vec::new()
+                } else {
+                    self.mapped(pid)
+                };
+                let ending = self
+                    .unwinder
+                    .unwind(pid, version, || maps, regs, stack, &mut frames);
+                self.frames = frames;
+                Some((&self.frames, ending))
+            }
+            _ => None,
+        }
+    }
+
+    /// The mappings of `pid`, with the unwind tables of their files (read on first use).
+    fn mapped(&mut self, pid: u32) -> Vec<Mapped> {
+        let Some(space) = self.spaces.get(&pid) else {
+            return Vec::new();
+        };
+        let maps: Vec<Mapping> = space.iter().copied().collect();
+        maps.into_iter()
+            .map(|m| Mapped {
+                start: m.start,
+                end: m.end,
+                pgoff: m.pgoff,
+                file: self.file(m.module),
+                name: String::new(),
+            })
+            .collect()
+    }
+
+    fn file(&mut self, id: u32) -> Option<Arc<FileData>> {
+        let i = id as usize;
+        if let Some(Some((path, bid, pid))) = self.pending.get_mut(i).map(Option::take) {
+            let (exe, debug) = super::find_files(&path, bid.as_deref());
+            let exe = match (self.live, exe) {
+                // As the process sees it (another mount namespace, a container).
+                (true, Some(_)) => {
+                    let inside = PathBuf::from(format!("/proc/{pid}/root{path}"));
+                    Some(if inside.is_file() {
+                        inside
+                    } else {
+                        PathBuf::from(&path)
+                    })
+                }
+                (_, e) => e,
+            };
+            let data = FileData::load(exe.as_deref(), debug.as_deref().map(Path::new));
+            if let Some(slot) = self.files.get_mut(i) {
+                *slot = data.map(Arc::new);
+            }
+        }
+        self.files.get(i).cloned().flatten()
+    }
+}
