@@ -90,7 +90,10 @@ fn fold_options(a: &FlamegraphArgs) -> FoldOptions {
 
 fn load(path: &Path, opts: &SymOptions) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
-    Profile::from_perf_data(pd, opts).with_context(|| format!("symbolizing {}", path.display()))
+    let p = Profile::from_perf_data(pd, opts)
+        .with_context(|| format!("symbolizing {}", path.display()))?;
+    crate::render::note_truncated(&p);
+    Ok(p)
 }
 
 fn event_names(p: &Profile) -> String {

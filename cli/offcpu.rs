@@ -167,6 +167,7 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         merge: true,
     };
     let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
+    crate::render::note_truncated(&profile);
     let folded = fold::fold(
         &profile,
         0,

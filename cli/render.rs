@@ -409,3 +409,18 @@ mod tests {
         assert_eq!(j["pct_running"], 50.0);
     }
 }
+
+/// Says on stderr how many stacks end in `[truncated]` (DWARF unwinding stopped before
+/// the stack's root), so that a graph with cut stacks never looks whole.
+pub fn note_truncated(p: &hwprof_symbolize::Profile) {
+    if p.truncated == 0 {
+        return;
+    }
+    let samples: u64 = p.samples.iter().map(|s| s.count).sum();
+    eprintln!(
+        "hwprof: note: {} of {} {} have truncated user stacks (they end in [truncated]): the stack copy ended before the stack's root; record with a larger --call-graph dwarf,SIZE (up to 65528)",
+        thousands(p.truncated),
+        thousands(samples),
+        noun(samples, "sample"),
+    );
+}

@@ -87,6 +87,7 @@ fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
     if p.samples.is_empty() {
         anyhow::bail!("{} has no samples", path.display());
     }
+    crate::render::note_truncated(&p);
     Ok(p)
 }
 

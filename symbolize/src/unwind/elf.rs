@@ -128,12 +128,19 @@ impl FileData {
 
     /// The stated address (SVMA) at file offset `pgoff` of a mapping: through the
     /// `PT_LOAD` segment that maps it.
+    ///
+    /// A page can hold the end of one segment and the start of the next (lld puts the
+    /// read-only data and the code on one page of the file): the segment that starts
+    /// on the mapping's first page is the one mapped there, else the one containing it.
     pub(crate) fn svma_of_offset(&self, pgoff: u64) -> Option<u64> {
+        let page = |l: &Load| l.offset & !0xfff;
         self.loads
             .iter()
-            .find(|l| {
-                let start = l.offset & !0xfff;
-                pgoff >= start && pgoff < l.offset.saturating_add(l.filesz.max(1))
+            .find(|l| page(l) == pgoff)
+            .or_else(|| {
+                self.loads
+                    .iter()
+                    .find(|l| pgoff >= page(l) && pgoff < l.offset.saturating_add(l.filesz))
             })
             .map(|l| l.vaddr.wrapping_add(pgoff.wrapping_sub(l.offset)))
     }
@@ -189,6 +196,34 @@ mod tests {
         let off = load.offset + (text.start - load.vaddr);
         assert_eq!(d.svma_of_offset(off), Some(text.start));
         assert!(!d.is_x86_64_sigreturn(text.start));
+    }
+
+    #[test]
+    fn a_page_shared_by_two_segments_maps_the_one_starting_there() {
+        // lld's layout: read-only data ends and code starts on file page 0x12000.
+        let d = FileData {
+            code_file: None,
+            loads: vec![
+                Load {
+                    offset: 0,
+                    vaddr: 0,
+                    filesz: 0x12a64,
+                },
+                Load {
+                    offset: 0x12a70,
+                    vaddr: 0x13a70,
+                    filesz: 0x3d030,
+                },
+            ],
+            eh_frame: None,
+            eh_frame_hdr: None,
+            debug_frame: None,
+            text: None,
+            got: None,
+        };
+        assert_eq!(d.svma_of_offset(0x12000), Some(0x13000));
+        assert_eq!(d.svma_of_offset(0), Some(0));
+        assert_eq!(d.svma_of_offset(0x13000), Some(0x14000));
         assert!(FileData::load(Some(Path::new("/nonexistent/x")), None).is_none());
     }
 }
