@@ -251,6 +251,21 @@ pub fn footer(w: &mut dyn Write, fmt: &Format, t: Times) -> io::Result<()> {
     writeln!(w)
 }
 
+/// Says on stderr how many stacks end in `[truncated]` (DWARF unwinding stopped before
+/// the stack's root), so that a graph with cut stacks never looks whole.
+pub fn note_truncated(p: &hwprof_symbolize::Profile) {
+    if p.truncated == 0 {
+        return;
+    }
+    let samples: u64 = p.samples.iter().map(|s| s.count).sum();
+    eprintln!(
+        "hwprof: note: {} of {} {} have truncated user stacks (they end in [truncated]): the stack copy ended before the stack's root; record with a larger --call-graph dwarf,SIZE (up to 65528)",
+        thousands(p.truncated),
+        thousands(samples),
+        noun(samples, "sample"),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,19 +423,4 @@ mod tests {
         assert_eq!(j["scaled"], 2000.0);
         assert_eq!(j["pct_running"], 50.0);
     }
-}
-
-/// Says on stderr how many stacks end in `[truncated]` (DWARF unwinding stopped before
-/// the stack's root), so that a graph with cut stacks never looks whole.
-pub fn note_truncated(p: &hwprof_symbolize::Profile) {
-    if p.truncated == 0 {
-        return;
-    }
-    let samples: u64 = p.samples.iter().map(|s| s.count).sum();
-    eprintln!(
-        "hwprof: note: {} of {} {} have truncated user stacks (they end in [truncated]): the stack copy ended before the stack's root; record with a larger --call-graph dwarf,SIZE (up to 65528)",
-        thousands(p.truncated),
-        thousands(samples),
-        noun(samples, "sample"),
-    );
 }

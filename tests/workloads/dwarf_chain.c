@@ -31,7 +31,7 @@ __attribute__((noinline)) void outer(long n)
 int main(int argc, char **argv)
 {
 	long tenths = argc > 1 ? atol(argv[1]) : 5;
-	for (long r = 0; r < tenths * 30; r++)
+	for (long r = 0; r < tenths * 230; r++)
 		outer(1000000);
 	return 0;
 }
