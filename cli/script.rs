@@ -13,6 +13,9 @@ use anyhow::Context;
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, DataSrc, FileId, Record, Sample, kind, misc};
 
+use hwprof_pmu::attr::sample as sample_type;
+use hwprof_symbolize::unwind::{Arch, StreamUnwinder, stream};
+
 use crate::args::{ScriptArgs, ScriptFormat};
 use out::{Obj, dec, dec_pad, hex, hex_pad, id_pad};
 
@@ -29,6 +32,9 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
         // perf names pid 0 "swapper" until a COMM says otherwise.
         comms: HashMap::from([(0, b"swapper".to_vec())]),
         json: matches!(a.format, ScriptFormat::Jsonl),
+        unwinder: stack_unwinder(&data),
+        chain: Vec::new(),
+        unwound: false,
     };
     if a.header {
         p.header(&data)?;
@@ -48,7 +54,29 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// An unwinder for the user stacks of `--call-graph dwarf` recordings made with raw
+/// stacks, when the file has such samples.
+fn stack_unwinder(data: &PerfData) -> Option<StreamUnwinder> {
+    let both = sample_type::REGS_USER | sample_type::STACK_USER;
+    if !data.attrs().iter().any(|a| a.attr.sample_type & both == both) {
+        return None;
+    }
+    let arch = data
+        .features()
+        .arch
+        .as_deref()
+        .and_then(Arch::from_name)
+        .or_else(Arch::host)?;
+    Some(StreamUnwinder::new(arch, false))
+}
+
 struct Printer {
+    /// Unwinds raw-stack samples: their callchains are printed with the user part
+    /// unwound (as `hwprof record` writes them), `PERF_CONTEXT_USER` then the frames.
+    unwinder: Option<StreamUnwinder>,
+    /// The current sample's callchain from unwinding, when `unwound`.
+    chain: Vec<u64>,
+    unwound: bool,
     buf: Vec<u8>,
     names: Vec<String>,
     /// Command names by tid (from COMM, inherited on FORK), for text output.
@@ -153,6 +181,17 @@ impl Printer {
             }
             _ => {}
         }
+        self.unwound = false;
+        if let Some(u) = &mut self.unwinder
+            && let Some((frames, ending)) = u.record(rec)
+        {
+            let recorded = match &rec.body {
+                Body::Sample(s) => s.callchain.as_ref(),
+                _ => None,
+            };
+            stream::callchain(recorded, frames, ending, &mut self.chain);
+            self.unwound = true;
+        }
         if self.json {
             self.json_record(off, rec);
         } else {
@@ -170,7 +209,7 @@ impl Printer {
         match &rec.body {
             Body::Sample(s) => {
                 j.s("event", name.as_bytes());
-                json_sample(&mut j, s);
+                json_sample(&mut j, s, self.unwound.then_some(&self.chain[..]));
             }
             Body::Mmap(m) => {
                 j.id("pid", m.pid.into()).id("tid", m.tid.into());
@@ -381,7 +420,8 @@ impl Printer {
         if let Body::Sample(s) = &rec.body {
             let comm = self.comm_of(s.tid);
             let name = self.event_name(rec).to_string();
-            text_sample(&mut self.buf, &comm, &name, s);
+            let chain = self.unwound.then_some(&self.chain[..]);
+            text_sample(&mut self.buf, &comm, &name, s, chain);
             return;
         }
         let b = &mut self.buf;
@@ -541,7 +581,9 @@ fn time(b: &mut Vec<u8>, t: u64) {
 }
 
 /// `comm pid/tid [cpu] time: period event: ip`, then callchain and branch lines.
-fn text_sample(b: &mut Vec<u8>, comm: &[u8], event: &str, s: &Sample) {
+/// One sample; `chain`: its callchain with the user part unwound, printed instead of
+/// the recorded one.
+fn text_sample(b: &mut Vec<u8>, comm: &[u8], event: &str, s: &Sample, chain: Option<&[u64]>) {
     let pad = 16usize.saturating_sub(comm.len());
     b.resize(b.len() + pad, b' ');
     b.extend_from_slice(comm);
@@ -595,12 +637,15 @@ fn text_sample(b: &mut Vec<u8>, comm: &[u8], event: &str, s: &Sample) {
         dec(b, w.var1_dw.into());
     }
     b.push(b'\n');
-    if let Some(cc) = &s.callchain {
-        for a in cc.iter() {
-            b.push(b'\t');
-            hex_pad(b, a, 16);
-            b.push(b'\n');
-        }
+    let mut entry = |a: u64| {
+        b.push(b'\t');
+        hex_pad(b, a, 16);
+        b.push(b'\n');
+    };
+    match (chain, &s.callchain) {
+        (Some(c), _) => c.iter().copied().for_each(&mut entry),
+        (None, Some(cc)) => cc.iter().for_each(&mut entry),
+        (None, None) => {}
     }
     if let Some(bs) = &s.branch_stack {
         for e in bs.iter() {
@@ -653,7 +698,7 @@ fn json_regs(j: &mut Obj, k: &str, r: &hwprof_sampler::record::Regs) {
     ro.end();
 }
 
-fn json_sample(j: &mut Obj, s: &Sample) {
+fn json_sample(j: &mut Obj, s: &Sample, chain: Option<&[u64]>) {
     j.opt("identifier", s.identifier).opt("ip", s.ip);
     j.opt_id("pid", s.pid).opt_id("tid", s.tid);
     j.opt("time", s.time).opt("addr", s.addr).opt("id", s.id);
@@ -662,8 +707,14 @@ fn json_sample(j: &mut Obj, s: &Sample) {
     if let Some(r) = &s.read {
         json_read(j, r);
     }
-    if let Some(cc) = &s.callchain {
-        j.arr("callchain", cc.iter());
+    match (chain, &s.callchain) {
+        (Some(c), _) => {
+            j.arr("callchain", c.iter().copied());
+        }
+        (None, Some(cc)) => {
+            j.arr("callchain", cc.iter());
+        }
+        (None, None) => {}
     }
     if let Some(raw) = s.raw {
         j.x("raw", raw);

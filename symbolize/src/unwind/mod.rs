@@ -26,6 +26,7 @@ use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder as _};
 use rustc_hash::FxHashMap as HashMap;
 
 pub use elf::{Bytes, FileData};
+pub use stream::StreamUnwinder;
 
 /// The most frames one stack gets (perf's `kernel.perf_event_max_stack` default is 127;
 /// DWARF stacks are bounded by their stack copy, this only stops a runaway).

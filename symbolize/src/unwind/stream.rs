@@ -223,3 +223,31 @@ impl StreamUnwinder {
         self.files.get(i).cloned().flatten()
     }
 }
+
+/// The user part of a callchain for an unwound stack, as the kernel would have written
+/// it after `PERF_CONTEXT_USER`: the frames' addresses, and [`TRUNCATED_MARK`] when the
+/// unwinding did not reach the root.
+pub fn user_addrs(frames: &[UserFrame], ending: Ending, out: &mut Vec<u64>) {
+    out.extend(frames.iter().map(|f| f.addr));
+    if ending == Ending::Truncated {
+        out.push(TRUNCATED_MARK);
+    }
+}
+
+/// A sample's whole callchain with its user part from unwinding: the recorded entries
+/// before any `PERF_CONTEXT_USER` (the kernel part), then `PERF_CONTEXT_USER` and
+/// [`user_addrs`].
+pub fn callchain(
+    recorded: Option<&hwprof_sampler::record::U64s<'_>>,
+    frames: &[UserFrame],
+    ending: Ending,
+    out: &mut Vec<u64>,
+) {
+    use hwprof_sampler::record::context;
+    out.clear();
+    if let Some(cc) = recorded {
+        out.extend(cc.iter().take_while(|&a| a != context::USER));
+    }
+    out.push(context::USER);
+    user_addrs(frames, ending, out);
+}
