@@ -558,6 +558,15 @@ pub struct ProbeArgs {
     /// With --threshold: print the call stack of each slow call.
     #[arg(long = "stacks")]
     pub stacks: bool,
+    /// With --stacks: how to record them, fp (frame pointers, the default) or
+    /// dwarf[,SIZE] (copy SIZE bytes of the user stack, default 8192, and unwind them
+    /// with the modules' unwind tables: whole stacks through code without frame pointers).
+    #[arg(
+        long = "call-graph",
+        value_name = "fp|dwarf[,SIZE]",
+        requires = "stacks"
+    )]
+    pub call_graph: Option<String>,
     /// Print the result as JSON.
     #[arg(long = "json")]
     pub json: bool,

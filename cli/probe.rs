@@ -20,10 +20,12 @@ use std::collections::HashMap;
 use anyhow::anyhow;
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::target::{Flags, Rules};
+use hwprof_sampler::config::CallGraph;
 use hwprof_sampler::probe::{self, Func, SpecError};
 use hwprof_sampler::record::Body;
 use hwprof_sampler::recorder::{Recorder, Recording, RunError, Sink};
 use hwprof_sampler::session::{SessionOptions, Target};
+use hwprof_symbolize::unwind::{Arch, StreamUnwinder, stream};
 
 use crate::args::{ProbeArgs, TargetWords};
 use crate::error::{ExitWith, usage};
@@ -118,7 +120,22 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     let target = target_of(&a)?;
     let (specs, funcs) = functions(&a.probes)?;
     let mut list = parse_events(&specs, &funcs)?;
-    probe::configure(&mut list, matches!(target, Target::Command(_)), a.stacks);
+    let dwarf_stack = match a.call_graph.as_deref().map(CallGraph::parse) {
+        None | Some(Ok(CallGraph::Fp)) => None,
+        Some(Ok(CallGraph::Dwarf { stack_size })) => Some(stack_size),
+        Some(Ok(CallGraph::Lbr)) => {
+            return usage(
+                "--call-graph lbr does not apply to uprobes (LBR samples only hardware events): use fp or dwarf",
+            );
+        }
+        Some(Err(e)) => return usage(format!("--call-graph: {e}")),
+    };
+    probe::configure(
+        &mut list,
+        matches!(target, Target::Command(_)),
+        a.stacks,
+        dwarf_stack,
+    );
     // The result's output first: a wrong -o fails before anything runs.
     let mut sink = crate::outfile::Sink::open(a.output.as_deref())?;
     // JSON on stderr: notes would break it.
@@ -131,7 +148,9 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     // The attrs are set above; no records synthesized (the stacks read /proc instead).
     let mut rec = Recording::new(list, target.clone());
     rec.configure = false;
-    rec.synthesize = false;
+    // DWARF stacks are unwound as they come, against the mappings the records describe:
+    // those of running targets are synthesized first.
+    rec.synthesize = dwarf_stack.is_some();
     rec.session = sopts;
     let recorder = Recorder::open(rec).map_err(|e| open_error(e.error, &target))?;
     for n in recorder.notices().iter().filter(|_| !quiet) {
@@ -153,9 +172,29 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
     }
     let mut hits: Vec<Hit> = Vec::new();
+    let mut unwinder = match (dwarf_stack, Arch::host()) {
+        (Some(_), Some(arch)) => Some(StreamUnwinder::new(arch, true)),
+        (Some(_), None) => {
+            return usage(format!(
+                "--call-graph dwarf: unwinding is not supported on {}",
+                std::env::consts::ARCH
+            ));
+        }
+        _ => None,
+    };
     let mut on_record = |bytes: &[u8]| {
-        match decoder.decode(bytes, 0).map(|r| r.body) {
-            Ok(Body::Sample(s)) => {
+        let Ok(rec) = decoder.decode(bytes, 0) else {
+            return Ok(());
+        };
+        let unwound = unwinder.as_mut().and_then(|u| {
+            u.record(&rec).map(|(frames, ending)| {
+                let mut v = Vec::with_capacity(frames.len() + 1);
+                stream::user_addrs(frames, ending, &mut v);
+                v
+            })
+        });
+        match rec.body {
+            Body::Sample(s) => {
                 let Some(ev) = s.id.and_then(|id| event_of.get(&id).copied()) else {
                     return Ok(());
                 };
@@ -164,11 +203,12 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
                     pid: s.pid.unwrap_or(0),
                     tid: s.tid.unwrap_or(0),
                     event: ev,
-                    stack: s.callchain.map(|c| c.to_vec()).unwrap_or_default(),
+                    stack: unwound
+                        .or_else(|| s.callchain.map(|c| c.to_vec()))
+                        .unwrap_or_default(),
                 });
             }
-            Ok(other) => maps.extend(Mapping::of_record(&other)),
-            Err(_) => {}
+            other => maps.extend(Mapping::of_record(&other)),
         }
         Ok(())
     };

@@ -58,7 +58,11 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
 /// stacks, when the file has such samples.
 fn stack_unwinder(data: &PerfData) -> Option<StreamUnwinder> {
     let both = sample_type::REGS_USER | sample_type::STACK_USER;
-    if !data.attrs().iter().any(|a| a.attr.sample_type & both == both) {
+    if !data
+        .attrs()
+        .iter()
+        .any(|a| a.attr.sample_type & both == both)
+    {
         return None;
     }
     let arch = data

@@ -3,6 +3,8 @@
 //! the symbolizer names the function.
 
 use hwprof_sampler::synth::{self, Mapping};
+use hwprof_symbolize::profile::TRUNCATED;
+use hwprof_symbolize::unwind::stream::TRUNCATED_MARK;
 use hwprof_symbolize::{Module, Symbolizer};
 
 /// The file mappings of process `pid` from `/proc/PID/maps` (empty when unreadable).
@@ -53,6 +55,10 @@ impl Stacks {
     pub fn names(&mut self, pid: u32, stack: &[u64]) -> Vec<String> {
         let mut out = Vec::new();
         for (i, &addr) in stack.iter().filter(|&&a| a < CONTEXT_MARKERS).enumerate() {
+            if addr == TRUNCATED_MARK {
+                out.push(TRUNCATED.to_string());
+                continue;
+            }
             let Some(m) = self.find(pid, addr) else {
                 out.push(format!("{addr:#x}"));
                 continue;

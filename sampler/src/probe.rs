@@ -72,13 +72,24 @@ pub fn functions(specs: &[String]) -> Result<(Vec<String>, Vec<Func>), SpecError
 /// and ID, plus the user callchain with `stacks` (and, on the first event, the
 /// mapping and task records that name its addresses); disabled, and enabled on `exec`
 /// for a `command`.
-pub fn configure(list: &mut EventList, command: bool, stacks: bool) {
+///
+/// `dwarf_stack`: with `stacks`, record the user registers and this many bytes of user
+/// stack instead of a frame-pointer callchain (`--call-graph dwarf`).
+pub fn configure(list: &mut EventList, command: bool, stacks: bool, dwarf_stack: Option<u32>) {
     for (i, e) in list.events.iter_mut().enumerate() {
         let at = &mut e.attr;
         at.sample_type = sample::IP | sample::TID | sample::TIME | sample::ID;
-        if stacks {
-            at.sample_type |= sample::CALLCHAIN;
-            at.exclude_callchain_kernel = true;
+        match (stacks, dwarf_stack) {
+            (false, _) => {}
+            (true, None) => {
+                at.sample_type |= sample::CALLCHAIN;
+                at.exclude_callchain_kernel = true;
+            }
+            (true, Some(size)) => {
+                at.sample_type |= sample::REGS_USER | sample::STACK_USER;
+                at.sample_regs_user = crate::config::X86_64_REGS_MASK;
+                at.sample_stack_user = size;
+            }
         }
         at.freq = false;
         at.sample_period = 1;
