@@ -145,9 +145,16 @@ pub struct RecordArgs {
     /// Record callchains (frame pointers, like `--call-graph fp`).
     #[arg(short = 'g')]
     pub callgraph_fp: bool,
-    /// Record callchains: fp, lbr, or dwarf[,STACK_BYTES] (default 8192).
+    /// Record callchains: fp, lbr, or dwarf[,STACK_BYTES] (default 8192). With dwarf,
+    /// the user stacks are unwound while recording (with the modules' unwind tables) and
+    /// written as ordinary callchains: files stay small, and perf reads them too.
     #[arg(long = "call-graph", value_name = "fp|lbr|dwarf[,SIZE]")]
     pub call_graph: Option<String>,
+    /// With --call-graph dwarf: write the raw user registers and stack copies, as perf
+    /// does, instead of unwinding while recording (for tools that unwind themselves;
+    /// hwprof report, script and flamegraph unwind them when they read the file).
+    #[arg(long = "keep-raw-stacks")]
+    pub keep_raw_stacks: bool,
     /// Sample any taken branch (LBR branch stack; like `-j any`).
     #[arg(short = 'b', long = "branch-any")]
     pub branch_any: bool,

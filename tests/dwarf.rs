@@ -1,0 +1,470 @@
+//! DWARF unwinding (issue 14): whole stacks through code built without frame pointers,
+//! on hwprof's recordings and on perf's, compared with perf's own DWARF unwinding of
+//! the same file (`perf script`, libdw).
+//!
+//! Workloads are built here: C at -O2 without frame pointers (a call chain, the same
+//! chain in a shared library, a signal handler, a sleeper), and a Rust release build
+//! without frame pointers.
+
+#[macro_use]
+mod common;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{Why, hwprof, perf, require_perf, scratch_path, skip};
+
+/// Where this test binary builds its workloads.
+fn build_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = scratch_path("dwarf-build");
+        fs::create_dir_all(&d).expect("create build dir");
+        d
+    })
+}
+
+fn src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/workloads")
+        .join(name)
+}
+
+const NO_FP: [&str; 4] = ["-O2", "-g", "-fomit-frame-pointer", "-pthread"];
+
+/// `tests/workloads/NAME.c` built with -O2 and no frame pointers (plus `extra`).
+fn c_workload(name: &str, out: &str, extra: &[&str]) -> Option<PathBuf> {
+    let exe = build_dir().join(out);
+    if !exe.exists() {
+        let flags: Vec<&str> = NO_FP.iter().chain(extra).copied().collect();
+        if !hwprof_testkit::compile_c(&src(&format!("{name}.c")), &exe, &flags) {
+            return None;
+        }
+    }
+    Some(exe)
+}
+
+/// The chain with outer/middle/leaf in `libdwarf_lib.so` next to it.
+fn shared_workload() -> Option<PathBuf> {
+    let lib = build_dir().join("libdwarf_lib.so");
+    if !lib.exists()
+        && !hwprof_testkit::compile_c(
+            &src("dwarf_lib.c"),
+            &lib,
+            &[&NO_FP[..], &["-shared", "-fPIC"]].concat(),
+        )
+    {
+        return None;
+    }
+    let exe = build_dir().join("dwarf_chain_shared");
+    if !exe.exists() {
+        // The library must follow the source on the command line.
+        let out = Command::new("cc")
+            .args(NO_FP)
+            .args(["-DSHARED", "-o"])
+            .arg(&exe)
+            .arg(src("dwarf_chain.c"))
+            .arg(&lib)
+            .arg(format!("-Wl,-rpath,{}", build_dir().display()))
+            .output()
+            .expect("run cc");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Some(exe)
+}
+
+/// The Rust chain, `rustc -O -C force-frame-pointers=no`.
+fn rust_workload() -> Option<PathBuf> {
+    let exe = build_dir().join("dwarf_chain_rs");
+    if exe.exists() {
+        return Some(exe);
+    }
+    let out = Command::new("rustc")
+        .args([
+            "-O",
+            "-C",
+            "force-frame-pointers=no",
+            "-C",
+            "debuginfo=1",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(src("dwarf_chain.rs"))
+        .output();
+    match out {
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "rustc failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            Some(exe)
+        }
+        Err(e) => {
+            skip(Why::Setup, format_args!("cannot run rustc ({e})"));
+            None
+        }
+    }
+}
+
+/// Folded stacks (root first, `;`-joined, inlined frames as perf names them with no
+/// suffix) with their sample counts, from `hwprof flamegraph --folded` weighted by
+/// samples.
+fn hwprof_folded(data: &Path) -> (HashMap<String, u64>, String) {
+    let r = hwprof(&[
+        "flamegraph",
+        "-i",
+        data.to_str().unwrap(),
+        "--folded",
+        "--weight",
+        "samples",
+        "--no-inline",
+        "-o",
+        "-",
+    ]);
+    r.assert_ok();
+    let mut out = HashMap::new();
+    for line in r.stdout.lines() {
+        let Some((stack, n)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        *out.entry(stack.to_string()).or_default() += n.parse::<u64>().unwrap_or(0);
+    }
+    (out, r.stderr.clone())
+}
+
+/// The same from `perf script` (perf's own DWARF unwinding, libdw), folded here.
+fn perf_folded(data: &Path) -> HashMap<String, u64> {
+    let r = perf(&[
+        "script",
+        "-i",
+        data.to_str().unwrap(),
+        "-F",
+        "comm,ip,sym",
+        "--no-inline",
+    ]);
+    r.assert_ok();
+    let mut out: HashMap<String, u64> = HashMap::new();
+    let mut frames: Vec<String> = Vec::new();
+    let mut comm = String::new();
+    let mut flush = |comm: &str, frames: &mut Vec<String>| {
+        if !comm.is_empty() {
+            frames.push(comm.to_string());
+            frames.reverse();
+            *out.entry(frames.join(";")).or_default() += 1;
+        }
+        frames.clear();
+    };
+    for line in r.stdout.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with(char::is_whitespace) {
+            let mut parts = line.split_whitespace();
+            let _addr = parts.next();
+            let sym = parts.collect::<Vec<_>>().join(" ");
+            frames.push(sym.trim_end_matches(" (inlined)").to_string());
+        } else {
+            flush(&comm, &mut frames);
+            comm = line.trim().to_string();
+        }
+    }
+    flush(&comm, &mut frames);
+    out
+}
+
+/// The share of samples whose stack holds `chain` (root to leaf, `;`-joined) reached
+/// from the root (`_start` or a thread start) within the stack.
+fn share(folded: &HashMap<String, u64>, chain: &str) -> f64 {
+    let total: u64 = folded.values().sum();
+    let hit: u64 = folded
+        .iter()
+        .filter(|(s, _)| s.contains(chain) && (s.contains("_start;") || s.contains("clone3;")))
+        .map(|(_, n)| n)
+        .sum();
+    if total == 0 {
+        0.0
+    } else {
+        hit as f64 / total as f64
+    }
+}
+
+fn record_perf(exe: &Path, args: &[&str], tag: &str) -> Option<PathBuf> {
+    if !require_perf("perf record --call-graph dwarf") {
+        return None;
+    }
+    let data = scratch_path(&format!("{tag}.perf.data"));
+    let mut cmd = vec!["record", "-q", "--call-graph", "dwarf", "-F", "1000", "-o"];
+    let d = data.to_str().unwrap().to_string();
+    cmd.push(&d);
+    let e = exe.to_str().unwrap().to_string();
+    cmd.push(&e);
+    cmd.extend_from_slice(args);
+    perf(&cmd).assert_ok();
+    Some(data)
+}
+
+/// `hwprof record --call-graph MODE -F 1000 EXTRA -- EXE ARGS`.
+fn record_hwprof(exe: &Path, args: &[&str], tag: &str, mode: &str, extra: &[&str]) -> PathBuf {
+    let data = scratch_path(&format!("{tag}.hw.data"));
+    let d = data.to_str().unwrap().to_string();
+    let e = exe.to_str().unwrap().to_string();
+    let mut cmd = vec!["record", "--call-graph", mode, "-F", "1000", "-o", &d];
+    cmd.extend_from_slice(extra);
+    cmd.push("--");
+    cmd.push(&e);
+    cmd.extend_from_slice(args);
+    hwprof(&cmd).assert_ok();
+    data
+}
+
+/// hwprof's stacks of `data` hold `chain` in at least 95% of samples, and within 3
+/// points of perf's unwinding of the same file.
+fn check_against_perf(data: &Path, chain: &str, what: &str) {
+    let (ours, _) = hwprof_folded(data);
+    let theirs = perf_folded(data);
+    let (a, b) = (share(&ours, chain), share(&theirs, chain));
+    report!(
+        "{what}: whole chain {chain} in {:.1}% of hwprof's stacks, {:.1}% of perf's",
+        a * 100.0,
+        b * 100.0
+    );
+    assert!(
+        a >= 0.95,
+        "{what}: hwprof unwound {chain} in only {:.1}%: {ours:?}",
+        a * 100.0
+    );
+    assert!(
+        a + 0.03 >= b,
+        "{what}: hwprof {:.1}% vs perf {:.1}%",
+        a * 100.0,
+        b * 100.0
+    );
+}
+
+#[test]
+fn c_without_frame_pointers_unwinds_to_main_like_perf() {
+    let Some(exe) = c_workload("dwarf_chain", "dwarf_chain", &[]) else {
+        return;
+    };
+    let chain = "main;outer;middle;leaf";
+    if let Some(p) = record_perf(&exe, &["5"], "c-chain") {
+        check_against_perf(&p, chain, "C -O2 without frame pointers, perf's recording");
+    }
+    let h = record_hwprof(&exe, &["5"], "c-chain", "dwarf", &["--keep-raw-stacks"]);
+    check_against_perf(
+        &h,
+        chain,
+        "C -O2 without frame pointers, hwprof's raw stacks",
+    );
+    // Frame pointers alone cannot: this is what the issue is about.
+    let fp = scratch_path("c-chain.fp.data");
+    hwprof(&[
+        "record",
+        "-g",
+        "-F",
+        "1000",
+        "-o",
+        fp.to_str().unwrap(),
+        exe.to_str().unwrap(),
+        "5",
+    ])
+    .assert_ok();
+    let (f, _) = hwprof_folded(&fp);
+    assert!(
+        share(&f, chain) < 0.5,
+        "frame pointers found the chain without them? {f:?}"
+    );
+}
+
+#[test]
+fn rust_release_without_frame_pointers_unwinds_like_perf() {
+    let Some(exe) = rust_workload() else {
+        return;
+    };
+    let chain = "dwarf_chain::main;dwarf_chain::outer;dwarf_chain::middle;dwarf_chain::leaf";
+    if let Some(p) = record_perf(&exe, &["5"], "rs-chain") {
+        check_against_perf(
+            &p,
+            chain,
+            "Rust release without frame pointers, perf's recording",
+        );
+    }
+    let h = record_hwprof(&exe, &["5"], "rs-chain", "dwarf", &["--keep-raw-stacks"]);
+    check_against_perf(
+        &h,
+        chain,
+        "Rust release without frame pointers, hwprof's raw stacks",
+    );
+}
+
+#[test]
+fn frames_in_a_shared_library_unwind_like_perf() {
+    let Some(exe) = shared_workload() else {
+        return;
+    };
+    let chain = "main;outer;lib_middle;lib_leaf";
+    if let Some(p) = record_perf(&exe, &["5"], "so-chain") {
+        check_against_perf(&p, chain, "shared library, perf's recording");
+    }
+    let h = record_hwprof(&exe, &["5"], "so-chain", "dwarf", &["--keep-raw-stacks"]);
+    check_against_perf(&h, chain, "shared library, hwprof's raw stacks");
+    let (f, _) = hwprof_folded(&h);
+    assert!(
+        f.keys().any(|s| s.contains("lib_leaf")),
+        "no frames of libdwarf_lib.so: {f:?}"
+    );
+}
+
+#[test]
+fn a_signal_handler_unwinds_through_the_signal_frame() {
+    let Some(exe) = c_workload("dwarf_signal", "dwarf_signal", &[]) else {
+        return;
+    };
+    let h = record_hwprof(&exe, &[], "signal", "dwarf", &["--keep-raw-stacks"]);
+    let (f, _) = hwprof_folded(&h);
+    let in_handler: u64 = f
+        .iter()
+        .filter(|(s, _)| s.ends_with(";in_handler"))
+        .map(|(_, n)| n)
+        .sum();
+    let through: u64 = f
+        .iter()
+        .filter(|(s, _)| s.ends_with("main;interrupted;__restore_rt;handler;in_handler"))
+        .map(|(_, n)| n)
+        .sum();
+    report!(
+        "signal handler: {through} of {in_handler} handler samples reach main through __restore_rt"
+    );
+    assert!(in_handler >= 10, "too few handler samples: {f:?}");
+    assert!(
+        through as f64 >= 0.95 * in_handler as f64,
+        "handler stacks stop at the signal frame: {f:?}"
+    );
+    // perf unwinds through it too (it names the trampoline's return address only as an
+    // address): the handler's stacks reach main.
+    if let Some(p) = record_perf(&exe, &[], "signal") {
+        let theirs = perf_folded(&p);
+        let t = share(&theirs, "main;interrupted");
+        let o = share(&hwprof_folded(&p).0, "main;interrupted");
+        report!(
+            "signal handler, perf's recording: stacks reaching main;interrupted: hwprof {:.1}%, perf {:.1}%",
+            o * 100.0,
+            t * 100.0
+        );
+        assert!(o + 0.03 >= t, "hwprof {o} vs perf {t}");
+    }
+}
+
+#[test]
+fn offcpu_with_dwarf_names_the_blocked_functions() {
+    if !common::require_tracefs("offcpu --call-graph dwarf") {
+        return;
+    }
+    let Some(exe) = c_workload("dwarf_sleeper", "dwarf_sleeper", &[]) else {
+        return;
+    };
+    let out = scratch_path("sleeper.folded");
+    let r = hwprof(&[
+        "offcpu",
+        "--call-graph",
+        "dwarf",
+        "--folded",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    r.assert_ok();
+    let text = fs::read_to_string(&out).unwrap();
+    let us = |f: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.contains(&format!(";{f};")))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+            .sum()
+    };
+    let (a, b) = (us("a_sleeps"), us("b_waits"));
+    report!(
+        "offcpu --call-graph dwarf: a_sleeps {} ms, b_waits {} ms off CPU",
+        a / 1000,
+        b / 1000
+    );
+    for (name, v) in [("a_sleeps", a), ("b_waits", b)] {
+        assert!(
+            (450_000..=900_000).contains(&v),
+            "{name}: {v} µs off CPU, expected about 500 ms:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_stack_copy_too_small_ends_in_truncated_and_is_counted() {
+    let Some(exe) = c_workload("dwarf_chain", "dwarf_chain", &[]) else {
+        return;
+    };
+    let h = record_hwprof(
+        &exe,
+        &["3"],
+        "small-stack",
+        "dwarf,16",
+        &["--keep-raw-stacks"],
+    );
+    let (f, stderr) = hwprof_folded(&h);
+    let total: u64 = f.values().sum();
+    let cut: u64 = f
+        .iter()
+        .filter(|(s, _)| s.contains(";[truncated];"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        total > 0 && cut == total,
+        "16 bytes cannot hold the stack: {f:?}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{cut} of {total} samples have truncated user stacks"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn script_prints_the_unwound_user_callchain() {
+    let Some(exe) = c_workload("dwarf_chain", "dwarf_chain", &[]) else {
+        return;
+    };
+    let h = record_hwprof(&exe, &["2"], "script", "dwarf", &["--keep-raw-stacks"]);
+    let r = hwprof(&["script", "-i", h.to_str().unwrap()]);
+    r.assert_ok();
+    // Each sample: PERF_CONTEXT_USER, then the pc and at least main's and _start's
+    // return addresses.
+    let samples = r.stdout.matches("cpu-clock:").count();
+    let user = r.stdout.matches("\tfffffffffffffe00\n").count();
+    assert!(
+        samples > 0 && user == samples,
+        "{samples} samples, {user} user chains"
+    );
+    let deep = r
+        .stdout
+        .split("cpu-clock:")
+        .skip(1)
+        .filter(|s| {
+            s.lines()
+                .skip(2)
+                .take_while(|l| l.starts_with('\t'))
+                .count()
+                >= 6
+        })
+        .count();
+    assert!(
+        deep as f64 >= 0.95 * samples as f64,
+        "{deep} of {samples} deep"
+    );
+}
