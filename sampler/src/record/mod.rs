@@ -278,6 +278,11 @@ impl Decoder {
         self.attrs.iter().map(|a| &a.attr)
     }
 
+    /// The attr with index `idx` (a decoded record's [`Record::attr`]).
+    pub fn attr(&self, idx: usize) -> Option<&Attr> {
+        self.attrs.get(idx).map(|a| &a.attr)
+    }
+
     /// Number of attrs.
     pub fn len(&self) -> usize {
         self.attrs.len()
