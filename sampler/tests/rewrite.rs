@@ -245,13 +245,15 @@ fn a_dwarf_recording_through_a_rewrite_is_small_and_perf_reads_it() {
     let per = |d: &Recorded| d.data_bytes as f64 / d.stats.samples as f64;
     let (raw_per, per_sample) = (per(&raw), per(&done));
     report!(
-        "rewrite: {:.0} bytes/sample through the rewrite ({} samples, {} bytes), {:.0} without ({} samples, {} bytes): {:.3}x",
+        "rewrite: {:.0} bytes/sample through the rewrite ({} samples, {} bytes, {} records lost), {:.0} without ({} samples, {} bytes, {} lost): {:.3}x",
         per_sample,
         done.stats.samples,
         done.data_bytes,
+        done.stats.lost,
         raw_per,
         raw.stats.samples,
         raw.data_bytes,
+        raw.stats.lost,
         per_sample / raw_per
     );
     assert!(per_sample < raw_per / 10.0, "{per_sample} vs {raw_per}");
