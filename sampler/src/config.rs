@@ -298,7 +298,10 @@ pub fn configure(list: &mut EventList, o: &RecordOptions) {
                     | branch::HW_INDEX;
             }
             Some(CallGraph::Dwarf { stack_size }) => {
-                // perf 6.x also samples data addresses with dwarf callchains.
+                // perf also samples data addresses with dwarf callchains (its
+                // record_opts__parse_callchain sets sample_address for DWARF unwinding):
+                // `perf evlist -v` of perf 6.1's `record --call-graph dwarf -e cpu-clock`
+                // shows ADDR and DATA_SRC, and mmap_data on the tracking event.
                 st |= sample::CALLCHAIN
                     | sample::REGS_USER
                     | sample::STACK_USER
@@ -386,6 +389,41 @@ mod tests {
         assert!(a.freq && a.sample_period == 999);
         assert!(a.disabled && a.inherit && a.enable_on_exec && a.exclude_guest);
         assert!(a.mmap && a.comm && a.task && a.mmap2 && a.comm_exec && a.sample_id_all);
+    }
+
+    /// What `perf evlist -v` shows for perf 6.1's `perf record --call-graph dwarf -e
+    /// cpu-clock -- CMD`: sample_type IP|TID|TIME|ADDR|CALLCHAIN|PERIOD|REGS_USER|
+    /// STACK_USER|DATA_SRC, read_format ID|LOST, mmap_data, exclude_callchain_user,
+    /// sample_regs_user 0xff0fff, sample_stack_user 8192 (and the tracking flags).
+    #[test]
+    fn like_perf_record_cpu_clock_dwarf() {
+        let l = configured(
+            "cpu-clock",
+            RecordOptions {
+                call_graph: Some(CallGraph::parse("dwarf").unwrap()),
+                ..opts()
+            },
+        );
+        let a = &l.events[0].attr;
+        assert_eq!(
+            a.sample_type,
+            sample::IP
+                | sample::TID
+                | sample::TIME
+                | sample::ADDR
+                | sample::CALLCHAIN
+                | sample::PERIOD
+                | sample::REGS_USER
+                | sample::STACK_USER
+                | sample::DATA_SRC
+        );
+        assert_eq!(a.read_format, rf::ID | rf::LOST);
+        assert!(a.freq && a.sample_period == 4000);
+        assert!(a.mmap_data && a.exclude_callchain_user && !a.exclude_callchain_kernel);
+        assert_eq!((a.sample_regs_user, a.sample_stack_user), (0xff0fff, 8192));
+        assert!(a.disabled && a.inherit && a.enable_on_exec && a.exclude_guest);
+        assert!(a.mmap && a.comm && a.task && a.mmap2 && a.comm_exec && a.sample_id_all);
+        assert!(a.ksymbol && a.bpf_event);
     }
 
     #[test]

@@ -29,6 +29,10 @@
 //! - [`Sink::Records`]: a callback that gets each record's bytes (synthesized ones
 //!   first), for live consumers; decode them with [`Recorder::decoder`].
 //!
+//! [`Recorder::run_rewriting`] passes every record through a [`Rewrite`] on its way
+//! into either sink: the hook that unwinds DWARF samples while recording and writes
+//! ordinary callchains in their place (see [`Rewrite`] for which attrs describe what).
+//!
 //! ```no_run
 //! use hwprof_pmu::{Encoder, stop::Stop, target::Target};
 //! use hwprof_sampler::{output::{Options, Output}, recorder::{Recorder, Recording, Sink}};
@@ -43,8 +47,10 @@
 //! ```
 
 mod check;
+mod rewrite;
 
 pub use check::{Diagnosis, Refused};
+pub use rewrite::{Rewrite, Rewritten};
 
 use std::collections::BTreeSet;
 use std::io;
@@ -63,6 +69,7 @@ use crate::perfdata::writer::{EventEntry, Writer};
 use crate::record::{Body, Decoder, kind};
 use crate::session::{RunStats, Session, SessionOptions, Target};
 use crate::{buildid, synth};
+use rewrite::{Pass, decoder_of};
 
 /// What to record: the session description (see the module docs).
 #[derive(Clone, Debug)]
@@ -151,7 +158,8 @@ pub enum Sink<'a> {
     /// A perf.data file (pipe mode when the output cannot seek or is `-`).
     PerfData(Output),
     /// Each record's bytes, header included: synthesized records first, then the
-    /// rings' in per-ring order. An error stops the recording (a command is then
+    /// rings' in per-ring order (as a [`Rewrite`] left them, with
+    /// [`Recorder::run_rewriting`]). An error stops the recording (a command is then
     /// terminated).
     Records(&'a mut dyn FnMut(&[u8]) -> io::Result<()>),
 }
@@ -189,6 +197,9 @@ pub enum RunError {
     /// Writing the synthesized records.
     #[error(transparent)]
     Synthesized(Error),
+    /// A [`Rewrite`] passed on something that is not one whole record.
+    #[error(transparent)]
+    Rewrite(Error),
     /// Writing a record into the file.
     #[error("writing {}", path.display())]
     Write {
@@ -378,15 +389,10 @@ impl Recorder {
         &self.entries
     }
 
-    /// A decoder for this recording's records.
+    /// A decoder for this recording's records as the kernel writes them (what
+    /// [`Recorder::run`] passes on, and what a [`Rewrite`] reads).
     pub fn decoder(&self) -> Decoder {
-        Decoder::new(
-            &self
-                .entries
-                .iter()
-                .map(|e| (e.attr.clone(), e.ids.clone()))
-                .collect::<Vec<_>>(),
-        )
+        decoder_of(&self.entries)
     }
 
     /// The held command's pid, for a command target.
@@ -397,15 +403,98 @@ impl Recorder {
     /// Runs the target and records it into `sink` until it ends, `stop` is stopped or
     /// the duration passes (see the module docs).
     pub fn run(self, sink: Sink<'_>, stop: &Stop) -> Result<Recorded, Box<RunError>> {
+        self.run_with(sink, stop, None)
+    }
+
+    /// [`Recorder::run`], passing every record through `rewrite` on its way into
+    /// `sink`: the output describes the events as [`Rewrite::events`] changes them
+    /// (for a perf.data file: its attrs, in pipe mode too; for a callback: decode what
+    /// it gets with [`Recorder::rewritten_decoder`]), and holds what
+    /// [`Rewrite::record`] makes of each record. The build ids of a file are those of
+    /// the DSOs the MMAP records it holds name.
+    ///
+    /// ```no_run
+    /// use hwprof_pmu::{Encoder, stop::Stop, target::Target};
+    /// use hwprof_sampler::config::CallGraph;
+    /// use hwprof_sampler::output::{Options, Output};
+    /// use hwprof_sampler::perfdata::writer::EventEntry;
+    /// use hwprof_sampler::record::{Body, Decoder, rewrite};
+    /// use hwprof_sampler::recorder::{Recorder, Recording, Rewrite, Rewritten, Sink};
+    ///
+    /// /// Keeps the kernel's part of each callchain and the sampled user ip.
+    /// struct IpOnly(Decoder);
+    ///
+    /// impl Rewrite for IpOnly {
+    ///     fn events(&self, events: &mut [EventEntry]) {
+    ///         events.iter_mut().for_each(|e| e.attr = rewrite::unwound_attr(&e.attr));
+    ///     }
+    ///     fn record(&mut self, record: &[u8], out: &mut Vec<u8>) -> Rewritten {
+    ///         let Ok(r) = self.0.decode(record, 0) else { return Rewritten::AsIs };
+    ///         let (Body::Sample(s), Some(attr)) = (&r.body, r.attr.and_then(|i| self.0.attr(i)))
+    ///         else {
+    ///             return Rewritten::AsIs;
+    ///         };
+    ///         let user = s.regs_user.and(s.ip).filter(|_| r.header.misc & 7 == 2);
+    ///         match rewrite::unwound_sample(attr, record, user.as_slice(), out) {
+    ///             Ok(_) => Rewritten::Replaced,
+    ///             Err(_) => Rewritten::AsIs,
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let mut rec = Recording::new(Encoder::host().parse("cpu-clock")?, Target::Command(vec!["ls".into()]));
+    /// rec.options.call_graph = Some(CallGraph::Dwarf { stack_size: 8192 });
+    /// let recorder = Recorder::open(rec)?;
+    /// let mut ip_only = IpOnly(recorder.decoder());
+    /// let out = Output::create("perf.data".as_ref(), &Options::PERF_DATA)?;
+    /// let done = recorder.run_rewriting(Sink::PerfData(out), &Stop::new()?, &mut ip_only)?;
+    /// println!("{} samples, {} bytes", done.stats.samples, done.data_bytes);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn run_rewriting(
+        self,
+        sink: Sink<'_>,
+        stop: &Stop,
+        rewrite: &mut dyn Rewrite,
+    ) -> Result<Recorded, Box<RunError>> {
+        self.run_with(sink, stop, Some(rewrite))
+    }
+
+    fn run_with(
+        self,
+        sink: Sink<'_>,
+        stop: &Stop,
+        rewrite: Option<&mut dyn Rewrite>,
+    ) -> Result<Recorded, Box<RunError>> {
+        let entries = match &rewrite {
+            Some(r) => self.rewritten_entries(&**r),
+            None => self.entries.clone(),
+        };
+        let mut pass = Pass::new(rewrite);
         match sink {
-            Sink::PerfData(out) => self.run_into_file(out, stop),
+            Sink::PerfData(out) => self.run_into_file(out, stop, entries, &mut pass),
             Sink::Records(f) => {
                 let timed = self.timed;
                 for r in self.synthesized() {
-                    f(&r)
-                        .map_err(|e| RunError::Synthesized(Error::io("a synthesized record", e)))?;
+                    let r = pass.apply(&r).map_err(RunError::Rewrite)?;
+                    f(r).map_err(|e| RunError::Synthesized(Error::io("a synthesized record", e)))?;
                 }
-                let stats = self.session.run(stop, f).map_err(RunError::Session)?;
+                let mut rewrite_err: Option<Error> = None;
+                let stats = self
+                    .session
+                    .run(stop, |bytes: &[u8]| match pass.apply(bytes) {
+                        Ok(r) => f(r),
+                        Err(e) => {
+                            let msg = e.to_string();
+                            rewrite_err.get_or_insert(e);
+                            Err(io::Error::other(msg))
+                        }
+                    });
+                let stats = match (stats, rewrite_err) {
+                    (_, Some(e)) => return Err(RunError::Rewrite(e).into()),
+                    (Ok(s), None) => s,
+                    (Err(e), None) => return Err(RunError::Session(e).into()),
+                };
                 Ok(Recorded {
                     stats,
                     data_bytes: 0,
@@ -439,7 +528,14 @@ impl Recorder {
         pre
     }
 
-    fn run_into_file(self, output: Output, stop: &Stop) -> Result<Recorded, Box<RunError>> {
+    /// Records into a perf.data file describing `entries`, each record through `pass`.
+    fn run_into_file(
+        self,
+        output: Output,
+        stop: &Stop,
+        entries: Vec<EventEntry>,
+        pass: &mut Pass<'_>,
+    ) -> Result<Recorded, Box<RunError>> {
         // Read now: the formats of uprobes defined for this session disappear with it.
         let tracing = tracing_data(&self.events, &self.session).map_err(RunError::Tracing)?;
         let mut features = Features::for_this_machine(&self.cmdline, &[], group_desc(&self.events));
@@ -449,36 +545,47 @@ impl Recorder {
         }
         let path = output.path().to_path_buf();
         let file_mode = output.is_seekable() && output.path() != std::path::Path::new("-");
+        // What the file's records follow (decodes the MMAP records for the build ids).
+        let decoder = decoder_of(&entries);
         let writer = if file_mode {
-            Writer::new(output, self.entries.clone())
+            Writer::new(output, entries)
         } else {
-            Writer::pipe(output, self.entries.clone(), &features)
+            Writer::pipe(output, entries, &features)
         };
         let mut writer = writer.map_err(|source| RunError::Create {
             path: path.clone(),
             source,
         })?;
-        let decoder = self.decoder();
         let mut dsos: BTreeSet<(i32, bool, String)> = BTreeSet::new();
         for r in &self.synthesized() {
+            let r = pass.apply(r).map_err(RunError::Rewrite)?;
             note_dso(&decoder, r, &mut dsos);
             writer.write_record(r).map_err(RunError::Synthesized)?;
         }
         writer.finished_init().map_err(RunError::Synthesized)?;
 
         let timed = self.timed;
-        let mut sink_err: Option<Error> = None;
+        let mut sink_err: Option<RunError> = None;
         let stats = self.session.run(stop, |bytes: &[u8]| {
-            note_dso(&decoder, bytes, &mut dsos);
-            if let Err(e) = writer.write_record(bytes) {
-                let msg = e.to_string();
-                sink_err.get_or_insert(e);
-                return Err(io::Error::other(msg));
-            }
-            Ok(())
+            let err = match pass.apply(bytes) {
+                Err(e) => RunError::Rewrite(e),
+                Ok(r) => {
+                    note_dso(&decoder, r, &mut dsos);
+                    match writer.write_record(r) {
+                        Ok(()) => return Ok(()),
+                        Err(source) => RunError::Write {
+                            path: path.clone(),
+                            source,
+                        },
+                    }
+                }
+            };
+            let msg = err.to_string();
+            sink_err.get_or_insert(err);
+            Err(io::Error::other(msg))
         });
         let stats = match (stats, sink_err) {
-            (_, Some(source)) => return Err(RunError::Write { path, source }.into()),
+            (_, Some(e)) => return Err(e.into()),
             (Ok(s), None) => s,
             (Err(e), None) => return Err(RunError::Session(e).into()),
         };

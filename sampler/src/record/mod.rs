@@ -11,6 +11,9 @@
 //! Malformed or truncated input yields [`Error::Malformed`] naming the absolute byte
 //! offset (the `offset` passed in plus the position in the record); it never panics.
 //!
+//! [`rewrite`] turns a DWARF sample (user registers and stack) into one with an
+//! ordinary callchain once its user stack is unwound.
+//!
 //! ```
 //! use hwprof_pmu::attr::{Attr, sample};
 //! use hwprof_sampler::record::{Body, Decoder, kind};
@@ -34,6 +37,7 @@
 mod body;
 mod cursor;
 mod datasrc;
+pub mod rewrite;
 mod sample;
 #[cfg(test)]
 mod tests;
@@ -272,6 +276,11 @@ impl Decoder {
     /// The attrs, in index order.
     pub fn attrs(&self) -> impl Iterator<Item = &Attr> {
         self.attrs.iter().map(|a| &a.attr)
+    }
+
+    /// The attr with index `idx` (a decoded record's [`Record::attr`]).
+    pub fn attr(&self, idx: usize) -> Option<&Attr> {
+        self.attrs.get(idx).map(|a| &a.attr)
     }
 
     /// Number of attrs.

@@ -336,7 +336,7 @@ pub(crate) fn decode_read(c: &mut Cursor<'_>, f: u64) -> Result<ReadValues> {
     }
 }
 
-fn decode_regs<'a>(c: &mut Cursor<'a>, mask: u64) -> Result<Regs<'a>> {
+pub(super) fn decode_regs<'a>(c: &mut Cursor<'a>, mask: u64) -> Result<Regs<'a>> {
     let abi = c.u64()?;
     let regs = if abi == 0 {
         U64s::default()
