@@ -39,7 +39,15 @@ fn recording() -> Option<PathBuf> {
     }
     let out = dir.join("dwarf.data");
     let perf = ["record", "-q", "--call-graph", "dwarf", "-F", "4999", "-o"];
-    let ours = ["record", "--call-graph", "dwarf", "--keep-raw-stacks", "-F", "4999", "-o"];
+    let ours = [
+        "record",
+        "--call-graph",
+        "dwarf",
+        "--keep-raw-stacks",
+        "-F",
+        "4999",
+        "-o",
+    ];
     let mut tries: Vec<(PathBuf, &[&str])> = vec![(PathBuf::from("perf"), &perf)];
     for p in ["release", "debug"] {
         tries.push((root.join("target").join(p).join("hwprof"), &ours));

@@ -428,8 +428,8 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let branch_flag = crate::recording::branch_flag(None, false, a.call_graph.as_deref());
     crate::recording::check_events(&rec, &enc, branch_flag.as_deref(), false)?;
-    let code =
-        crate::recording::record(rec, output, false, branch_flag.as_deref(), stop)?.exit_code();
+    let code = crate::recording::record(rec, output, false, branch_flag.as_deref(), false, stop)?
+        .exit_code();
     // With --all, files get one name per event: `early` only proved -o (stdout serves
     // every event).
     let drawn = draw_file(a, &data, early);

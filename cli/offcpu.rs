@@ -74,7 +74,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         inherit: true,
         duration: a.duration,
     };
-    let code = crate::recording::record(rec, output, false, None, stop)?.exit_code();
+    let code = crate::recording::record(rec, output, false, None, false, stop)?.exit_code();
     draw_into(&a, &data, early)?;
     drop(scratch);
     Ok(code)

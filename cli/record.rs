@@ -83,7 +83,14 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     let Some(output) = output else {
         return Err(anyhow!("no output opened"));
     };
-    let done = recording::record(rec, output, a.quiet, branch_flag.as_deref(), stop)?;
+    let done = recording::record(
+        rec,
+        output,
+        a.quiet,
+        branch_flag.as_deref(),
+        a.keep_raw_stacks,
+        stop,
+    )?;
     if !a.quiet && !a.no_summary {
         eprintln!(
             "[ hwprof record: {}, {} lost, {:.3} MB written to {}{} ]",

@@ -11,6 +11,7 @@ use hwprof_sampler::output::Output;
 use hwprof_sampler::recorder::{
     Diagnosis, OpenError, Recorded, Recorder, Recording, Refused, Sink,
 };
+use hwprof_symbolize::unwind::{Arch, online::OnlineUnwinder};
 
 use crate::args::TargetWords;
 use crate::error::{ExitWith, usage};
@@ -71,12 +72,14 @@ pub fn open_output(path: &std::path::Path) -> anyhow::Result<Output> {
 
 /// Records `rec` into `output`: notices on stderr (unless `quiet`), open errors in the
 /// user's words (`branch_flag`: the flag that asked for branch stacks), and a warning
-/// when records were lost.
+/// when records were lost. DWARF user stacks are unwound while recording (the file
+/// holds callchains) unless `raw_stacks`.
 pub fn record(
     rec: Recording,
     output: Output,
     quiet: bool,
     branch_flag: Option<&str>,
+    raw_stacks: bool,
     stop: &Stop,
 ) -> anyhow::Result<Recorded> {
     let note = |n: &String| {
@@ -92,7 +95,36 @@ pub fn record(
         }
     };
     recorder.notices().iter().for_each(note);
-    let done = recorder.run(Sink::PerfData(output), stop)?;
+    let unwind = !raw_stacks && OnlineUnwinder::applies(recorder.entries());
+    let done = match (unwind, Arch::host()) {
+        (true, Some(arch)) => {
+            let mut u = OnlineUnwinder::new(recorder.decoder(), arch);
+            let done = recorder.run_rewriting(Sink::PerfData(output), stop, &mut u)?;
+            let st = u.stats();
+            if st.truncated > 0 && !quiet {
+                eprintln!(
+                    "hwprof: note: {} of {} user stacks unwound while recording are truncated (they end in [truncated]): the stack copy ended before the stack's root; a larger --call-graph dwarf,SIZE (up to 65528) keeps more",
+                    crate::render::thousands(st.truncated),
+                    crate::render::thousands(st.unwound)
+                );
+            }
+            if u.failed > 0 {
+                eprintln!(
+                    "hwprof: warning: {} could not be rewritten with their unwound stacks: the file may not read back; record again, or with --keep-raw-stacks",
+                    crate::render::plural(u.failed, "sample")
+                );
+            }
+            done
+        }
+        (true, None) => {
+            note(&format!(
+                "unwinding while recording is not supported on {}: the raw user stacks are written (as with --keep-raw-stacks)",
+                std::env::consts::ARCH
+            ));
+            recorder.run(Sink::PerfData(output), stop)?
+        }
+        (false, _) => recorder.run(Sink::PerfData(output), stop)?,
+    };
     let s = &done.stats;
     if s.lost > 0 || s.lost_samples > 0 {
         eprintln!(

@@ -303,6 +303,8 @@ fn rust_release_without_frame_pointers_unwinds_like_perf() {
         chain,
         "Rust release without frame pointers, hwprof's raw stacks",
     );
+    let o = record_hwprof(&exe, &["5"], "rs-chain-online", "dwarf", &[]);
+    check_against_perf(&o, chain, "Rust release, unwound while recording");
 }
 
 #[test]
@@ -316,6 +318,8 @@ fn frames_in_a_shared_library_unwind_like_perf() {
     }
     let h = record_hwprof(&exe, &["5"], "so-chain", "dwarf", &["--keep-raw-stacks"]);
     check_against_perf(&h, chain, "shared library, hwprof's raw stacks");
+    let o = record_hwprof(&exe, &["5"], "so-chain-online", "dwarf", &[]);
+    check_against_perf(&o, chain, "shared library, unwound while recording");
     let (f, _) = hwprof_folded(&h);
     assert!(
         f.keys().any(|s| s.contains("lib_leaf")),
@@ -328,8 +332,32 @@ fn a_signal_handler_unwinds_through_the_signal_frame() {
     let Some(exe) = c_workload("dwarf_signal", "dwarf_signal", &[]) else {
         return;
     };
-    let h = record_hwprof(&exe, &[], "signal", "dwarf", &["--keep-raw-stacks"]);
-    let (f, _) = hwprof_folded(&h);
+    // Unwound when the file is read, and while recording: the same stacks.
+    for (tag, extra) in [
+        ("signal", &["--keep-raw-stacks"][..]),
+        ("signal-online", &[]),
+    ] {
+        let h = record_hwprof(&exe, &[], tag, "dwarf", extra);
+        handler_stacks_reach_main(&h);
+    }
+    // perf unwinds through it too (it names the trampoline's return address only as an
+    // address): the handler's stacks reach main.
+    if let Some(p) = record_perf(&exe, &[], "signal") {
+        let theirs = perf_folded(&p);
+        let t = share(&theirs, "main;interrupted");
+        let o = share(&hwprof_folded(&p).0, "main;interrupted");
+        report!(
+            "signal handler, perf's recording: stacks reaching main;interrupted: hwprof {:.1}%, perf {:.1}%",
+            o * 100.0,
+            t * 100.0
+        );
+        assert!(o + 0.03 >= t, "hwprof {o} vs perf {t}");
+    }
+}
+
+/// Samples in the handler reach main through the signal frame.
+fn handler_stacks_reach_main(h: &Path) {
+    let (f, _) = hwprof_folded(h);
     let in_handler: u64 = f
         .iter()
         .filter(|(s, _)| s.ends_with(";in_handler"))
@@ -348,19 +376,6 @@ fn a_signal_handler_unwinds_through_the_signal_frame() {
         through as f64 >= 0.95 * in_handler as f64,
         "handler stacks stop at the signal frame: {f:?}"
     );
-    // perf unwinds through it too (it names the trampoline's return address only as an
-    // address): the handler's stacks reach main.
-    if let Some(p) = record_perf(&exe, &[], "signal") {
-        let theirs = perf_folded(&p);
-        let t = share(&theirs, "main;interrupted");
-        let o = share(&hwprof_folded(&p).0, "main;interrupted");
-        report!(
-            "signal handler, perf's recording: stacks reaching main;interrupted: hwprof {:.1}%, perf {:.1}%",
-            o * 100.0,
-            t * 100.0
-        );
-        assert!(o + 0.03 >= t, "hwprof {o} vs perf {t}");
-    }
 }
 
 #[test]
@@ -467,4 +482,46 @@ fn script_prints_the_unwound_user_callchain() {
         deep as f64 >= 0.95 * samples as f64,
         "{deep} of {samples} deep"
     );
+}
+
+/// Samples and data bytes of a recording, from `hwprof report --json`... simpler: from
+/// `perf script` lines and the file size less the header's.
+fn samples_of(data: &Path) -> u64 {
+    let r = hwprof(&["script", "-i", data.to_str().unwrap()]);
+    r.assert_ok();
+    r.stdout.matches(" cpu-clock:").count() as u64
+}
+
+#[test]
+fn unwinding_while_recording_writes_small_files_that_perf_reads_whole() {
+    let Some(exe) = c_workload("dwarf_chain", "dwarf_chain", &[]) else {
+        return;
+    };
+    let chain = "main;outer;middle;leaf";
+    let ours = record_hwprof(&exe, &["5"], "online", "dwarf", &[]);
+    // The file describes callchains, not registers and stacks.
+    if require_perf("perf evlist") {
+        let ev = perf(&["evlist", "-v", "-i", ours.to_str().unwrap()]);
+        ev.assert_ok();
+        assert!(
+            ev.stdout.contains("CALLCHAIN") && !ev.stdout.contains("REGS_USER"),
+            "{}",
+            ev.stdout
+        );
+    }
+    check_against_perf(
+        &ours,
+        chain,
+        "C -O2 without frame pointers, unwound while recording",
+    );
+    let Some(theirs) = record_perf(&exe, &["5"], "online") else {
+        return;
+    };
+    let per_sample = |p: &Path| fs::metadata(p).unwrap().len() as f64 / samples_of(p).max(1) as f64;
+    let (a, b) = (per_sample(&ours), per_sample(&theirs));
+    report!(
+        "--call-graph dwarf bytes per sample: hwprof {a:.0}, perf {b:.0} ({:.3}x)",
+        a / b
+    );
+    assert!(a <= 0.2 * b, "hwprof {a:.0} B/sample vs perf {b:.0}");
 }

@@ -15,6 +15,7 @@
 //! too small, or an address could not be unwound).
 
 mod elf;
+pub mod online;
 pub mod stream;
 
 use std::path::{Path, PathBuf};

@@ -227,8 +227,19 @@ impl StreamUnwinder {
 /// The user part of a callchain for an unwound stack, as the kernel would have written
 /// it after `PERF_CONTEXT_USER`: the frames' addresses, and [`TRUNCATED_MARK`] when the
 /// unwinding did not reach the root.
+///
+/// Readers take every entry after the first as a return address and look up the byte
+/// before it (the call). A frame below the first that is not one (a signal trampoline
+/// entered at its first byte, the instruction a signal interrupted) is written one byte
+/// on, so that the byte before it is the frame's own.
 pub fn user_addrs(frames: &[UserFrame], ending: Ending, out: &mut Vec<u64>) {
-    out.extend(frames.iter().map(|f| f.addr));
+    out.extend(frames.iter().enumerate().map(|(i, f)| {
+        if i > 0 && !f.ret {
+            f.addr.wrapping_add(1)
+        } else {
+            f.addr
+        }
+    }));
     if ending == Ending::Truncated {
         out.push(TRUNCATED_MARK);
     }
