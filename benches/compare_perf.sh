@@ -12,6 +12,9 @@
 #   benches/compare_perf.sh bench     harness cost per run of `hwprof bench -r N` vs `perf stat -r N`
 #   benches/compare_perf.sh memory    peak RSS of report, flamegraph and script on recordings of
 #                                     2, 20 and 200 s: flat for hwprof, growing for perf
+#   benches/compare_perf.sh dwarf     --call-graph dwarf: (a) flame graph from DWARF recordings (perf's,
+#                                     and hwprof's with raw stacks) vs perf script | inferno; (b) record:
+#                                     bytes per sample, slowdown and lost samples at the same -F and -m
 #   benches/compare_perf.sh all       all of the above
 #
 # Environment:
@@ -29,6 +32,7 @@
 #   N_BENCH=200    runs (-r) inside one `hwprof bench` / `perf stat -r` invocation
 #   N_BENCH_REP=5  invocations per tool of the bench comparison
 #   MEM_SECS="2 20 200"  recording lengths (s) of the memory comparison
+#   N_DWARF=3      runs per variant of the dwarf comparisons; DWARF_F=4000, DWARF_PAGES=16
 #
 # Runs are interleaved (A B A B ...) so that drift (frequency, cache, other load) hits
 # every variant alike. Times are wall clock, from bash's $EPOCHREALTIME (no fork per
@@ -43,7 +47,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|bench|memory|all" >&2
+    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|bench|memory|dwarf|all" >&2
     exit 2
 }
 
@@ -591,6 +595,73 @@ bench_memory() {
     done
 }
 
+# bench_dwarf: --call-graph dwarf. (a) A real program without frame pointers (hwprof
+# report, a Rust release binary, over libc, six times in a row) recorded at -F DWARF_F
+# by perf (--call-graph dwarf) and by hwprof (--keep-raw-stacks: the same 8 KiB stack
+# copies); each file drawn by hwprof flamegraph (unwinding every sample) and by perf
+# script | inferno-collapse-perf | inferno-flamegraph (perf unwinds with libdw).
+# (b) Recording tests/workloads/dwarf_chain.c (-O2, no frame pointers, 3 s) with both
+# tools at the same -F and -m: wall time against the bare run, bytes per sample, lost
+# samples.
+bench_dwarf() {
+    find_perf
+    find_hwprof
+    find_inferno
+    local n=${N_DWARF:-3} f=${DWARF_F:-4000} pages=${DWARF_PAGES:-16}
+    local loop="for i in 1 2 3 4 5 6; do '$HWPROF' report -i '$WORK/input.data' --stdio > '$WORK/rep.txt' 2>&1; done"
+    cc -O2 -g -fomit-frame-pointer -o "$WORK/chain" "$ROOT/tests/workloads/dwarf_chain.c" || die "cc dwarf_chain.c failed"
+    "$HWPROF" record -q --call-graph dwarf --keep-raw-stacks -F 4000 -o "$WORK/input.data" -- "$WORK/chain" 20 >/dev/null 2>&1 || die "hwprof record failed"
+    "$PERF" record -q --call-graph dwarf -F "$f" -o "$WORK/dw_perf.data" -- bash -c "$loop" >/dev/null 2>&1 || die "perf record --call-graph dwarf failed"
+    "$HWPROF" record -q --call-graph dwarf --keep-raw-stacks -F "$f" -o "$WORK/dw_raw.data" -- bash -c "$loop" >/dev/null 2>&1 || die "hwprof record --keep-raw-stacks failed"
+    local file hw pf
+    for file in dw_perf dw_raw; do
+        FG_BIG=$WORK/$file.data
+        echo "== (a) flame graph of $file.data (--call-graph dwarf, $(samples_in "$FG_BIG") samples, $(du -h "$FG_BIG" | cut -f1))"
+        CMD_hw_dw=("$HWPROF" flamegraph -i "$FG_BIG" -o "$WORK/x.svg")
+        CMD_pf_dw=(inferno_pipeline)
+        interleave "$n" hw_dw pf_dw
+        hw=$(mean_ms hw_dw)
+        pf=$(mean_ms pf_dw)
+        printf '%-58s %10s %10s  %s\n' command "mean ms" "median ms" "peak KB"
+        printf '%-58s %10s %10s  %s\n' "hwprof flamegraph -i $file.data" "$hw" "$(median_ms hw_dw)" "$(peak_kb "${CMD_hw_dw[@]}")"
+        printf '%-58s %10s %10s  %s\n' "perf script | inferno-collapse-perf | inferno-flamegraph" "$pf" "$(median_ms pf_dw)" "$(inferno_pipeline_peak_kb)"
+        echo "dwarf flamegraph ($file): hwprof / pipeline = $(ratio "$hw" "$pf")x (goal <= 0.05x)"
+    done
+    echo
+    echo "== (b) record --call-graph dwarf -F $f -m $pages of dwarf_chain (C -O2, no frame pointers), $n runs each, interleaved"
+    CMD_bare_dw=("$WORK/chain" 30)
+    CMD_hw_rec=("$HWPROF" record -q --call-graph dwarf -F "$f" -m "$pages" -o "$WORK/rec_hw.data" -- "$WORK/chain" 30)
+    CMD_pf_rec=("$PERF" record -q --call-graph dwarf -F "$f" -m "$pages" -o "$WORK/rec_pf.data" -- "$WORK/chain" 30)
+    interleave "$n" bare_dw hw_rec pf_rec
+    local bare hwr pfr
+    bare=$(mean_ms bare_dw)
+    hwr=$(mean_ms hw_rec)
+    pfr=$(mean_ms pf_rec)
+    printf '%-8s %10s %10s %12s %12s %8s\n' tool "mean ms" "vs bare" "samples" "B/sample" lost
+    printf '%-8s %10s %10s\n' bare "$bare" 1.00
+    local tool data s b
+    for tool in hwprof perf; do
+        data=$WORK/rec_hw.data
+        [[ $tool == perf ]] && data=$WORK/rec_pf.data
+        s=$(samples_in "$data")
+        b=$(awk -v sz="$(stat -c %s "$data")" -v n="$s" 'BEGIN { if (n) printf "%.0f", sz / n; else print "nan" }')
+        local t=$hwr
+        [[ $tool == perf ]] && t=$pfr
+        printf '%-8s %10s %10s %12s %12s %8s\n' "$tool" "$t" "$(ratio "$t" "$bare")" "$s" "$b" "$(lost_in "$data")"
+    done
+    echo "dwarf record: hwprof $(ratio "$hwr" "$bare")x bare, perf $(ratio "$pfr" "$bare")x bare; bytes per sample hwprof/perf = $(ratio "$(stat -c %s "$WORK/rec_hw.data")" "$(stat -c %s "$WORK/rec_pf.data")")x of the files (same workload, -F, -m)"
+}
+
+# samples_in FILE: sample records in a perf.data file (read by hwprof script).
+samples_in() {
+    "$HWPROF" script -i "$1" --format jsonl 2>/dev/null | grep -c '"type":"sample"' || true
+}
+
+# lost_in FILE: samples the kernel reported lost (LOST + LOST_SAMPLES), from hwprof report.
+lost_in() {
+    "$HWPROF" report -i "$1" --stdio 2>/dev/null | awk '/Total Lost Samples:/ { print $NF; exit }'
+}
+
 [[ $# -ge 1 ]] || usage
 case "$1" in
     stat) bench_stat ;;
@@ -614,6 +685,8 @@ case "$1" in
         bench_harness
         echo
         bench_memory
+        echo
+        bench_dwarf
         ;;
     report) bench_report ;;
     offcpu) bench_offcpu ;;
@@ -621,6 +694,7 @@ case "$1" in
     probe) bench_probe ;;
     bench) bench_harness ;;
     memory) bench_memory ;;
+    dwarf) bench_dwarf ;;
     -h | --help) usage ;;
     *) usage ;;
 esac

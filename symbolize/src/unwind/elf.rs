@@ -47,6 +47,9 @@ pub struct FileData {
     pub(crate) debug_frame: Option<Bytes>,
     pub(crate) text: Option<std::ops::Range<u64>>,
     pub(crate) got: Option<std::ops::Range<u64>>,
+    /// Answers of [`FileData::is_x86_64_sigreturn`] by address: one read per distinct
+    /// return address, not per frame.
+    sigreturn: std::sync::Mutex<rustc_hash::FxHashMap<u64, bool>>,
 }
 
 /// Sections larger than this are not read (a corrupt header must not cost the memory).
@@ -89,6 +92,7 @@ impl FileData {
             debug_frame: None,
             text: None,
             got: None,
+            sigreturn: Default::default(),
         };
         if let Some(exe) = exe
             && let Ok((file, _)) = hwprof_pmu::file::open(exe)
@@ -148,6 +152,13 @@ impl FileData {
     /// Whether the code at stated address `svma` is x86-64's `rt_sigreturn` trampoline
     /// (`mov $0xf, %rax; syscall`, glibc's and musl's `__restore_rt`).
     pub(crate) fn is_x86_64_sigreturn(&self, svma: u64) -> bool {
+        let mut memo = self.sigreturn.lock().unwrap_or_else(|e| e.into_inner());
+        *memo
+            .entry(svma)
+            .or_insert_with(|| self.read_is_x86_64_sigreturn(svma))
+    }
+
+    fn read_is_x86_64_sigreturn(&self, svma: u64) -> bool {
         const CODE: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
         let Some(file) = &self.code_file else {
             return false;
@@ -220,6 +231,7 @@ mod tests {
             debug_frame: None,
             text: None,
             got: None,
+            sigreturn: Default::default(),
         };
         assert_eq!(d.svma_of_offset(0x12000), Some(0x13000));
         assert_eq!(d.svma_of_offset(0), Some(0));
