@@ -34,6 +34,7 @@ mod build;
 pub mod debugfiles;
 pub mod error;
 pub mod kallsyms;
+pub mod locate;
 mod maps;
 pub mod perfmap;
 pub mod profile;
@@ -41,5 +42,6 @@ pub mod symbolizer;
 
 pub use build::Reweigh;
 pub use error::{Error, Result};
+pub use locate::Locator;
 pub use profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
 pub use symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};

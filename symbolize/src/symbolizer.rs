@@ -87,7 +87,7 @@ fn local_release() -> Option<String> {
 
 /// Build ids compare on their common prefix (perf.data keeps at most 20 bytes, padded
 /// with zeros), and an empty one matches nothing.
-fn same_build_id(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_build_id(a: &[u8], b: &[u8]) -> bool {
     let trim = |x: &[u8]| -> usize { x.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1) };
     let (a, b) = (&a[..trim(a)], &b[..trim(b)]);
     !a.is_empty() && a == b
