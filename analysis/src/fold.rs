@@ -537,6 +537,7 @@ pub(crate) mod tests {
                 s(1, 1, None, &[4, 0]),
             ],
             lost: 0,
+            notices: Vec::new(),
         }
     }
 

@@ -87,5 +87,6 @@ pub fn profile() -> Profile {
         comms: vec!["bench".into()],
         samples,
         lost: 0,
+        notices: Vec::new(),
     }
 }

@@ -10,6 +10,7 @@ use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, FileId, Record, context, misc};
 
 use crate::error::Result;
+use crate::locate::Locator;
 use crate::maps::{AddrSpace, Mapping};
 use crate::profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
 use crate::symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};
@@ -86,7 +87,11 @@ impl Profile {
     /// Unresolvable addresses become `[unknown]` frames (with their module when known);
     /// errors are only about records that cannot be decoded.
     pub fn build(pd: &PerfData, opts: &Options) -> Result<Profile> {
-        let sym = Symbolizer::new(opts.inline, kernel_matches(pd.features()));
+        let sym = Symbolizer::with_locator(
+            opts.inline,
+            kernel_matches(pd.features()),
+            Locator::from_env(opts.symfs.clone()),
+        );
         Profile::build_with(pd, opts, sym).map(|(p, _)| p)
     }
 
@@ -104,7 +109,11 @@ impl Profile {
     /// [`Profile::build`] that consumes the reader (and its file) once the records are
     /// replayed, before the profile is assembled.
     pub fn from_perf_data(pd: PerfData, opts: &Options) -> Result<Profile> {
-        let sym = Symbolizer::new(opts.inline, kernel_matches(pd.features()));
+        let sym = Symbolizer::with_locator(
+            opts.inline,
+            kernel_matches(pd.features()),
+            Locator::from_env(opts.symfs.clone()),
+        );
         let (b, events) = Builder::replay(&pd, opts, sym, None)?;
         drop(pd);
         Ok(b.finish(events, opts).0)
@@ -119,7 +128,11 @@ impl Profile {
         opts: &Options,
         reweigh: Reweigh<'_>,
     ) -> Result<Profile> {
-        let sym = Symbolizer::new(opts.inline, kernel_matches(pd.features()));
+        let sym = Symbolizer::with_locator(
+            opts.inline,
+            kernel_matches(pd.features()),
+            Locator::from_env(opts.symfs.clone()),
+        );
         let (b, events) = Builder::replay(pd, opts, sym, Some(reweigh))?;
         Ok(b.finish(events, opts).0)
     }
@@ -633,6 +646,7 @@ impl Builder {
             comms: self.comms,
             samples,
             lost: self.lost,
+            notices: self.sym.locator().notices(),
         };
         (profile, self.sym)
     }

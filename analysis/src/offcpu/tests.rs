@@ -193,6 +193,7 @@ fn profile_of(records: &[(u32, u64)]) -> Profile {
             })
             .collect(),
         lost: 0,
+        notices: Vec::new(),
     }
 }
 

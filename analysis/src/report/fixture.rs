@@ -78,6 +78,7 @@ pub fn profile() -> Profile {
             sample(1, 10, 0, 7, &[1]),
         ],
         lost: 3,
+        notices: Vec::new(),
     }
 }
 
