@@ -78,6 +78,7 @@ fn sym_options(a: &FlamegraphArgs) -> SymOptions {
         kernel: !a.no_kernel,
         user: true,
         merge: true,
+        symfs: a.symfs.clone(),
     }
 }
 
@@ -90,7 +91,10 @@ fn fold_options(a: &FlamegraphArgs) -> FoldOptions {
 
 fn load(path: &Path, opts: &SymOptions) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
-    Profile::from_perf_data(pd, opts).with_context(|| format!("symbolizing {}", path.display()))
+    let p = Profile::from_perf_data(pd, opts)
+        .with_context(|| format!("symbolizing {}", path.display()))?;
+    crate::input::notices(&p);
+    Ok(p)
 }
 
 fn event_names(p: &Profile) -> String {

@@ -108,8 +108,10 @@ pub fn offcpu_profile(
     };
     let switches = offcpu::collect(&pd, switch_event, format)
         .with_context(|| format!("reading {}", path.display()))?;
-    offcpu::profile(&pd, opts, switches, min_block_us, wall)
-        .with_context(|| format!("symbolizing {}", path.display()))
+    let p = offcpu::profile(&pd, opts, switches, min_block_us, wall)
+        .with_context(|| format!("symbolizing {}", path.display()))?;
+    crate::input::notices(&p);
+    Ok(p)
 }
 
 /// `12.345 s`, `123.4 ms`, `56 µs`.
@@ -150,6 +152,7 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         user: true,
         // Blocks of one stack and thread merge once weighted (offcpu::Plan).
         merge: true,
+        symfs: a.symfs.clone(),
     };
     let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
     let folded = fold::fold(
@@ -239,6 +242,7 @@ pub fn flamegraph(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         data_file: a.data_file,
         wall: true,
         no_kernel: a.no_kernel,
+        symfs: a.symfs,
         command: a.command,
     };
     if recording {
