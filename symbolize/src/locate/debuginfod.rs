@@ -180,8 +180,8 @@ enum Miss {
     Status(u16),
     /// It could not be reached, or the transfer failed: not asked again this run.
     Unreachable(String),
-    /// What it sent was not the file (too large, not ELF, another build id), or it
-    /// could not be stored.
+    /// What it sent was not the file (too large, not ELF, another build id, cut short),
+    /// or it could not be stored.
     Rejected(String),
 }
 
@@ -374,15 +374,20 @@ impl Client {
         let bytes = match copied {
             Ok(n) => n,
             Err(e) => {
-                // A cut transfer, a stall, a body over the limit: nothing is kept.
-                let over = e
-                    .get_ref()
-                    .and_then(|i| i.downcast_ref::<ureq::Error>())
-                    .is_some_and(|u| matches!(u, ureq::Error::BodyExceedsLimit(_)));
-                return Err(if over {
-                    Miss::Rejected(format!("larger than DEBUGINFOD_MAXSIZE ({limit} bytes)"))
-                } else {
-                    Miss::Unreachable(format!("transfer failed: {e}"))
+                // A body over the limit, a stall, a cut transfer: nothing is kept, and a
+                // server that stalls is not waited for again.
+                let inner = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>());
+                return Err(match inner {
+                    Some(ureq::Error::BodyExceedsLimit(_)) => {
+                        Miss::Rejected(format!("larger than DEBUGINFOD_MAXSIZE ({limit} bytes)"))
+                    }
+                    Some(ureq::Error::Timeout(_)) => {
+                        Miss::Unreachable(format!("transfer stalled: {e}"))
+                    }
+                    _ if e.kind() == io::ErrorKind::TimedOut => {
+                        Miss::Unreachable(format!("transfer stalled: {e}"))
+                    }
+                    _ => Miss::Rejected(format!("the transfer failed: {e}")),
                 });
             }
         };
