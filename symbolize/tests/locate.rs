@@ -407,6 +407,8 @@ enum Answer {
     File(Vec<u8>),
     /// 404.
     NotFound,
+    /// Another status (a server error).
+    Status(u16),
     /// 200 that promises more bytes than it sends, then closes.
     Cut(Vec<u8>),
     /// Headers, then nothing for this long, then closes.
@@ -491,6 +493,7 @@ fn serve(conn: TcpStream, answer: &impl Fn(&str) -> Answer, stop: &AtomicBool) {
             .write_all(head("200 OK", b.len()).as_bytes())
             .and_then(|()| w.write_all(&b)),
         Answer::NotFound => w.write_all(head("404 Not Found", 0).as_bytes()),
+        Answer::Status(code) => w.write_all(head(&format!("{code} Oops"), 0).as_bytes()),
         Answer::Cut(b) => w
             .write_all(head("200 OK", b.len() * 2).as_bytes())
             .and_then(|()| w.write_all(&b)),
@@ -697,4 +700,25 @@ fn unreachable_servers_are_skipped_for_the_run() {
     );
     assert!(notes[1].contains(&stall.url()), "{notes:?}");
     assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
+}
+
+#[test]
+fn failures_are_asked_for_once_per_run() {
+    let d = scratch("debuginfod-once");
+    let server = Server::start(|_| Answer::Status(500));
+    let cache = d.join("cache");
+    let id = build_id(30);
+    let l = client(&cache, vec![server.url()]);
+    // Two modules with one build id (two paths): one request.
+    assert_eq!(l.executable("/nonexistent/a", Some(&id)), None);
+    assert_eq!(l.executable("/nonexistent/b", Some(&id)), None);
+    assert_eq!(server.requests(), 1);
+    let notes = l.notices();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("answered HTTP 500"), "{notes:?}");
+    // A server error is no "not found": the next run asks again.
+    assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
+    let l2 = client(&cache, vec![server.url()]);
+    assert_eq!(l2.executable("/nonexistent/a", Some(&id)), None);
+    assert_eq!(server.requests(), 2);
 }
