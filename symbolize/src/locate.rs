@@ -112,6 +112,9 @@ impl Config {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {
     Executable,
+    /// The executable found on this machine (steps 1-3), which the debug file's search
+    /// asks for too.
+    LocalExecutable,
     Debug,
 }
 
@@ -237,6 +240,12 @@ impl Locator {
 
     /// Steps 1-3 of [`Locator::executable`]: no network.
     fn local_executable(&self, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
+        self.memoized(Kind::LocalExecutable, path, build_id, |l| {
+            l.search_local_executable(path, build_id)
+        })
+    }
+
+    fn search_local_executable(&self, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
         let c = &self.inner.config;
         let ids = id_forms(build_id);
         if let Some(dir) = &c.buildid_dir {
