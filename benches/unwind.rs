@@ -80,7 +80,7 @@ fn bench(c: &mut Criterion) {
         return;
     };
     let unwind_all = || {
-        let mut u = StreamUnwinder::new(arch, false);
+        let mut u = StreamUnwinder::new(arch, false, hwprof_symbolize::Locator::from_env(None));
         let mut frames = 0usize;
         let _ = pd.for_each_record(|_, rec| -> hwprof_sampler::Result<()> {
             if let Some((f, _)) = u.record(rec) {

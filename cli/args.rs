@@ -319,6 +319,10 @@ pub struct ReportArgs {
     /// Do not expand inlined functions (rows are the functions that contain the ip).
     #[arg(long = "no-inline")]
     pub no_inline: bool,
+    /// Look for files with symbols relative to this directory (perf's --symfs: the
+    /// recorded paths under DIR, and its build-id cache DIR/.debug).
+    #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
+    pub symfs: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -366,6 +370,10 @@ pub struct FlamegraphArgs {
     /// Hide kernel frames.
     #[arg(long = "no-kernel")]
     pub no_kernel: bool,
+    /// Look for files with symbols relative to this directory (perf's --symfs: the
+    /// recorded paths under DIR, and its build-id cache DIR/.debug).
+    #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
+    pub symfs: Option<PathBuf>,
     /// Differential flame graph of NEW against BASE (red grew, blue shrank).
     #[arg(long = "diff", num_args = 2, value_names = ["BASE", "NEW"])]
     pub diff: Option<Vec<PathBuf>>,
@@ -534,6 +542,10 @@ pub struct OffcpuArgs {
     /// tables: whole stacks through code built without frame pointers, such as libc).
     #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]")]
     pub call_graph: Option<String>,
+    /// Look for files with symbols relative to this directory (perf's --symfs: the
+    /// recorded paths under DIR, and its build-id cache DIR/.debug).
+    #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
+    pub symfs: Option<PathBuf>,
     /// The command to run and trace.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -574,6 +586,10 @@ pub struct ProbeArgs {
         requires = "stacks"
     )]
     pub call_graph: Option<String>,
+    /// Look for files with symbols relative to this directory (perf's --symfs: the
+    /// recorded paths under DIR, and its build-id cache DIR/.debug).
+    #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
+    pub symfs: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long = "json")]
     pub json: bool,
@@ -636,6 +652,19 @@ pub fn parse_duration(
         ));
     }
     Duration::try_from_secs_f64(secs).map_err(|e| format!("bad duration: {e}"))
+}
+
+/// `--symfs DIR`: a directory (a path that is none names no file with symbols: a typo).
+pub fn symfs_dir(text: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(text);
+    match std::fs::metadata(&p) {
+        Ok(m) if m.is_dir() => Ok(p),
+        Ok(m) => Err(format!(
+            "{text} is {}, not a directory",
+            hwprof_pmu::file::kind_name(m.file_type())
+        )),
+        Err(e) => Err(format!("cannot use {text}: {e}")),
+    }
 }
 
 /// `--duration`: seconds by default, more than 0.

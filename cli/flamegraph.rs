@@ -78,6 +78,7 @@ fn sym_options(a: &FlamegraphArgs) -> SymOptions {
         kernel: !a.no_kernel,
         user: true,
         merge: true,
+        symfs: a.symfs.clone(),
     }
 }
 
@@ -93,6 +94,7 @@ fn load(path: &Path, opts: &SymOptions) -> anyhow::Result<Profile> {
     let p = Profile::from_perf_data(pd, opts)
         .with_context(|| format!("symbolizing {}", path.display()))?;
     crate::render::note_truncated(&p);
+    crate::input::notices(&p);
     Ok(p)
 }
 

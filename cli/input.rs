@@ -1,4 +1,5 @@
-//! Opening the perf.data files that `script`, `report` and `flamegraph` read.
+//! Opening the perf.data files that `script`, `report` and `flamegraph` read, and
+//! printing the notices of symbolizing them.
 
 use std::path::Path;
 
@@ -6,6 +7,7 @@ use anyhow::Context;
 use hwprof_pmu::file::FileError;
 use hwprof_sampler::Error as SErr;
 use hwprof_sampler::perfdata::reader::PerfData;
+use hwprof_symbolize::Profile;
 
 use crate::error::Usage;
 
@@ -36,4 +38,12 @@ pub fn open(path: &Path) -> anyhow::Result<PerfData> {
         eprintln!("hwprof: warning: {w}");
     }
     Ok(data)
+}
+
+/// Prints what finding the recording's files did that a user should know (debuginfod
+/// downloads, servers that could not be reached), once each.
+pub fn notices(p: &Profile) {
+    for n in &p.notices {
+        eprintln!("hwprof: note: {n}");
+    }
 }

@@ -123,8 +123,10 @@ pub fn offcpu_profile(
     };
     let switches = offcpu::collect(&pd, switch_event, format)
         .with_context(|| format!("reading {}", path.display()))?;
-    offcpu::profile(&pd, opts, switches, min_block_us, wall)
-        .with_context(|| format!("symbolizing {}", path.display()))
+    let p = offcpu::profile(&pd, opts, switches, min_block_us, wall)
+        .with_context(|| format!("symbolizing {}", path.display()))?;
+    crate::input::notices(&p);
+    Ok(p)
 }
 
 /// `12.345 s`, `123.4 ms`, `56 µs`.
@@ -165,6 +167,7 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         user: true,
         // Blocks of one stack and thread merge once weighted (offcpu::Plan).
         merge: true,
+        symfs: a.symfs.clone(),
     };
     let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
     crate::render::note_truncated(&profile);
@@ -256,6 +259,7 @@ pub fn flamegraph(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         wall: true,
         no_kernel: a.no_kernel,
         call_graph: a.call_graph,
+        symfs: a.symfs,
         command: a.command,
     };
     if recording {

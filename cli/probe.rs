@@ -173,7 +173,11 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     }
     let mut hits: Vec<Hit> = Vec::new();
     let mut unwinder = match (dwarf_stack, Arch::host()) {
-        (Some(_), Some(arch)) => Some(StreamUnwinder::new(arch, true)),
+        (Some(_), Some(arch)) => Some(StreamUnwinder::new(
+            arch,
+            true,
+            hwprof_symbolize::Locator::from_env(a.symfs.clone()),
+        )),
         (Some(_), None) => {
             return usage(format!(
                 "--call-graph dwarf: unwinding is not supported on {}",
@@ -224,9 +228,12 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         );
     }
     let results = pair(&mut hits, &funcs, threshold);
-    let mut sym = stacks::Stacks::new(maps);
+    let mut sym = stacks::Stacks::new(maps, a.symfs.clone());
     output::print(sink.w(), &a, &funcs, &results, threshold, &mut sym)?;
     sink.commit()?;
+    for n in sym.notices() {
+        eprintln!("hwprof: note: {n}");
+    }
     if !quiet {
         for (f, r) in funcs.iter().zip(&results) {
             if let Some(n) = output::short_calls_note(&f.target, &r.durations) {

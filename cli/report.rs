@@ -30,6 +30,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     let opts = Options {
         inline: !a.no_inline,
         merge: true,
+        symfs: a.symfs.clone(),
         ..Options::default()
     };
     let filter = Filter {
@@ -84,6 +85,7 @@ fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
     let data = crate::input::open(path)?;
     let p = Profile::from_perf_data(data, opts)
         .with_context(|| format!("reading {}", path.display()))?;
+    crate::input::notices(&p);
     if p.samples.is_empty() {
         anyhow::bail!("{} has no samples", path.display());
     }

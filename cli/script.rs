@@ -14,6 +14,7 @@ use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, DataSrc, FileId, Record, Sample, kind, misc};
 
 use hwprof_pmu::attr::sample as sample_type;
+use hwprof_symbolize::Locator;
 use hwprof_symbolize::unwind::{Arch, StreamUnwinder, stream};
 
 use crate::args::{ScriptArgs, ScriptFormat};
@@ -71,7 +72,7 @@ fn stack_unwinder(data: &PerfData) -> Option<StreamUnwinder> {
         .as_deref()
         .and_then(Arch::from_name)
         .or_else(Arch::host)?;
-    Some(StreamUnwinder::new(arch, false))
+    Some(StreamUnwinder::new(arch, false, Locator::from_env(None)))
 }
 
 struct Printer {

@@ -3,9 +3,11 @@
 //! the symbolizer names the function.
 
 use hwprof_sampler::synth::{self, Mapping};
+use std::path::PathBuf;
+
 use hwprof_symbolize::profile::TRUNCATED;
 use hwprof_symbolize::unwind::stream::TRUNCATED_MARK;
-use hwprof_symbolize::{Module, Symbolizer};
+use hwprof_symbolize::{Locator, Module, Symbolizer};
 
 /// The file mappings of process `pid` from `/proc/PID/maps` (empty when unreadable).
 pub fn proc_maps(pid: i32) -> impl Iterator<Item = (u32, Mapping)> {
@@ -27,13 +29,19 @@ pub struct Stacks {
 }
 
 impl Stacks {
-    /// A namer over these mappings (more are read from `/proc` for unknown processes).
-    pub fn new(maps: Vec<(u32, Mapping)>) -> Stacks {
+    /// A namer over these mappings (more are read from `/proc` for unknown processes),
+    /// finding files under `symfs` when given (`--symfs`).
+    pub fn new(maps: Vec<(u32, Mapping)>, symfs: Option<PathBuf>) -> Stacks {
         Stacks {
             maps,
-            sym: Symbolizer::new(false, false),
+            sym: Symbolizer::with_locator(false, false, Locator::from_env(symfs)),
             fetched: Vec::new(),
         }
+    }
+
+    /// What finding files did that a user should know (see [`Locator::notices`]).
+    pub fn notices(&self) -> Vec<String> {
+        self.sym.locator().notices()
     }
 
     fn find(&mut self, pid: u32, addr: u64) -> Option<Mapping> {

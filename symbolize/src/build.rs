@@ -12,6 +12,7 @@ use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, FileId, Record, context, misc};
 
 use crate::error::Result;
+use crate::locate::Locator;
 use crate::maps::{AddrSpace, Mapping};
 use crate::profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
 use crate::symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};
@@ -105,7 +106,11 @@ impl Profile {
     /// Unresolvable addresses become `[unknown]` frames (with their module when known);
     /// errors are only about records that cannot be decoded.
     pub fn build(pd: &PerfData, opts: &Options) -> Result<Profile> {
-        let sym = Symbolizer::new(opts.inline, kernel_matches(pd.features()));
+        let sym = Symbolizer::with_locator(
+            opts.inline,
+            kernel_matches(pd.features()),
+            Locator::from_env(opts.symfs.clone()),
+        );
         Profile::build_with(pd, opts, sym).map(|(p, _)| p)
     }
 
@@ -123,7 +128,11 @@ impl Profile {
     /// [`Profile::build`] that consumes the reader (and its file) once the records are
     /// replayed, before the profile is assembled.
     pub fn from_perf_data(pd: PerfData, opts: &Options) -> Result<Profile> {
-        let sym = Symbolizer::new(opts.inline, kernel_matches(pd.features()));
+        let sym = Symbolizer::with_locator(
+            opts.inline,
+            kernel_matches(pd.features()),
+            Locator::from_env(opts.symfs.clone()),
+        );
         let (b, events) = Builder::replay(&pd, opts, sym, None)?;
         drop(pd);
         Ok(b.finish(events, opts).0)
@@ -138,7 +147,11 @@ impl Profile {
         opts: &Options,
         reweigh: Reweigh<'_>,
     ) -> Result<Profile> {
-        let sym = Symbolizer::new(opts.inline, kernel_matches(pd.features()));
+        let sym = Symbolizer::with_locator(
+            opts.inline,
+            kernel_matches(pd.features()),
+            Locator::from_env(opts.symfs.clone()),
+        );
         let (b, events) = Builder::replay(pd, opts, sym, Some(reweigh))?;
         Ok(b.finish(events, opts).0)
     }
@@ -663,10 +676,13 @@ impl Builder {
                 let file = files
                     .entry(m.module)
                     .or_insert_with(|| match self.sym.module(m.module) {
-                        Some(Module::File { path, build_id }) => {
-                            let (exe, debug) = crate::unwind::find_files(path, build_id.as_deref());
-                            FileData::load(exe.as_deref(), debug.as_deref()).map(Arc::new)
-                        }
+                        Some(Module::File { path, build_id }) => crate::unwind::load_tables(
+                            self.sym.locator(),
+                            path,
+                            build_id.as_deref(),
+                            None,
+                        )
+                        .map(Arc::new),
                         _ => None,
                     })
                     .clone();
@@ -790,6 +806,7 @@ impl Builder {
                     .unwind
                     .as_ref()
                     .map_or(0, |u| u.unwinder.stats.truncated),
+            notices: self.sym.locator().notices(),
         };
         (profile, self.sym)
     }

@@ -2,9 +2,10 @@
 //!
 //! This crate owns symbolization: it replays a recording's MMAP/MMAP2/COMM/FORK/EXIT
 //! records into per-process address spaces over time (so exec and dlopen are right),
-//! resolves user addresses with blazesym (ELF symbols, DWARF lines and inlined functions,
-//! debug files by build id and debuglink), kernel addresses with `/proc/kallsyms`, and JIT
-//! code with `/tmp/perf-PID.map`. Failing to resolve is a result, not an error: such
+//! resolves user addresses with blazesym (ELF symbols, DWARF lines and inlined functions)
+//! from the files [`locate`] finds (perf's build-id cache, `--symfs`, debug files by build
+//! id and debuglink, debuginfod), kernel addresses with `/proc/kallsyms`, and JIT code
+//! with `/tmp/perf-PID.map`. Failing to resolve is a result, not an error: such
 //! addresses become `[unknown]` frames that still name their module.
 //!
 //! A recording names files by path, and a path may now be anything: only regular files
@@ -34,6 +35,7 @@ mod build;
 pub mod debugfiles;
 pub mod error;
 pub mod kallsyms;
+pub mod locate;
 mod maps;
 pub mod perfmap;
 pub mod profile;
@@ -42,5 +44,6 @@ pub mod unwind;
 
 pub use build::Reweigh;
 pub use error::{Error, Result};
+pub use locate::Locator;
 pub use profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
 pub use symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};

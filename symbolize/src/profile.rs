@@ -112,8 +112,8 @@ pub struct Sample {
     pub stack: Vec<FrameId>,
 }
 
-/// What to put in the stacks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What to put in the stacks, and where to find the files of a recording's modules.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Expand inlined functions into frames of their own.
     pub inline: bool,
@@ -126,6 +126,9 @@ pub struct Options {
     /// dropped), so that the profile grows with the distinct stacks, not the recording:
     /// what a report or a flame graph needs. Off, every recorded sample is kept.
     pub merge: bool,
+    /// `--symfs DIR`: look for the recorded files under this directory (perf's
+    /// meaning; see [`crate::locate`]).
+    pub symfs: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -135,6 +138,7 @@ impl Default for Options {
             kernel: true,
             user: true,
             merge: false,
+            symfs: None,
         }
     }
 }
@@ -158,6 +162,11 @@ pub struct Profile {
     /// Of the recorded samples, those whose stack could not be followed to its root:
     /// their stack ends in a `[truncated]` frame.
     pub truncated: u64,
+    /// What finding the recording's files did that a user should know (debuginfod
+    /// downloads, servers that could not be reached): one line each, for the binary to
+    /// print once ([`crate::Locator::notices`]).
+    #[serde(skip)]
+    pub notices: Vec<String>,
 }
 
 impl Profile {

@@ -3,10 +3,11 @@
 //! A [`Module`] says where an address lives (a mapped file, the kernel, anonymous memory
 //! of a process...) and an offset in it (the file offset for files, the address itself
 //! otherwise). [`Symbolizer::resolve`] turns a batch of such offsets of one module into
-//! frames: blazesym (ELF symbols, DWARF lines and inlined functions, debug files under
-//! `/usr/lib/debug`) for files, `/proc/kallsyms` for the kernel, `/tmp/perf-PID.map` for
-//! JIT code. Results are cached per (module, offset, return address), so asking twice
-//! costs a hash lookup.
+//! frames: blazesym (ELF symbols, DWARF lines and inlined functions) for files, read from
+//! the files a [`Locator`] finds (the module's separate debug file when there is one,
+//! else its executable), `/proc/kallsyms` for the kernel, `/tmp/perf-PID.map` for JIT
+//! code. Results are cached per (module, offset, return address), so asking twice costs
+//! a hash lookup.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use hwprof_sampler::buildid;
 use hwprof_sampler::perfdata::features::Features;
 
 use crate::kallsyms::Kallsyms;
+use crate::locate::Locator;
 use crate::perfmap::PerfMap;
 use crate::profile::{Frame, FrameKind};
 
@@ -96,22 +98,62 @@ pub(crate) fn same_build_id(a: &[u8], b: &[u8]) -> bool {
     !a.is_empty() && a == b
 }
 
-/// `/usr/lib/debug/.build-id/xx/yyyy.debug` for a build id.
-pub(crate) fn build_id_debug_path(id: &[u8]) -> Option<PathBuf> {
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-    let hex = hex.trim_end_matches("00");
-    (hex.len() > 2).then(|| {
-        PathBuf::from(format!(
-            "/usr/lib/debug/.build-id/{}/{}.debug",
-            &hex[..2],
-            &hex[2..]
-        ))
-    })
+/// The ELF file a file module is symbolized from.
+#[derive(Clone, Debug)]
+struct SymSource {
+    /// The file.
+    elf: PathBuf,
+    /// Whether its DWARF may be read ([`crate::debugfiles::dwarf_is_safe`]).
+    dwarf: bool,
+    /// For a separate debug file: the loadable segments of the mapped file, which turn
+    /// the recorded file offsets into the virtual offsets the debug file knows (its own
+    /// code sections are NOBITS, so file offsets mean nothing in it). `None`: `elf` is
+    /// the mapped file itself, and file offsets are its own.
+    segments: Option<Vec<Segment>>,
+}
+
+/// A `PT_LOAD` segment: `filesz` bytes at file offset `offset` are mapped at `vaddr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    offset: u64,
+    filesz: u64,
+    vaddr: u64,
+}
+
+/// The `PT_LOAD` segments of an ELF file that have file contents.
+fn load_segments(elf: &Path) -> Vec<Segment> {
+    use object::read::ReadCache;
+    use object::{Object, ObjectSegment};
+    let Ok((file, _)) = hwprof_pmu::file::open(elf) else {
+        return Vec::new();
+    };
+    let cache = ReadCache::new(file);
+    let Ok(obj) = object::File::parse(&cache) else {
+        return Vec::new();
+    };
+    obj.segments()
+        .filter_map(|seg| {
+            let (offset, filesz) = seg.file_range();
+            (filesz > 0).then_some(Segment {
+                offset,
+                filesz,
+                vaddr: seg.address(),
+            })
+        })
+        .collect()
+}
+
+/// The virtual offset of file offset `off` in segments `segs`.
+fn file_to_virt(segs: &[Segment], off: u64) -> Option<u64> {
+    segs.iter()
+        .find(|s| off >= s.offset && off - s.offset < s.filesz)
+        .map(|s| s.vaddr.wrapping_add(off - s.offset))
 }
 
 /// Resolves module offsets to frames, caching every answer.
 pub struct Symbolizer {
     inline: bool,
+    locator: Locator,
     kernel_trusted: bool,
     blaze: blazesym::symbolize::Symbolizer,
     kallsyms: Option<Kallsyms>,
@@ -120,9 +162,8 @@ pub struct Symbolizer {
     perf_maps: HashMap<u32, Option<PerfMap>>,
     modules: Vec<Module>,
     module_ids: HashMap<Module, ModuleId>,
-    /// Per file module: the ELF to read symbols from, `None` when none matches, and
-    /// whether its DWARF may be read ([`crate::debugfiles::dwarf_is_safe`]).
-    sources: HashMap<ModuleId, Option<(PathBuf, bool)>>,
+    /// Per file module: the ELF to read symbols from, `None` when none matches.
+    sources: HashMap<ModuleId, Option<SymSource>>,
     cache: HashMap<(ModuleId, u64, bool), Vec<Frame>>,
     lookups: u64,
 }
@@ -142,8 +183,13 @@ impl std::fmt::Debug for Symbolizer {
 impl Symbolizer {
     /// A symbolizer. `inline`: expand inlined functions; `kernel_trusted`: the recording's
     /// kernel is this one (see [`kernel_matches`]), so `/proc/kallsyms` may name kernel
-    /// addresses.
+    /// addresses. Files are found by [`Locator::from_env`] without a symfs.
     pub fn new(inline: bool, kernel_trusted: bool) -> Symbolizer {
+        Symbolizer::with_locator(inline, kernel_trusted, Locator::from_env(None))
+    }
+
+    /// [`Symbolizer::new`] that finds the files of modules with `locator`.
+    pub fn with_locator(inline: bool, kernel_trusted: bool, locator: Locator) -> Symbolizer {
         let blaze = blazesym::symbolize::Symbolizer::builder()
             .enable_code_info(true)
             .enable_inlined_fns(inline)
@@ -153,6 +199,7 @@ impl Symbolizer {
             .build();
         Symbolizer {
             inline,
+            locator,
             kernel_trusted,
             blaze,
             kallsyms: None,
@@ -164,6 +211,12 @@ impl Symbolizer {
             cache: HashMap::default(),
             lookups: 0,
         }
+    }
+
+    /// The locator that finds the files of modules (shared with its clones: the
+    /// unwinder asks the same one for unwind tables).
+    pub fn locator(&self) -> &Locator {
+        &self.locator
     }
 
     /// The id of a module (interned).
@@ -246,38 +299,37 @@ impl Symbolizer {
         }
     }
 
-    /// The ELF file to read a file module's symbols from: the mapped path when its build
-    /// id is the recorded one (or none was recorded), else the build-id debug file; and
-    /// whether its DWARF may be read. Only a regular file is ever chosen or opened (a
-    /// FIFO, device or directory at the path gives `None`: `[unknown]` frames).
-    fn source(
-        &mut self,
-        id: ModuleId,
-        path: &str,
-        build_id: Option<&[u8]>,
-    ) -> Option<(PathBuf, bool)> {
+    /// The ELF file to read a file module's symbols from: its separate debug file when
+    /// the locator finds one (full symbol table and DWARF), else its executable; `None`
+    /// when neither is found (a FIFO, device or directory is never chosen or opened:
+    /// `[unknown]` frames). Offsets into a debug file go through the executable's
+    /// segments (or the debug file's own when they have contents).
+    fn source(&mut self, id: ModuleId, path: &str, build_id: Option<&[u8]>) -> Option<SymSource> {
         if let Some(s) = self.sources.get(&id) {
             return s.clone();
         }
-        let local = Path::new(path);
-        let found = match build_id {
-            None => hwprof_pmu::file::open(local)
-                .is_ok()
-                .then(|| local.to_path_buf()),
-            Some(want) => {
-                if buildid::read_build_id(local).is_some_and(|have| same_build_id(&have, want)) {
-                    Some(local.to_path_buf())
-                } else {
-                    build_id_debug_path(want).filter(|p| {
-                        buildid::read_build_id(p).is_some_and(|have| same_build_id(&have, want))
-                    })
-                }
-            }
-        };
-        let found = found.map(|p| {
-            let dwarf = crate::debugfiles::dwarf_is_safe(&p);
-            (p, dwarf)
+        let exe = self.locator.executable(path, build_id);
+        let debug = self.locator.debug_file(path, build_id).and_then(|d| {
+            let segs = exe
+                .as_deref()
+                .map(load_segments)
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| load_segments(&d));
+            (!segs.is_empty()).then_some((d, segs))
         });
+        let found = match (debug, exe) {
+            (Some((elf, segs)), _) => Some(SymSource {
+                dwarf: crate::debugfiles::dwarf_is_safe(&elf),
+                elf,
+                segments: Some(segs),
+            }),
+            (None, Some(elf)) => Some(SymSource {
+                dwarf: crate::debugfiles::dwarf_is_safe(&elf),
+                elf,
+                segments: None,
+            }),
+            (None, None) => None,
+        };
         self.sources.insert(id, found.clone());
         found
     }
@@ -294,27 +346,38 @@ impl Symbolizer {
                 .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
                 .collect()
         };
-        let Some((src_path, dwarf)) = self.source(id, path, build_id) else {
+        let Some(source) = self.source(id, path, build_id) else {
             return unknowns();
         };
+        let src_path = source.elf;
         let query: Vec<u64> = todo
             .iter()
             .map(|&(o, r)| if r { o.saturating_sub(1) } else { o })
             .collect();
+        // A debug file is asked by virtual offset (an offset outside the mapped file's
+        // segments asks for 0, which names nothing, keeping the batch in order).
+        let virt: Vec<u64>;
+        let input = match &source.segments {
+            None => Input::FileOffset(query.as_slice()),
+            Some(segs) => {
+                virt = query
+                    .iter()
+                    .map(|&q| file_to_virt(segs, q).unwrap_or(0))
+                    .collect();
+                Input::VirtOffset(virt.as_slice())
+            }
+        };
         let mut elf = Elf::new(&src_path);
-        elf.debug_syms = dwarf;
+        elf.debug_syms = source.dwarf;
         let src = Source::Elf(elf);
         // Debug info that cannot be read (a compression blazesym lacks) must not cost the
         // ELF symbols: retry without it.
-        let syms = match self.blaze.symbolize(&src, Input::FileOffset(&query)) {
+        let syms = match self.blaze.symbolize(&src, input) {
             Ok(syms) => syms,
             Err(_) => {
                 let mut elf = Elf::new(&src_path);
                 elf.debug_syms = false;
-                match self
-                    .blaze
-                    .symbolize(&Source::Elf(elf), Input::FileOffset(&query))
-                {
+                match self.blaze.symbolize(&Source::Elf(elf), input) {
                     Ok(syms) => syms,
                     Err(_) => return unknowns(),
                 }
@@ -325,10 +388,7 @@ impl Symbolizer {
         // libc's `read`); lines and inlined frames stay DWARF's.
         let mut elf = Elf::new(&src_path);
         elf.debug_syms = false;
-        let elf_names: Vec<Option<String>> = match self
-            .blaze
-            .symbolize(&Source::Elf(elf), Input::FileOffset(&query))
-        {
+        let elf_names: Vec<Option<String>> = match self.blaze.symbolize(&Source::Elf(elf), input) {
             Ok(v) => v
                 .into_iter()
                 .map(|s| match s {
@@ -490,10 +550,6 @@ mod tests {
         assert!(same_build_id(&[1, 2, 3], &[1, 2, 3, 0, 0]));
         assert!(!same_build_id(&[1, 2, 3], &[1, 2, 4]));
         assert!(!same_build_id(&[], &[0, 0]));
-        assert_eq!(
-            build_id_debug_path(&[0xab, 0xcd, 0xef, 0, 0]).unwrap(),
-            PathBuf::from("/usr/lib/debug/.build-id/ab/cdef.debug")
-        );
     }
 
     #[test]

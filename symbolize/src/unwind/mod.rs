@@ -18,7 +18,7 @@ mod elf;
 pub mod online;
 pub mod stream;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
@@ -394,20 +394,23 @@ where
     }
 }
 
-/// The file with a module's code (and `.eh_frame`) and its separate debug file: the
-/// mapped path when its build id is the recorded one (or none was recorded), and the
-/// build-id debug file.
-pub(crate) fn find_files(
+/// The unwind tables of the module mapped from `path` (recorded build id `build_id`): of
+/// the file `locator` finds for it (or, for a process running now, `live_pid`, the file
+/// as that process sees it through `/proc/PID/root`: another mount namespace, a
+/// container), and `.debug_frame` of its debug file when the file has no tables.
+pub fn load_tables(
+    locator: &crate::Locator,
     path: &str,
     build_id: Option<&[u8]>,
-) -> (Option<PathBuf>, Option<PathBuf>) {
-    let local = Path::new(path);
-    let exe = match build_id {
-        None => Some(local.to_path_buf()),
-        Some(want) => hwprof_sampler::buildid::read_build_id(local)
-            .is_some_and(|have| crate::symbolizer::same_build_id(&have, want))
-            .then(|| local.to_path_buf()),
-    };
-    let debug = build_id.and_then(crate::symbolizer::build_id_debug_path);
-    (exe, debug)
+    live_pid: Option<u32>,
+) -> Option<FileData> {
+    let exe = live_pid
+        .map(|pid| PathBuf::from(format!("/proc/{pid}/root{path}")))
+        .filter(|p| p.is_file())
+        .or_else(|| locator.executable(path, build_id));
+    if let Some(d) = FileData::load(exe.as_deref(), None) {
+        return Some(d);
+    }
+    let debug = locator.debug_file(path, build_id);
+    FileData::load(exe.as_deref(), debug.as_deref())
 }

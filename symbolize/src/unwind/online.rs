@@ -40,7 +40,7 @@ impl OnlineUnwinder {
     pub fn new(decoder: Decoder, arch: Arch) -> OnlineUnwinder {
         OnlineUnwinder {
             decoder,
-            stream: StreamUnwinder::new(arch, true),
+            stream: StreamUnwinder::new(arch, true, local_locator()),
             addrs: Vec::new(),
             failed: 0,
         }
@@ -55,6 +55,15 @@ impl OnlineUnwinder {
     pub fn stats(&self) -> UnwindStats {
         self.stream.stats()
     }
+}
+
+/// Files as the recording machine has them: the processes' own (through
+/// `/proc/PID/root`), the build-id cache and debug directories, never a debuginfod
+/// download (which could stall the rings' reader).
+fn local_locator() -> crate::Locator {
+    let (mut config, _) = crate::locate::Config::from_env(None);
+    config.debuginfod.urls.clear();
+    crate::Locator::new(config)
 }
 
 impl Rewrite for OnlineUnwinder {

@@ -7,7 +7,6 @@
 //! user registers and a stack copy. It never symbolizes: the result is addresses, as
 //! the kernel would have written them in a user callchain.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -15,6 +14,7 @@ use rustc_hash::FxHashMap as HashMap;
 use hwprof_sampler::record::{Body, FileId, Record};
 
 use super::{Arch, Ending, FileData, Mapped, Unwinder, UserFrame, UserRegs};
+use crate::Locator;
 use crate::maps::{AddrSpace, Mapping};
 
 /// A user-context callchain entry that marks a stack unwinding could not follow to its
@@ -31,6 +31,7 @@ pub struct StreamUnwinder {
     /// Whether the processes are alive (a recording): files are then opened through
     /// `/proc/PID/root`, as the process sees them.
     live: bool,
+    locator: Locator,
     spaces: HashMap<u32, AddrSpace>,
     versions: u64,
     /// Mapped files by (path, build id), and their unwind tables.
@@ -58,11 +59,13 @@ type PendingFile = (String, Option<Vec<u8>>, u32);
 const NO_FILE: u32 = u32::MAX;
 
 impl StreamUnwinder {
-    /// An unwinder for a stream of `arch`; `live`: its processes are running now.
-    pub fn new(arch: Arch, live: bool) -> StreamUnwinder {
+    /// An unwinder for a stream of `arch`; `live`: its processes are running now;
+    /// `locator` finds the files of modules (the recorded paths, `--symfs`, build ids).
+    pub fn new(arch: Arch, live: bool, locator: Locator) -> StreamUnwinder {
         StreamUnwinder {
             unwinder: Unwinder::new(arch),
             live,
+            locator,
             spaces: HashMap::default(),
             versions: 0,
             module_ids: HashMap::default(),
@@ -202,20 +205,8 @@ impl StreamUnwinder {
     fn file(&mut self, id: u32) -> Option<Arc<FileData>> {
         let i = id as usize;
         if let Some(Some((path, bid, pid))) = self.pending.get_mut(i).map(Option::take) {
-            let (exe, debug) = super::find_files(&path, bid.as_deref());
-            let exe = match (self.live, exe) {
-                // As the process sees it (another mount namespace, a container).
-                (true, Some(_)) => {
-                    let inside = PathBuf::from(format!("/proc/{pid}/root{path}"));
-                    Some(if inside.is_file() {
-                        inside
-                    } else {
-                        PathBuf::from(&path)
-                    })
-                }
-                (_, e) => e,
-            };
-            let data = FileData::load(exe.as_deref(), debug.as_deref().map(Path::new));
+            let live = self.live.then_some(pid);
+            let data = super::load_tables(&self.locator, &path, bid.as_deref(), live);
             if let Some(slot) = self.files.get_mut(i) {
                 *slot = data.map(Arc::new);
             }
