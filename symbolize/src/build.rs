@@ -736,9 +736,13 @@ impl Builder {
         let mut loc_frames: Vec<Vec<FrameId>> = vec![Vec::new(); self.locs.len()];
         let mut modules: Vec<_> = by_module.into_iter().collect();
         modules.sort_by_key(|(m, _)| *m);
-        for (m, items) in modules {
-            let batch: Vec<(u64, bool)> = items.iter().map(|&(o, r, _)| (o, r)).collect();
-            let resolved = self.sym.resolve(m, &batch);
+        let batches: Vec<(ModuleId, Vec<(u64, bool)>)> = modules
+            .iter()
+            .map(|(m, items)| (*m, items.iter().map(|&(o, r, _)| (o, r)).collect()))
+            .collect();
+        let resolved = self.sym.resolve_batches(&batches);
+        drop(batches);
+        for ((_, items), resolved) in modules.iter().zip(resolved) {
             for ((_, _, i), fs) in items.iter().zip(resolved) {
                 let keep: Vec<FrameId> = fs
                     .into_iter()

@@ -190,13 +190,7 @@ impl Symbolizer {
 
     /// [`Symbolizer::new`] that finds the files of modules with `locator`.
     pub fn with_locator(inline: bool, kernel_trusted: bool, locator: Locator) -> Symbolizer {
-        let blaze = blazesym::symbolize::Symbolizer::builder()
-            .enable_code_info(true)
-            .enable_inlined_fns(inline)
-            .enable_demangling(true)
-            .enable_auto_reload(false)
-            .set_debug_dirs(Some(crate::debugfiles::DEBUG_DIRS))
-            .build();
+        let blaze = new_blaze(inline);
         Symbolizer {
             inline,
             locator,
@@ -273,6 +267,124 @@ impl Symbolizer {
             .collect()
     }
 
+    /// [`Symbolizer::resolve`] of several modules' batches at once: the files are read
+    /// and symbolized on up to as many threads as there are CPUs (each parses its own
+    /// files' symbols and DWARF, the bulk of the work), the kernel and the rest on this
+    /// one meanwhile. Results are in batch order, as `resolve` gives them.
+    pub fn resolve_batches(
+        &mut self,
+        batches: &[(ModuleId, Vec<(u64, bool)>)],
+    ) -> Vec<Vec<Vec<Frame>>> {
+        // The offsets to look up, per batch; the files' sources found here (the locator
+        // and its memo stay on this thread).
+        let mut files: Vec<FileJob> = Vec::new();
+        let mut others: Vec<(ModuleId, Vec<(u64, bool)>)> = Vec::new();
+        for (module, offsets) in batches {
+            let mut todo: Vec<(u64, bool)> = offsets
+                .iter()
+                .copied()
+                .filter(|&(o, r)| !self.cache.contains_key(&(*module, o, r)))
+                .collect();
+            todo.sort_unstable();
+            todo.dedup();
+            if todo.is_empty() {
+                continue;
+            }
+            self.lookups += todo.len() as u64;
+            match self.modules.get(*module as usize).cloned() {
+                Some(Module::File { path, build_id }) => {
+                    match self.source(*module, &path, build_id.as_deref()) {
+                        Some(src) => files.push((*module, path, src, todo)),
+                        None => {
+                            let u = todo
+                                .iter()
+                                .map(|&(o, _)| vec![unknown(Some(&path), o, FrameKind::User)])
+                                .collect();
+                            self.store(*module, &todo, u);
+                        }
+                    }
+                }
+                _ => others.push((*module, todo)),
+            }
+        }
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(files.len());
+        if workers <= 1 {
+            for (m, path, src, todo) in &files {
+                let r = symbolize_file(&self.blaze, path, src, todo);
+                self.store(*m, todo, r);
+            }
+            for (m, todo) in &others {
+                let r = self.lookup(*m, todo);
+                self.store(*m, todo, r);
+            }
+        } else {
+            // Largest files first, so that no thread is left with the biggest at the end.
+            files.sort_by_key(|(_, _, src, _)| {
+                std::cmp::Reverse(std::fs::metadata(&src.elf).map_or(0, |m| m.len()))
+            });
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let inline = self.inline;
+            let done: Vec<Vec<(usize, Vec<Vec<Frame>>)>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..workers)
+                    .map(|_| {
+                        let (files, next) = (&files, &next);
+                        scope.spawn(move || {
+                            let blaze = new_blaze(inline);
+                            let mut out = Vec::new();
+                            loop {
+                                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let Some((_, path, src, todo)) = files.get(i) else {
+                                    return out;
+                                };
+                                out.push((i, symbolize_file(&blaze, path, src, todo)));
+                            }
+                        })
+                    })
+                    .collect();
+                for (m, todo) in &others {
+                    let r = self.lookup(*m, todo);
+                    self.store(*m, todo, r);
+                }
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_default())
+                    .collect()
+            });
+            let mut by_job: Vec<Option<Vec<Vec<Frame>>>> = vec![None; files.len()];
+            for (i, r) in done.into_iter().flatten() {
+                if let Some(slot) = by_job.get_mut(i) {
+                    *slot = Some(r);
+                }
+            }
+            for ((m, path, _, todo), r) in files.iter().zip(by_job) {
+                // A worker that panicked: the module's addresses stay unresolved.
+                let r = r.unwrap_or_else(|| {
+                    todo.iter()
+                        .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
+                        .collect()
+                });
+                self.store(*m, todo, r);
+            }
+        }
+        batches
+            .iter()
+            .map(|(m, offsets)| {
+                offsets
+                    .iter()
+                    .map(|&(o, r)| self.cache.get(&(*m, o, r)).cloned().unwrap_or_default())
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn store(&mut self, module: ModuleId, todo: &[(u64, bool)], frames: Vec<Vec<Frame>>) {
+        for (&(o, r), f) in todo.iter().zip(frames) {
+            self.cache.insert((module, o, r), f);
+        }
+    }
+
     fn lookup(&mut self, id: ModuleId, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
         let Some(m) = self.modules.get(id as usize).cloned() else {
             return todo
@@ -341,104 +453,14 @@ impl Symbolizer {
         build_id: Option<&[u8]>,
         todo: &[(u64, bool)],
     ) -> Vec<Vec<Frame>> {
-        let unknowns = || -> Vec<Vec<Frame>> {
-            todo.iter()
+        match self.source(id, path, build_id) {
+            Some(source) => symbolize_file(&self.blaze, path, &source, todo),
+            None => todo
+                .iter()
                 .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
-                .collect()
-        };
-        let Some(source) = self.source(id, path, build_id) else {
-            return unknowns();
-        };
-        let src_path = source.elf;
-        let query: Vec<u64> = todo
-            .iter()
-            .map(|&(o, r)| if r { o.saturating_sub(1) } else { o })
-            .collect();
-        // A debug file is asked by virtual offset (an offset outside the mapped file's
-        // segments asks for 0, which names nothing, keeping the batch in order).
-        let virt: Vec<u64>;
-        let input = match &source.segments {
-            None => Input::FileOffset(query.as_slice()),
-            Some(segs) => {
-                virt = query
-                    .iter()
-                    .map(|&q| file_to_virt(segs, q).unwrap_or(0))
-                    .collect();
-                Input::VirtOffset(virt.as_slice())
-            }
-        };
-        let mut elf = Elf::new(&src_path);
-        elf.debug_syms = source.dwarf;
-        let src = Source::Elf(elf);
-        // Debug info that cannot be read (a compression blazesym lacks) must not cost the
-        // ELF symbols: retry without it.
-        let syms = match self.blaze.symbolize(&src, input) {
-            Ok(syms) => syms,
-            Err(_) => {
-                let mut elf = Elf::new(&src_path);
-                elf.debug_syms = false;
-                match self.blaze.symbolize(&Source::Elf(elf), input) {
-                    Ok(syms) => syms,
-                    Err(_) => return unknowns(),
-                }
-            }
-        };
-        // The outer function's name comes from the ELF symbol table, as perf shows it:
-        // DWARF names are short (`decode_sample` for a Rust path, `__GI___libc_read` for
-        // libc's `read`); lines and inlined frames stay DWARF's.
-        let mut elf = Elf::new(&src_path);
-        elf.debug_syms = false;
-        let elf_names: Vec<Option<String>> = match self.blaze.symbolize(&Source::Elf(elf), input) {
-            Ok(v) => v
-                .into_iter()
-                .map(|s| match s {
-                    Symbolized::Sym(sym) => Some(sym.name.to_string()),
-                    _ => None,
-                })
                 .collect(),
-            Err(_) => Vec::new(),
-        };
-        todo.iter()
-            .zip(&query)
-            .zip(syms)
-            .enumerate()
-            .map(|(i, ((&(o, _), &q), s))| match s {
-                Symbolized::Sym(sym) => {
-                    let start = q.saturating_sub(sym.offset as u64);
-                    let mut frames = Vec::with_capacity(1 + sym.inlined.len());
-                    for f in sym.inlined.iter().rev() {
-                        let (file, line) = code_location(f.code_info.as_ref());
-                        frames.push(Frame {
-                            function: Some(f.name.to_string()),
-                            module: Some(path.to_string()),
-                            module_offset: start,
-                            file,
-                            line,
-                            inlined: true,
-                            kind: FrameKind::User,
-                        });
-                    }
-                    let (file, line) = code_location(sym.code_info.as_deref());
-                    let name = match elf_names.get(i) {
-                        Some(Some(n)) => n.clone(),
-                        _ => sym.name.to_string(),
-                    };
-                    frames.push(Frame {
-                        function: Some(name),
-                        module: Some(path.to_string()),
-                        module_offset: start,
-                        file,
-                        line,
-                        inlined: false,
-                        kind: FrameKind::User,
-                    });
-                    frames
-                }
-                _ => vec![unknown(Some(path), o, FrameKind::User)],
-            })
-            .collect()
+        }
     }
-
     /// Starts reading `/proc/kallsyms` on another thread when kernel addresses may be
     /// named from it: generating it costs the kernel some 40 ms, which then overlaps with
     /// replaying the recording instead of adding to it.
@@ -520,6 +542,124 @@ impl Symbolizer {
     pub fn inline(&self) -> bool {
         self.inline
     }
+}
+
+/// A file module's batch: its id, path, where its symbols are read from, and the
+/// offsets (with whether each is a return address) to look up.
+type FileJob = (ModuleId, String, SymSource, Vec<(u64, bool)>);
+
+/// A blazesym symbolizer as hwprof uses them.
+fn new_blaze(inline: bool) -> blazesym::symbolize::Symbolizer {
+    blazesym::symbolize::Symbolizer::builder()
+        .enable_code_info(true)
+        .enable_inlined_fns(inline)
+        .enable_demangling(true)
+        .enable_auto_reload(false)
+        .set_debug_dirs(Some(crate::debugfiles::DEBUG_DIRS))
+        .build()
+}
+
+/// Frames of a batch of offsets of the file module `path`, read from `source` with
+/// `blaze` (one call for the batch, one more for the ELF symbols' names).
+fn symbolize_file(
+    blaze: &blazesym::symbolize::Symbolizer,
+    path: &str,
+    source: &SymSource,
+    todo: &[(u64, bool)],
+) -> Vec<Vec<Frame>> {
+    let unknowns = || -> Vec<Vec<Frame>> {
+        todo.iter()
+            .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
+            .collect()
+    };
+    let src_path = &source.elf;
+    let query: Vec<u64> = todo
+        .iter()
+        .map(|&(o, r)| if r { o.saturating_sub(1) } else { o })
+        .collect();
+    // A debug file is asked by virtual offset (an offset outside the mapped file's
+    // segments asks for 0, which names nothing, keeping the batch in order).
+    let virt: Vec<u64>;
+    let input = match &source.segments {
+        None => Input::FileOffset(query.as_slice()),
+        Some(segs) => {
+            virt = query
+                .iter()
+                .map(|&q| file_to_virt(segs, q).unwrap_or(0))
+                .collect();
+            Input::VirtOffset(virt.as_slice())
+        }
+    };
+    let mut elf = Elf::new(src_path);
+    elf.debug_syms = source.dwarf;
+    let src = Source::Elf(elf);
+    // Debug info that cannot be read (a compression blazesym lacks) must not cost the
+    // ELF symbols: retry without it.
+    let syms = match blaze.symbolize(&src, input) {
+        Ok(syms) => syms,
+        Err(_) => {
+            let mut elf = Elf::new(src_path);
+            elf.debug_syms = false;
+            match blaze.symbolize(&Source::Elf(elf), input) {
+                Ok(syms) => syms,
+                Err(_) => return unknowns(),
+            }
+        }
+    };
+    // The outer function's name comes from the ELF symbol table, as perf shows it:
+    // DWARF names are short (`decode_sample` for a Rust path, `__GI___libc_read` for
+    // libc's `read`); lines and inlined frames stay DWARF's.
+    let mut elf = Elf::new(src_path);
+    elf.debug_syms = false;
+    let elf_names: Vec<Option<String>> = match blaze.symbolize(&Source::Elf(elf), input) {
+        Ok(v) => v
+            .into_iter()
+            .map(|s| match s {
+                Symbolized::Sym(sym) => Some(sym.name.to_string()),
+                _ => None,
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    todo.iter()
+        .zip(&query)
+        .zip(syms)
+        .enumerate()
+        .map(|(i, ((&(o, _), &q), s))| match s {
+            Symbolized::Sym(sym) => {
+                let start = q.saturating_sub(sym.offset as u64);
+                let mut frames = Vec::with_capacity(1 + sym.inlined.len());
+                for f in sym.inlined.iter().rev() {
+                    let (file, line) = code_location(f.code_info.as_ref());
+                    frames.push(Frame {
+                        function: Some(f.name.to_string()),
+                        module: Some(path.to_string()),
+                        module_offset: start,
+                        file,
+                        line,
+                        inlined: true,
+                        kind: FrameKind::User,
+                    });
+                }
+                let (file, line) = code_location(sym.code_info.as_deref());
+                let name = match elf_names.get(i) {
+                    Some(Some(n)) => n.clone(),
+                    _ => sym.name.to_string(),
+                };
+                frames.push(Frame {
+                    function: Some(name),
+                    module: Some(path.to_string()),
+                    module_offset: start,
+                    file,
+                    line,
+                    inlined: false,
+                    kind: FrameKind::User,
+                });
+                frames
+            }
+            _ => vec![unknown(Some(path), o, FrameKind::User)],
+        })
+        .collect()
 }
 
 fn code_location(ci: Option<&CodeInfo<'_>>) -> (Option<String>, Option<u32>) {
