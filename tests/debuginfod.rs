@@ -227,6 +227,55 @@ fn netns(dir: &Path) -> Option<Guard> {
     Some(g)
 }
 
+/// debuginfod serving `served` (`-F`) in the network namespace of `ns`, on the loopback
+/// of that namespace (debuginfod 0.188 listens on every address; there the only one is
+/// 127.0.0.1), writing only into `d`: its database, HOME and TMPDIR; no
+/// DEBUGINFOD_URLS (no federation). Returns once it serves `/buildid/ID/KIND` (copied
+/// to `d/probe.KIND`), with its URL.
+fn serve(d: &Path, ns: &Guard, served: &Path, id: &str, kind: &str) -> (Guard, String) {
+    let port = 8002;
+    let url = format!("http://127.0.0.1:{port}");
+    let srv_home = d.join("server-home");
+    std::fs::create_dir_all(&srv_home).unwrap();
+    let server = spawn(
+        Command::new("nsenter")
+            .arg(format!("--net=/proc/{}/ns/net", ns.pid()))
+            .arg("debuginfod")
+            .arg("-d")
+            .arg(d.join("server.sqlite"))
+            .args(["-p", &port.to_string(), "-t", "0", "-g", "0", "-F"])
+            .arg(served)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &srv_home)
+            .env("TMPDIR", &srv_home),
+        &d.join("server.log"),
+        "debuginfod",
+    );
+    // Ready once it serves the file (it scans -F directories at start).
+    let probe = d.join(format!("probe.{kind}"));
+    let start = Instant::now();
+    loop {
+        let ok = Command::new("nsenter")
+            .arg(format!("--net=/proc/{}/ns/net", ns.pid()))
+            .args(["curl", "-sf", "--max-time", "2", "-o"])
+            .arg(&probe)
+            .arg(format!("{url}/buildid/{id}/{kind}"))
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            break;
+        }
+        let log = std::fs::read_to_string(d.join("server.log")).unwrap_or_default();
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "debuginfod did not serve {id} within 30 s:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (server, url)
+}
+
 #[test]
 fn debuginfod_names_a_stripped_programs_functions() {
     for (tool, arg) in [
@@ -280,46 +329,8 @@ fn debuginfod_names_a_stripped_programs_functions() {
     let Some(ns) = netns(&d) else {
         return;
     };
-    let port = 8002;
-    let url = format!("http://127.0.0.1:{port}");
-    let srv_home = d.join("server-home");
-    std::fs::create_dir_all(&srv_home).unwrap();
-    let server = spawn(
-        Command::new("nsenter")
-            .arg(format!("--net=/proc/{}/ns/net", ns.pid()))
-            .arg("debuginfod")
-            .arg("-d")
-            .arg(d.join("server.sqlite"))
-            .args(["-p", &port.to_string(), "-t", "0", "-g", "0", "-F"])
-            .arg(&served)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &srv_home)
-            .env("TMPDIR", &srv_home),
-        &d.join("server.log"),
-        "debuginfod",
-    );
-    // Ready once it serves the file (it scans -F directories at start).
-    let probe = d.join("probe.debug");
-    let start = Instant::now();
-    loop {
-        let ok = Command::new("nsenter")
-            .arg(format!("--net=/proc/{}/ns/net", ns.pid()))
-            .args(["curl", "-sf", "--max-time", "2", "-o"])
-            .arg(&probe)
-            .arg(format!("{url}/buildid/{id}/debuginfo"))
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
-            break;
-        }
-        let log = std::fs::read_to_string(d.join("server.log")).unwrap_or_default();
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "debuginfod did not serve {id} within 30 s:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (server, url) = serve(&d, &ns, &served, &id, "debuginfo");
+    let probe = d.join("probe.debuginfo");
     assert_eq!(
         std::fs::read(&probe).unwrap(),
         std::fs::read(&debug).unwrap()
@@ -483,4 +494,141 @@ fn top_symbol(out: &str) -> Option<String> {
     out.lines()
         .filter(|l| !l.starts_with('#'))
         .find_map(|l| l.split_once("] ").map(|(_, s)| s.trim().to_string()))
+}
+
+/// `hwprof ARGS` with HOME at `home`, no debuginfod settings but `env`, in the network
+/// namespace of process `netns`.
+fn hwprof_in(netns: Option<u32>, args: &[&str], home: &Path, env: &[(&str, &str)]) -> common::Run {
+    let mut cmd = match netns {
+        Some(pid) => {
+            let mut c = Command::new("nsenter");
+            c.arg(format!("--net=/proc/{pid}/ns/net"))
+                .arg(common::hwprof_bin());
+            c
+        }
+        None => Command::new(common::hwprof_bin()),
+    };
+    cmd.args(args)
+        .env("HOME", home)
+        .env_remove("DEBUGINFOD_URLS")
+        .env_remove("DEBUGINFOD_CACHE_PATH")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("PERF_BUILDID_DIR")
+        .envs(env.iter().copied());
+    let r = common::run_cmd(&mut cmd, Duration::from_secs(60));
+    r.assert_ok();
+    r
+}
+
+/// The share of folded stacks (`hwprof flamegraph --folded --weight samples`) holding
+/// the whole `main;outer;middle;leaf` chain.
+fn chain_share(folded: &str) -> f64 {
+    let (mut all, mut whole) = (0u64, 0u64);
+    for l in folded.lines() {
+        let Some((stack, n)) = l.rsplit_once(' ') else {
+            continue;
+        };
+        let n: u64 = n.parse().unwrap_or(0);
+        all += n;
+        if stack.contains("main;outer;middle;leaf") {
+            whole += n;
+        }
+    }
+    if all == 0 {
+        0.0
+    } else {
+        whole as f64 / all as f64
+    }
+}
+
+#[test]
+fn debuginfod_serves_the_unwind_tables_of_a_binary_that_moved() {
+    for (tool, arg) in [
+        ("debuginfod", "--version"),
+        ("unshare", "--version"),
+        ("nsenter", "--version"),
+        ("ip", "-V"),
+        ("curl", "--version"),
+    ] {
+        if !have(tool, arg) {
+            skip(
+                Why::Setup,
+                format_args!("{tool} not installed (.ci/run installs it)"),
+            );
+            return;
+        }
+    }
+    let d = scratch("debuginfod-unwind");
+    // main -> outer -> middle -> leaf at -O2 without frame pointers: only its unwind
+    // tables (.eh_frame) give the callers.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/dwarf_chain.c");
+    let prog = d.join("chain");
+    assert!(
+        hwprof_testkit::compile_c(&src, &prog, &["-O2", "-g", "-fomit-frame-pointer"]),
+        "no C compiler: install gcc (.ci/run does)"
+    );
+    let data = d.join("dwarf.data");
+    let (p, o) = (prog.to_str().unwrap(), data.to_str().unwrap());
+    common::hwprof(&[
+        "record",
+        "--call-graph",
+        "dwarf",
+        "--keep-raw-stacks",
+        "-F",
+        "1000",
+        "-o",
+        o,
+        "--",
+        p,
+        "3",
+    ])
+    .assert_ok();
+    // The binary leaves the recorded path: only the server has it now.
+    let served = d.join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    std::fs::rename(&prog, served.join("chain")).unwrap();
+    let id = build_id_hex(&served.join("chain"));
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let fold = [
+        "flamegraph",
+        "-i",
+        o,
+        "--folded",
+        "--weight",
+        "samples",
+        "-o",
+        "-",
+    ];
+
+    let without = hwprof_in(None, &fold, &home, &[]);
+    let before = chain_share(&without.stdout);
+    assert!(
+        before < 0.05,
+        "unwound without the binary? {}",
+        without.stdout
+    );
+
+    let Some(ns) = netns(&d) else {
+        return;
+    };
+    let (_server, url) = serve(&d, &ns, &served, &id, "executable");
+    let cache = d.join("cache");
+    let env = [
+        ("DEBUGINFOD_URLS", url.as_str()),
+        ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap()),
+    ];
+    let with = hwprof_in(Some(ns.pid()), &fold, &home, &env);
+    let after = chain_share(&with.stdout);
+    common::report_line(&format!(
+        "debuginfod unwind tables: whole chain in {:.1}% of stacks with the server, {:.1}% without",
+        after * 100.0,
+        before * 100.0
+    ));
+    assert!(after >= 0.95, "{}", with.dump());
+    assert!(
+        cache.join(&id).join("executable").is_file(),
+        "{}",
+        with.stderr
+    );
 }
