@@ -411,6 +411,14 @@ fn offcpu_with_dwarf_names_the_blocked_functions() {
         a / 1000,
         b / 1000
     );
+    // Kernel and user together: the kernel's part (from its callchain) under the user
+    // part (unwound), in one stack.
+    assert!(
+        text.lines().any(|l| l
+            .split_once(";b_waits;")
+            .is_some_and(|(_, below)| below.contains("_[k]"))),
+        "no kernel frames under b_waits:\n{text}"
+    );
     for (name, v) in [("a_sleeps", a), ("b_waits", b)] {
         assert!(
             (450_000..=900_000).contains(&v),
@@ -524,4 +532,114 @@ fn unwinding_while_recording_writes_small_files_that_perf_reads_whole() {
         a / b
     );
     assert!(a <= 0.2 * b, "hwprof {a:.0} B/sample vs perf {b:.0}");
+}
+
+#[test]
+fn a_module_without_unwind_tables_falls_back_to_frame_pointers() {
+    // Built with frame pointers, then its unwind tables removed: its frames can only
+    // come from the frame pointers (libc's still come from libc's tables).
+    let Some(exe) = c_workload(
+        "dwarf_chain",
+        "dwarf_chain_fp_only",
+        &[
+            "-fno-omit-frame-pointer",
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+        ],
+    ) else {
+        return;
+    };
+    let stripped = build_dir().join("dwarf_chain_no_tables");
+    if !stripped.exists() {
+        let out = Command::new("objcopy")
+            .args([
+                "--remove-section=.eh_frame",
+                "--remove-section=.eh_frame_hdr",
+                "--remove-section=.debug_frame",
+            ])
+            .arg(&exe)
+            .arg(&stripped)
+            .output();
+        match out {
+            Ok(o) => assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr)),
+            Err(e) => {
+                skip(Why::Setup, format_args!("cannot run objcopy ({e})"));
+                return;
+            }
+        }
+    }
+    let sections = Command::new("readelf")
+        .arg("-SW")
+        .arg(&stripped)
+        .output()
+        .unwrap();
+    let sections = String::from_utf8_lossy(&sections.stdout);
+    assert!(!sections.contains(".eh_frame"), "{sections}");
+    let h = record_hwprof(&stripped, &["3"], "no-tables", "dwarf", &[]);
+    let (f, _) = hwprof_folded(&h);
+    // gcc keeps no frame in `leaf` (it calls nothing), so from there the frame pointer
+    // leads to outer: middle is skipped, as with -g (the kernel's frame-pointer walk).
+    let s = share(&f, "main;outer;leaf");
+    let fp = scratch_path("no-tables.fp.data");
+    hwprof(&[
+        "record",
+        "-g",
+        "-F",
+        "1000",
+        "-o",
+        fp.to_str().unwrap(),
+        stripped.to_str().unwrap(),
+        "3",
+    ])
+    .assert_ok();
+    let g = share(&hwprof_folded(&fp).0, "main;outer;leaf");
+    report!(
+        "no unwind tables: main;outer;leaf in {:.1}% of DWARF stacks (frame pointers), {:.1}% with -g",
+        s * 100.0,
+        g * 100.0
+    );
+    assert!(s >= 0.95 && s + 0.03 >= g, "{f:?}");
+}
+
+#[test]
+fn probe_stacks_with_dwarf_name_the_callers() {
+    if !common::require_pmu("uprobe", "probe --stacks --call-graph dwarf")
+        || !common::require_tracefs("probe --stacks --call-graph dwarf")
+    {
+        return;
+    }
+    // Its own name: uprobe events are named after the binary.
+    let Some(exe) = c_workload("dwarf_chain", "dwarf_chain_probe", &[]) else {
+        return;
+    };
+    let target = format!("uprobe:{}:leaf", exe.display());
+    let e = exe.to_str().unwrap();
+    let r = hwprof(&[
+        "probe",
+        &target,
+        "--threshold",
+        "1us",
+        "--stacks",
+        "--call-graph",
+        "dwarf",
+        "--",
+        e,
+        "1",
+    ]);
+    r.assert_ok();
+    // The result goes to stderr (stdout is the command's).
+    let stacks = r.stderr.matches("tid ").count();
+    let whole = r
+        .stderr
+        .split("tid ")
+        .skip(1)
+        .filter(|s| {
+            let frames: Vec<&str> = s.lines().skip(1).map(str::trim).collect();
+            ["leaf (", "middle (", "outer (", "main ("]
+                .iter()
+                .all(|f| frames.iter().any(|l| l.starts_with(f)))
+        })
+        .count();
+    report!("probe --stacks --call-graph dwarf: {whole} of {stacks} slow calls' stacks reach main");
+    assert!(stacks > 0 && whole == stacks, "{}", r.stderr);
 }
