@@ -74,6 +74,20 @@ fn program(dir: &Path, name: &str) -> PathBuf {
     out
 }
 
+/// Whether every `(tool, version flag)` runs; else a skip naming the first missing.
+fn tools(list: &[(&str, &str)]) -> bool {
+    for (tool, arg) in list {
+        if !have(tool, arg) {
+            skip(
+                Why::Setup,
+                format_args!("{tool} not installed (.ci/run installs it)"),
+            );
+            return false;
+        }
+    }
+    true
+}
+
 fn have(prog: &str, arg: &str) -> bool {
     Command::new(prog)
         .arg(arg)
@@ -123,26 +137,9 @@ fn report(
     env: &[(&str, &str)],
     netns: Option<u32>,
 ) -> common::Run {
-    let mut cmd = match netns {
-        Some(pid) => {
-            let mut c = Command::new("nsenter");
-            c.arg(format!("--net=/proc/{pid}/ns/net"))
-                .arg(common::hwprof_bin());
-            c
-        }
-        None => Command::new(common::hwprof_bin()),
-    };
-    cmd.args(["report", "-i", data.to_str().unwrap(), "--stdio"])
-        .args(extra)
-        .env("HOME", home)
-        .env_remove("DEBUGINFOD_URLS")
-        .env_remove("DEBUGINFOD_CACHE_PATH")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("PERF_BUILDID_DIR")
-        .envs(env.iter().copied());
-    let r = common::run_cmd(&mut cmd, Duration::from_secs(60));
-    r.assert_ok();
-    r
+    let mut args = vec!["report", "-i", data.to_str().unwrap(), "--stdio"];
+    args.extend_from_slice(extra);
+    hwprof_in(netns, &args, home, env)
 }
 
 /// The static function names a report shows.
@@ -278,21 +275,15 @@ fn serve(d: &Path, ns: &Guard, served: &Path, id: &str, kind: &str) -> (Guard, S
 
 #[test]
 fn debuginfod_names_a_stripped_programs_functions() {
-    for (tool, arg) in [
+    if !tools(&[
         ("debuginfod", "--version"),
         ("unshare", "--version"),
         ("nsenter", "--version"),
         ("ip", "-V"),
         ("curl", "--version"),
         ("objcopy", "--version"),
-    ] {
-        if !have(tool, arg) {
-            skip(
-                Why::Setup,
-                format_args!("{tool} not installed (.ci/run installs it)"),
-            );
-            return;
-        }
+    ]) {
+        return;
     }
     let d = scratch("debuginfod");
     let prog = program(&d, "prog");
@@ -543,20 +534,14 @@ fn chain_share(folded: &str) -> f64 {
 
 #[test]
 fn debuginfod_serves_the_unwind_tables_of_a_binary_that_moved() {
-    for (tool, arg) in [
+    if !tools(&[
         ("debuginfod", "--version"),
         ("unshare", "--version"),
         ("nsenter", "--version"),
         ("ip", "-V"),
         ("curl", "--version"),
-    ] {
-        if !have(tool, arg) {
-            skip(
-                Why::Setup,
-                format_args!("{tool} not installed (.ci/run installs it)"),
-            );
-            return;
-        }
+    ]) {
+        return;
     }
     let d = scratch("debuginfod-unwind");
     // main -> outer -> middle -> leaf at -O2 without frame pointers: only its unwind

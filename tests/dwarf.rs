@@ -265,18 +265,7 @@ fn c_without_frame_pointers_unwinds_to_main_like_perf() {
         "C -O2 without frame pointers, hwprof's raw stacks",
     );
     // Frame pointers alone cannot: this is what the issue is about.
-    let fp = scratch_path("c-chain.fp.data");
-    hwprof(&[
-        "record",
-        "-g",
-        "-F",
-        "1000",
-        "-o",
-        fp.to_str().unwrap(),
-        exe.to_str().unwrap(),
-        "5",
-    ])
-    .assert_ok();
+    let fp = record_hwprof(&exe, &["5"], "c-chain-fp", "fp", &[]);
     let (f, _) = hwprof_folded(&fp);
     assert!(
         share(&f, chain) < 0.5,
@@ -580,18 +569,7 @@ fn a_module_without_unwind_tables_falls_back_to_frame_pointers() {
     // gcc keeps no frame in `leaf` (it calls nothing), so from there the frame pointer
     // leads to outer: middle is skipped, as with -g (the kernel's frame-pointer walk).
     let s = share(&f, "main;outer;leaf");
-    let fp = scratch_path("no-tables.fp.data");
-    hwprof(&[
-        "record",
-        "-g",
-        "-F",
-        "1000",
-        "-o",
-        fp.to_str().unwrap(),
-        stripped.to_str().unwrap(),
-        "3",
-    ])
-    .assert_ok();
+    let fp = record_hwprof(&stripped, &["3"], "no-tables-fp", "fp", &[]);
     let g = share(&hwprof_folded(&fp).0, "main;outer;leaf");
     report!(
         "no unwind tables: main;outer;leaf in {:.1}% of DWARF stacks (frame pointers), {:.1}% with -g",

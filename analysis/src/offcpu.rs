@@ -21,7 +21,7 @@ pub mod pair;
 use hwprof_sampler::perfdata::reader::{EventAttr, PerfData};
 use hwprof_sampler::perfdata::tracing::{self, TraceField, TraceFormat};
 use hwprof_sampler::record::{Body, Record};
-use hwprof_symbolize::{Frame, FrameId, FrameKind, Options, Profile};
+use hwprof_symbolize::{Frame, FrameId, Options, Profile};
 
 pub use pair::{Block, Switch, pair};
 
@@ -255,15 +255,7 @@ impl Plan {
     /// event 0, and with `wall` each stack ending in an `[off]` or `[on]` frame.
     pub fn tag(&self, mut p: Profile) -> Profile {
         let mut tag = |name: &str| -> FrameId {
-            p.frames.push(Frame {
-                function: Some(name.to_string()),
-                module: None,
-                module_offset: 0,
-                file: None,
-                line: None,
-                inlined: false,
-                kind: FrameKind::User,
-            });
+            p.frames.push(Frame::named(name));
             (p.frames.len() - 1) as FrameId
         };
         let tags = self.wall.then(|| (tag("[off]"), tag("[on]")));

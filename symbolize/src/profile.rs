@@ -49,8 +49,13 @@ pub const TRUNCATED: &str = "[truncated]";
 impl Frame {
     /// The frame that ends a stack unwinding could not follow to its root.
     pub fn truncated() -> Frame {
+        Frame::named(TRUNCATED)
+    }
+
+    /// A frame that is a name only, not code (`[truncated]`, off-CPU's `[off]`).
+    pub fn named(name: &str) -> Frame {
         Frame {
-            function: Some(TRUNCATED.to_string()),
+            function: Some(name.to_string()),
             module: None,
             module_offset: 0,
             file: None,

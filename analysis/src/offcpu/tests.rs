@@ -167,15 +167,7 @@ fn profile_of(records: &[(u32, u64)]) -> Profile {
                 attr: Attr::default(),
             },
         ],
-        frames: vec![Frame {
-            function: Some("wait".into()),
-            module: None,
-            module_offset: 0,
-            file: None,
-            line: None,
-            inlined: false,
-            kind: FrameKind::User,
-        }],
+        frames: vec![Frame::named("wait")],
         comms: vec!["app".into()],
         samples: records
             .iter()

@@ -37,7 +37,7 @@ struct Load {
 }
 
 /// What unwinding needs of one file.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct FileData {
     /// The file the code was read from (for the sigreturn check).
     code_file: Option<std::fs::File>,
@@ -84,16 +84,7 @@ impl FileData {
     /// from `debug` when `exe` has none. `None` when neither can be parsed as ELF or
     /// neither has any unwind table. Only regular files are opened.
     pub fn load(exe: Option<&Path>, debug: Option<&Path>) -> Option<FileData> {
-        let mut out = FileData {
-            code_file: None,
-            loads: Vec::new(),
-            eh_frame: None,
-            eh_frame_hdr: None,
-            debug_frame: None,
-            text: None,
-            got: None,
-            sigreturn: Default::default(),
-        };
+        let mut out = FileData::default();
         if let Some(exe) = exe
             && let Ok((file, _)) = hwprof_pmu::file::open(exe)
         {
@@ -213,7 +204,6 @@ mod tests {
     fn a_page_shared_by_two_segments_maps_the_one_starting_there() {
         // lld's layout: read-only data ends and code starts on file page 0x12000.
         let d = FileData {
-            code_file: None,
             loads: vec![
                 Load {
                     offset: 0,
@@ -226,12 +216,7 @@ mod tests {
                     filesz: 0x3d030,
                 },
             ],
-            eh_frame: None,
-            eh_frame_hdr: None,
-            debug_frame: None,
-            text: None,
-            got: None,
-            sigreturn: Default::default(),
+            ..FileData::default()
         };
         assert_eq!(d.svma_of_offset(0x12000), Some(0x13000));
         assert_eq!(d.svma_of_offset(0), Some(0));
