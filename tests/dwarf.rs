@@ -249,6 +249,58 @@ fn check_against_perf(data: &Path, chain: &str, what: &str) {
     );
 }
 
+/// `Children` percentages by symbol of `report --stdio --sort sym` (hwprof's and
+/// perf's print the same first two columns).
+fn children(out: &str) -> HashMap<String, f64> {
+    out.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let pct: f64 = l
+                .split_whitespace()
+                .next()?
+                .strip_suffix('%')?
+                .parse()
+                .ok()?;
+            let sym = l.split_once("] ")?.1.trim().to_string();
+            Some((sym, pct))
+        })
+        .collect()
+}
+
+/// `hwprof report` and `perf report --call-graph dwarf` (perf unwinding the file
+/// itself: `--children`) give each of `syms` the same inclusive share, to 0.5 points.
+fn children_like_perf_report(data: &Path, syms: &[&str], what: &str) {
+    let d = data.to_str().unwrap();
+    let ours = hwprof(&["report", "-i", d, "--stdio", "--sort", "sym"]);
+    ours.assert_ok();
+    let theirs = perf(&[
+        "report",
+        "-i",
+        d,
+        "--stdio",
+        "--children",
+        "--sort",
+        "sym",
+        "-g",
+        "none",
+    ]);
+    theirs.assert_ok();
+    let (a, b) = (children(&ours.stdout), children(&theirs.stdout));
+    for s in syms {
+        let (x, y) = (
+            a.get(*s).copied().unwrap_or(0.0),
+            b.get(*s).copied().unwrap_or(0.0),
+        );
+        report!("{what}: {s} children hwprof {x:.2}%, perf report {y:.2}%");
+        assert!(
+            (x - y).abs() <= 0.5,
+            "{what}: {s}: hwprof {x}% vs perf {y}%\n{}\n{}",
+            ours.stdout,
+            theirs.stdout
+        );
+    }
+}
+
 #[test]
 fn c_without_frame_pointers_unwinds_to_main_like_perf() {
     let Some(exe) = c_workload("dwarf_chain", "dwarf_chain", &[]) else {
@@ -257,12 +309,18 @@ fn c_without_frame_pointers_unwinds_to_main_like_perf() {
     let chain = "main;outer;middle;leaf";
     if let Some(p) = record_perf(&exe, &["5"], "c-chain") {
         check_against_perf(&p, chain, "C -O2 without frame pointers, perf's recording");
+        children_like_perf_report(&p, &["main", "outer", "middle", "leaf"], "perf's recording");
     }
     let h = record_hwprof(&exe, &["5"], "c-chain", "dwarf", &["--keep-raw-stacks"]);
     check_against_perf(
         &h,
         chain,
         "C -O2 without frame pointers, hwprof's raw stacks",
+    );
+    children_like_perf_report(
+        &h,
+        &["main", "outer", "middle", "leaf"],
+        "hwprof's raw stacks",
     );
     // Frame pointers alone cannot: this is what the issue is about.
     let fp = record_hwprof(&exe, &["5"], "c-chain-fp", "fp", &[]);
@@ -510,6 +568,11 @@ fn unwinding_while_recording_writes_small_files_that_perf_reads_whole() {
         &ours,
         chain,
         "C -O2 without frame pointers, unwound while recording",
+    );
+    children_like_perf_report(
+        &ours,
+        &["main", "outer", "middle", "leaf"],
+        "unwound while recording",
     );
     let Some(theirs) = record_perf(&exe, &["5"], "online") else {
         return;
