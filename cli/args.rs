@@ -580,11 +580,7 @@ pub struct ProbeArgs {
     /// With --stacks: how to record them, fp (frame pointers, the default) or
     /// dwarf[,SIZE] (copy SIZE bytes of the user stack, default 8192, and unwind them
     /// with the modules' unwind tables: whole stacks through code without frame pointers).
-    #[arg(
-        long = "call-graph",
-        value_name = "fp|dwarf[,SIZE]",
-        requires = "stacks"
-    )]
+    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]")]
     pub call_graph: Option<String>,
     /// Look for files with symbols relative to this directory (perf's --symfs: the
     /// recorded paths under DIR, and its build-id cache DIR/.debug).

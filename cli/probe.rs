@@ -117,6 +117,11 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
             "--stacks needs --threshold DURATION (the stacks of the calls slower than it)",
         );
     }
+    if a.call_graph.is_some() && !a.stacks {
+        return usage(
+            "--call-graph says how --stacks records the slow calls' stacks: add --stacks (with --threshold)",
+        );
+    }
     let target = target_of(&a)?;
     let (specs, funcs) = functions(&a.probes)?;
     let mut list = parse_events(&specs, &funcs)?;

@@ -111,6 +111,12 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
 fn record_options(a: &RecordArgs, default_event: bool) -> anyhow::Result<RecordOptions> {
     let sampling = recording::sampling(a.freq.as_deref(), a.count)?;
     let call_graph = recording::call_graph(a.call_graph.as_deref(), a.callgraph_fp)?;
+    if a.keep_raw_stacks && !matches!(call_graph, Some(config::CallGraph::Dwarf { .. })) {
+        return Err(crate::error::Usage(
+            "--keep-raw-stacks keeps the user stack copies of --call-graph dwarf: add --call-graph dwarf, or leave it out".into(),
+        )
+        .into());
+    }
     let branch_filter = match (&a.branch_filter, a.branch_any) {
         (Some(j), _) => Some(
             config::parse_branch_filter(j).map_err(|e| crate::error::Usage(format!("-j: {e}")))?,

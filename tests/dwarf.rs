@@ -684,3 +684,58 @@ fn probe_stacks_with_dwarf_name_the_callers() {
     report!("probe --stacks --call-graph dwarf: {whole} of {stacks} slow calls' stacks reach main");
     assert!(stacks > 0 && whole == stacks, "{}", r.stderr);
 }
+
+#[test]
+fn stack_flags_that_do_not_fit_are_one_line_usage_errors() {
+    let out = scratch_path("flags.data");
+    let o = out.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["record", "--keep-raw-stacks", "-o", o, "--", "true"],
+            "--keep-raw-stacks",
+        ),
+        (
+            &[
+                "record",
+                "--call-graph",
+                "dwarf,70000",
+                "-o",
+                o,
+                "--",
+                "true",
+            ],
+            "70000",
+        ),
+        (
+            &["offcpu", "--call-graph", "lbr", "-o", o, "--", "true"],
+            "lbr",
+        ),
+        (
+            &["offcpu", "--call-graph", "dwarf,x", "-o", o, "--", "true"],
+            "dwarf",
+        ),
+        (
+            &[
+                "probe",
+                "uprobe:/bin/true:main",
+                "--call-graph",
+                "dwarf",
+                "--",
+                "true",
+            ],
+            "--stacks",
+        ),
+    ];
+    for (args, says) in cases {
+        let r = hwprof(args);
+        assert_eq!(r.code(), 2, "{args:?}: {}", r.stderr);
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {}", r.stderr);
+        assert!(
+            lines[0].starts_with("hwprof: ") && lines[0].contains(says),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(!out.exists(), "{args:?} left {}", out.display());
+    }
+}
