@@ -611,7 +611,7 @@ bench_dwarf() {
     local loop="for i in 1 2 3 4 5 6; do '$HWPROF' report -i '$WORK/input.data' --stdio > '$WORK/rep.txt' 2>&1; done"
     cc -O2 -g -fomit-frame-pointer -o "$WORK/chain" "$ROOT/tests/workloads/dwarf_chain.c" || die "cc dwarf_chain.c failed"
     "$HWPROF" record -q --call-graph dwarf --keep-raw-stacks -F 4000 -o "$WORK/input.data" -- "$WORK/chain" 20 >/dev/null 2>&1 || die "hwprof record failed"
-    "$PERF" record -q --call-graph dwarf -F "$f" -o "$WORK/dw_perf.data" -- bash -c "$loop" >/dev/null 2>&1 || die "perf record --call-graph dwarf failed"
+    "$PERF" record -q -N --call-graph dwarf -F "$f" -o "$WORK/dw_perf.data" -- bash -c "$loop" >/dev/null 2>&1 || die "perf record --call-graph dwarf failed"
     "$HWPROF" record -q --call-graph dwarf --keep-raw-stacks -F "$f" -o "$WORK/dw_raw.data" -- bash -c "$loop" >/dev/null 2>&1 || die "hwprof record --keep-raw-stacks failed"
     local file hw pf
     for file in dw_perf dw_raw; do
@@ -631,7 +631,7 @@ bench_dwarf() {
     echo "== (b) record --call-graph dwarf -F $f -m $pages of dwarf_chain (C -O2, no frame pointers), $n runs each, interleaved"
     CMD_bare_dw=("$WORK/chain" 30)
     CMD_hw_rec=("$HWPROF" record -q --call-graph dwarf -F "$f" -m "$pages" -o "$WORK/rec_hw.data" -- "$WORK/chain" 30)
-    CMD_pf_rec=("$PERF" record -q --call-graph dwarf -F "$f" -m "$pages" -o "$WORK/rec_pf.data" -- "$WORK/chain" 30)
+    CMD_pf_rec=("$PERF" record -q -N --call-graph dwarf -F "$f" -m "$pages" -o "$WORK/rec_pf.data" -- "$WORK/chain" 30)
     interleave "$n" bare_dw hw_rec pf_rec
     local bare hwr pfr
     bare=$(mean_ms bare_dw)
