@@ -38,7 +38,16 @@ fn recording() -> Option<PathBuf> {
         return None;
     }
     let out = dir.join("dwarf.data");
-    let perf = ["record", "-q", "-N", "--call-graph", "dwarf", "-F", "4999", "-o"];
+    let perf = [
+        "record",
+        "-q",
+        "-N",
+        "--call-graph",
+        "dwarf",
+        "-F",
+        "4999",
+        "-o",
+    ];
     let ours = [
         "record",
         "--call-graph",

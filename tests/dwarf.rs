@@ -201,7 +201,16 @@ fn record_perf(exe: &Path, args: &[&str], tag: &str) -> Option<PathBuf> {
         return None;
     }
     let data = scratch_path(&format!("{tag}.perf.data"));
-    let mut cmd = vec!["record", "-q", "-N", "--call-graph", "dwarf", "-F", "1000", "-o"];
+    let mut cmd = vec![
+        "record",
+        "-q",
+        "-N",
+        "--call-graph",
+        "dwarf",
+        "-F",
+        "1000",
+        "-o",
+    ];
     let d = data.to_str().unwrap().to_string();
     cmd.push(&d);
     let e = exe.to_str().unwrap().to_string();
