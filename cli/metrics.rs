@@ -93,8 +93,8 @@ pub fn run(a: MetricsArgs) -> anyhow::Result<u8> {
     let model = model(&a.cpu)?;
     let smt = a.smt == "on";
     let consts = constants(smt, &a.consts)?;
-    let counts = read_counts(&a.counts)?;
     let file = load(model, a.metrics_file.as_deref(), a.perfmon_dir.as_deref())?;
+    let counts = read_counts(&a.counts)?;
     let levels: Vec<u32> = (1..=a.level).collect();
     let selected = file.select(&levels, a.all);
     let values = MetricFile::evaluate(&selected, &counts, &consts);
