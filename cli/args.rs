@@ -124,6 +124,17 @@ pub struct StatArgs {
     /// Intel perfmon JSON file of named events (repeatable).
     #[arg(long = "event-file", value_name = "FILE.json")]
     pub event_file: Vec<PathBuf>,
+    /// TopDown (TMA): count the events of Intel's metric file for this CPU in groups
+    /// that fit the counters and print the levels (needs a hardware PMU).
+    #[arg(long = "topdown", conflicts_with_all = ["events", "interval", "repeat", "no_aggr"])]
+    pub topdown: bool,
+    /// With --topdown: the deepest level shown (1 or 2; default 1).
+    #[arg(long = "level", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub topdown_level: Option<u32>,
+    /// With --topdown: the Intel TMA metrics JSON (default: the CPU's file in
+    /// $HWPROF_PERFMON_DIR, a checkout of https://github.com/intel/perfmon).
+    #[arg(long = "metrics-file", value_name = "FILE.json")]
+    pub metrics_file: Option<PathBuf>,
     /// The command to run, after `--`.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,

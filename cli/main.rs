@@ -23,6 +23,7 @@ mod render;
 mod report;
 mod script;
 mod stat;
+mod topdown;
 
 use std::process::ExitCode;
 

@@ -455,3 +455,39 @@ fn errors_are_one_line() {
     }
     let _ = std::fs::remove_file(&empty);
 }
+
+/// On a machine without a hardware PMU, `stat --topdown` says in one line that TopDown
+/// needs one and how to get the metrics anyway, and exits 1 without running anything.
+#[test]
+fn stat_topdown_without_a_hardware_pmu_is_one_clear_line() {
+    if !common::require_no_hardware_pmu("stat --topdown") {
+        return;
+    }
+    let marker = common::scratch_path("topdown-ran");
+    let m = marker.display().to_string();
+    for level in ["1", "2"] {
+        let run = hwprof(&["stat", "--topdown", "--level", level, "--", "touch", &m]);
+        assert_eq!(run.code(), 1, "{}", run.dump());
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.dump());
+        assert!(
+            run.stderr.contains("TopDown needs a hardware PMU")
+                && run
+                    .stderr
+                    .contains("hwprof metrics --cpu MODEL --counts FILE"),
+            "{}",
+            run.dump()
+        );
+        assert!(!marker.exists(), "the command was not run");
+        assert!(run.stdout.is_empty(), "{}", run.dump());
+    }
+    // Usage errors stay usage errors (exit 2).
+    for args in [
+        &["stat", "--topdown", "-e", "cycles", "--", "true"][..],
+        &["stat", "--level", "2", "--", "true"],
+        &["stat", "--topdown", "--level", "3", "--", "true"],
+    ] {
+        let run = hwprof(args);
+        assert_eq!(run.code(), 2, "{}", run.dump());
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.dump());
+    }
+}

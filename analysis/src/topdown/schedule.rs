@@ -135,6 +135,61 @@ pub fn schedule(metrics: &[&Metric], model: Model, smt: bool) -> Vec<Group> {
     groups
 }
 
+/// Which privilege levels an event counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Privilege {
+    /// User and kernel.
+    Both,
+    /// `:SUP`: kernel only.
+    Kernel,
+    /// `:USER`: user only.
+    User,
+}
+
+/// Applies the modifiers Intel's metric files write after an event name
+/// (`IDQ.MS_UOPS:c1`, `ICACHE_16B.IFDATA_STALL:c1:e1`, `X:u0x80`, `X:SUP`) to the raw
+/// `config` of the event (the `IA32_PERFEVTSELx` layout: umask bits 8-15, edge 18,
+/// inv 23, cmask 24-31). `:perf_metrics` and `:percore` change nothing in the config.
+/// Others (`filter1=`, `ocr_msr_val=`: uncore and offcore filters) are an error naming
+/// them.
+pub fn apply_modifiers(mut config: u64, mods: &str) -> Result<(u64, Privilege), String> {
+    let mut privilege = Privilege::Both;
+    for m in mods.split(':').filter(|m| !m.is_empty()) {
+        let num = |s: &str| -> Result<u64, String> {
+            let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                Some(h) => u64::from_str_radix(h, 16),
+                None => s.parse(),
+            };
+            v.map_err(|_| format!("bad modifier `{m}`"))
+        };
+        match m {
+            "perf_metrics" | "percore" => {}
+            "SUP" => privilege = Privilege::Kernel,
+            "USER" => privilege = Privilege::User,
+            _ if m.starts_with('c') => {
+                let v = num(&m[1..])?;
+                if v > 0xff {
+                    return Err(format!("bad modifier `{m}`: cmask is 0-255"));
+                }
+                config = (config & !(0xff << 24)) | (v << 24);
+            }
+            _ if m.starts_with('u') => {
+                let v = num(&m[1..])?;
+                if v > 0xff {
+                    return Err(format!("bad modifier `{m}`: umask is 0-0xff"));
+                }
+                config = (config & !(0xff << 8)) | (v << 8);
+            }
+            "e1" => config |= 1 << 18,
+            "e0" => config &= !(1 << 18),
+            "i1" => config |= 1 << 23,
+            "i0" => config &= !(1 << 23),
+            _ => return Err(format!("unsupported event modifier `{m}`")),
+        }
+    }
+    Ok((config, privilege))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +239,30 @@ mod tests {
         assert_eq!(all.len(), 6, "each event once: {all:?}");
         let g = schedule(&[&m1, &m2], Model::IceLake, false);
         assert_eq!(g.len(), 3, "one general group of 6 with SMT off: {g:?}");
+    }
+
+    #[test]
+    fn modifiers_set_the_perfevtsel_fields() {
+        // IDQ.MS_UOPS is event 0x79 umask 0x30.
+        assert_eq!(
+            apply_modifiers(0x3079, "c1"),
+            Ok((0x0100_3079, Privilege::Both))
+        );
+        assert_eq!(
+            apply_modifiers(0x0480, "c1:e1"),
+            Ok((0x0104_0480, Privilege::Both))
+        );
+        assert_eq!(
+            apply_modifiers(0x01c2, "u0x80"),
+            Ok((0x80c2, Privilege::Both))
+        );
+        assert_eq!(apply_modifiers(0x3c, "SUP"), Ok((0x3c, Privilege::Kernel)));
+        assert_eq!(
+            apply_modifiers(0x3c, "perf_metrics"),
+            Ok((0x3c, Privilege::Both))
+        );
+        assert!(apply_modifiers(0x3c, "filter1=0x40433").is_err());
+        assert!(apply_modifiers(0x3c, "c300").is_err());
     }
 
     #[test]
