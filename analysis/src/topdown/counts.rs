@@ -81,7 +81,13 @@ impl Counts {
                 .map(|(_, v)| *v)
         };
         ci(name)
-            .or_else(|| perf_name(name).and_then(|p| ci(p).or_else(|| ci(&format!("cpu/{p}/")))))
+            .or_else(|| {
+                perf_name(name).and_then(|p| {
+                    ci(p)
+                        .or_else(|| ci(&format!("cpu/{p}/")))
+                        .or_else(|| ci(&format!("cpu_core/{p}/")))
+                })
+            })
             .or_else(|| name.strip_suffix(":perf_metrics").and_then(ci))
     }
 
@@ -160,13 +166,24 @@ impl Counts {
             }
             let f: Vec<&str> = line.split(',').collect();
             // value,unit,event,...  or  (time|CPUn),value,unit,event,...
-            // (The fourth field is the run time, a number, unless a time or CPU
-            // comes first.)
-            let shifted = f.len() >= 4 && !f[3].is_empty() && !numeric(f[3]);
-            let (value, event) = if shifted {
+            // value,unit,event,run,pct,...; `-I` or `-A` put a time or CPU in front
+            // (then the fourth field is the event, not the run time, a number); the
+            // --per-core / --per-socket aggregations put an id and a count of CPUs.
+            let value_like = |s: &str| numeric(s) || s.trim().starts_with('<');
+            let event_like = |s: &str| !s.trim().is_empty() && !numeric(s);
+            let (value, event) = if f.len() >= 5
+                && !numeric(f[0])
+                && numeric(f[1])
+                && value_like(f[2])
+                && event_like(f[4])
+            {
+                (f[2], f[4])
+            } else if f.len() >= 4 && event_like(f[3]) {
                 (f[1], f[3])
-            } else if f.len() >= 3 && !f[2].is_empty() && !numeric(f[2]) {
+            } else if f.len() >= 3 && event_like(f[2]) {
                 (f[0], f[2])
+            } else if f.iter().take(2).all(|x| x.trim().is_empty()) {
+                continue; // a metric-only line (`,,,,,32.4,%  tma_retiring`)
             } else {
                 return Err(Error::Counts(format!(
                     "line {}: `{line}` is not a `perf stat -x,` line (value,unit,event,...)",
@@ -203,7 +220,11 @@ mod tests {
             1.001,7,,slots,1000,100.00,,\n\
             2.002,3,,slots,1000,100.00,,\n\
             2.002,1.5,msec,cpu-clock,1000,100.00,,\n\
-            CPU1,4,,INST_RETIRED.ANY,1000,100.00,,\n";
+            CPU1,4,,INST_RETIRED.ANY,1000,100.00,,\n\
+            S0-D0-C0,2,40,,UOPS_RETIRED.SLOTS,1000,100.00,,\n\
+            S0-D0-C1,2,2,,UOPS_RETIRED.SLOTS,1000,100.00,,\n\
+            ,,,,,32.4,%  tma_retiring\n\
+            9,,cpu_core/topdown-be-bound/,1000,100.00,,\n";
         let c = Counts::parse(text).expect("parses");
         assert_eq!(c.get("UOPS_ISSUED.ANY"), Some(1000.0));
         assert_eq!(c.get("uops_issued.any"), Some(1000.0));
@@ -214,6 +235,9 @@ mod tests {
         assert_eq!(c.get("TOPDOWN.SLOTS:perf_metrics"), Some(10.0));
         assert_eq!(c.get("cpu-clock"), Some(1.5));
         assert_eq!(c.get("INST_RETIRED.ANY"), Some(4.0));
+        assert_eq!(c.get("UOPS_RETIRED.SLOTS"), Some(42.0));
+        assert_eq!(c.get("PERF_METRICS.BACKEND_BOUND"), Some(9.0));
+        assert_eq!(c.len(), 8, "{c:?}");
         let e = Counts::parse("hello world\n").expect_err("not csv");
         assert!(e.to_string().contains("not a `perf stat -x,` line"), "{e}");
     }
