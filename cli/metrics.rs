@@ -73,20 +73,48 @@ fn constants(smt: bool, given: &[String]) -> anyhow::Result<Constants> {
     Ok(c)
 }
 
+/// The most a counts file may hold: perf's output for thousands of events and CPUs is a
+/// few MiB.
+const MAX_COUNTS_BYTES: u64 = 256 << 20;
+
 fn read_counts(path: &Path) -> anyhow::Result<Counts> {
+    use std::os::unix::fs::FileTypeExt;
     let mut text = String::new();
-    if path == Path::new("-") {
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("reading the counts from stdin")?;
+    let what = if path == Path::new("-") {
+        "stdin".to_string()
     } else {
-        if path.is_dir() {
-            return Err(Usage(format!("--counts {}: is a directory", path.display())).into());
+        path.display().to_string()
+    };
+    let reader: Box<dyn Read> = if path == Path::new("-") {
+        Box::new(std::io::stdin())
+    } else {
+        let meta = std::fs::metadata(path).with_context(|| format!("cannot read {what}"))?;
+        let t = meta.file_type();
+        let kind = if t.is_dir() {
+            Some("a directory")
+        } else if t.is_char_device() || t.is_block_device() {
+            Some("a device")
+        } else if t.is_socket() {
+            Some("a socket")
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
+            return Err(Usage(format!(
+                "--counts {what}: is {kind}, not the output of `perf stat -x,` or `hwprof stat -j`"
+            ))
+            .into());
         }
-        text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        Box::new(std::fs::File::open(path).with_context(|| format!("cannot read {what}"))?)
+    };
+    reader
+        .take(MAX_COUNTS_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("reading the counts from {what}"))?;
+    if text.len() as u64 > MAX_COUNTS_BYTES {
+        anyhow::bail!("{what} is larger than 256 MiB: not a counts file");
     }
-    topdown::Counts::parse(&text).with_context(|| format!("reading counts from {}", path.display()))
+    topdown::Counts::parse(&text).with_context(|| format!("reading counts from {what}"))
 }
 
 pub fn run(a: MetricsArgs) -> anyhow::Result<u8> {
@@ -95,6 +123,15 @@ pub fn run(a: MetricsArgs) -> anyhow::Result<u8> {
     let consts = constants(smt, &a.consts)?;
     let file = load(model, a.metrics_file.as_deref(), a.perfmon_dir.as_deref())?;
     let counts = read_counts(&a.counts)?;
+    let mut consts = consts;
+    // perf's `duration_time` event (ns) gives the files' duration constant.
+    if consts.get("DURATIONTIMEINMILLISECONDS").is_none()
+        && let Some(ns) = counts.get("duration_time")
+    {
+        consts
+            .named
+            .insert("DURATIONTIMEINMILLISECONDS".into(), ns / 1e6);
+    }
     let levels: Vec<u32> = (1..=a.level).collect();
     let selected = file.select(&levels, a.all);
     let values = MetricFile::evaluate(&selected, &counts, &consts);

@@ -454,6 +454,41 @@ fn errors_are_one_line() {
         assert!(run.stderr.contains(text), "{}", run.dump());
     }
     let _ = std::fs::remove_file(&empty);
+    // A device is refused before anything is read from it (a private /dev/zero: it
+    // would never end), and so is a directory.
+    let dev_dir = common::scratch_path("metrics-dev");
+    std::fs::create_dir_all(&dev_dir).expect("mkdir");
+    let zero = dev_dir.join("zero");
+    let made = Command::new("mknod")
+        .arg(&zero)
+        .args(["c", "1", "5"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let mut inputs = vec![(dev_dir.clone(), "is a directory")];
+    if made {
+        inputs.push((zero.clone(), "is a device"));
+    } else {
+        skip(
+            Why::Setup,
+            "mknod failed (not root?): the device case is not checked",
+        );
+    }
+    for (input, text) in inputs {
+        let i = input.display().to_string();
+        let run = hwprof(&[
+            "metrics",
+            "--cpu",
+            "skl",
+            "--perfmon-dir",
+            &d,
+            "--counts",
+            &i,
+        ]);
+        assert_eq!(run.code(), 2, "{}", run.dump());
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.dump());
+        assert!(run.stderr.contains(text), "{}", run.dump());
+    }
+    let _ = std::fs::remove_dir_all(&dev_dir);
 }
 
 /// On a machine without a hardware PMU, `stat --topdown` says in one line that TopDown
