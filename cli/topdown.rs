@@ -185,9 +185,13 @@ mod tests {
             for smt in [true, false] {
                 let groups = schedule::schedule(&selected, model, smt);
                 let list = event_list(&enc, model, &groups).expect("encodes");
+                let consts = Constants {
+                    smt,
+                    ..Constants::default()
+                };
                 let needed: std::collections::BTreeSet<&str> = selected
                     .iter()
-                    .flat_map(|m| m.events.iter().map(|e| e.0.as_str()))
+                    .flat_map(|m| m.needed_events(&consts))
                     .collect();
                 let counted: Vec<&str> = list.events.iter().map(|e| e.name.as_str()).collect();
                 let uniq: std::collections::BTreeSet<&str> = counted.iter().copied().collect();
@@ -214,6 +218,10 @@ mod tests {
                         }
                         GroupKind::Fixed => {}
                     }
+                }
+                // Skylake: the per-core clock only with SMT on.
+                if model == Model::Skylake {
+                    assert_eq!(uniq.contains("CPU_CLK_UNHALTED.THREAD_ANY"), smt);
                 }
                 assert_eq!(
                     groups.iter().any(|g| g.kind == GroupKind::PerfMetrics),

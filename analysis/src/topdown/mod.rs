@@ -243,6 +243,29 @@ pub struct Metric {
     pub in_tree: bool,
 }
 
+impl Metric {
+    /// The events (as the file names them) the formula needs with these constants:
+    /// those only in a branch the constants rule out (`... if smt_on else ...`) are
+    /// left out.
+    pub fn needed_events(&self, consts: &Constants) -> Vec<&str> {
+        let lookup = |alias: &str| -> Option<f64> {
+            if self.events.iter().any(|e| e.1 == alias) {
+                return None;
+            }
+            match self.constants.iter().find(|c| c.1 == alias) {
+                Some((name, _)) => consts.get(name),
+                None => consts.get(alias),
+            }
+        };
+        self.formula
+            .unbound(&lookup)
+            .into_iter()
+            .filter_map(|alias| self.events.iter().find(|e| e.1 == alias))
+            .map(|e| e.0.as_str())
+            .collect()
+    }
+}
+
 /// A metrics file, parsed.
 #[derive(Debug, Clone)]
 pub struct MetricFile {
@@ -456,7 +479,15 @@ mod tests {
         assert_eq!(v[1].value, None);
         assert_eq!(v[1].missing_events, ["X.Y:c1"]);
         assert_eq!(v[2].missing_constants, ["SYSTEM_TSC_FREQ"]);
+        assert_eq!(
+            all[0].needed_events(&c),
+            ["IDQ_UOPS_NOT_DELIVERED.CORE", "CPU_CLK_UNHALTED.THREAD"]
+        );
         c.smt = true;
+        assert_eq!(
+            all[0].needed_events(&c),
+            ["IDQ_UOPS_NOT_DELIVERED.CORE", "CPU_CLK_UNHALTED.THREAD_ANY"]
+        );
         c.named.insert("SYSTEM_TSC_FREQ".into(), 2e9);
         let v = MetricFile::evaluate(&all, &counts, &c);
         assert_eq!(v[0].value, Some(100.0));

@@ -12,7 +12,7 @@
 //!   one group where they fit, so its ratio comes from one time slice; groups are then
 //!   multiplexed and scaled.
 
-use super::{Metric, Model, counts::perf_name};
+use super::{Constants, Metric, Model, counts::perf_name};
 
 /// What a group holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,27 +66,32 @@ fn is_perf_metrics(event: &str, model: Model) -> bool {
         && (event.starts_with("PERF_METRICS.") || event.starts_with("TOPDOWN.SLOTS"))
 }
 
-/// Groups the events of `metrics` for `model`.
+/// Groups the events of `metrics` for `model`: those their formulas need with this SMT
+/// setting (a Skylake formula with SMT off needs no `CPU_CLK_UNHALTED.THREAD_ANY`).
 pub fn schedule(metrics: &[&Metric], model: Model, smt: bool) -> Vec<Group> {
     let cap = general_counters(smt);
     let mut topdown: Vec<String> = Vec::new();
     let mut fixed: Vec<String> = Vec::new();
     let mut bundles: Vec<Vec<String>> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
+    let consts = Constants {
+        smt,
+        ..Constants::default()
+    };
     for m in metrics {
         let mut bundle = Vec::new();
-        for (e, _) in &m.events {
+        for e in m.needed_events(&consts) {
             if is_perf_metrics(e, model) {
-                if !topdown.contains(e) {
-                    topdown.push(e.clone());
+                if !topdown.iter().any(|t| t == e) {
+                    topdown.push(e.to_string());
                 }
             } else if is_fixed(e) {
-                if !fixed.contains(e) {
-                    fixed.push(e.clone());
+                if !fixed.iter().any(|t| t == e) {
+                    fixed.push(e.to_string());
                 }
-            } else if !seen.contains(e) {
-                seen.push(e.clone());
-                bundle.push(e.clone());
+            } else if !seen.iter().any(|t| t == e) {
+                seen.push(e.to_string());
+                bundle.push(e.to_string());
             }
         }
         if !bundle.is_empty() {
@@ -193,7 +198,7 @@ pub fn apply_modifiers(mut config: u64, mods: &str) -> Result<(u64, Privilege), 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topdown::expr::Expr;
+    use crate::topdown::expr::{Expr, Op};
 
     fn metric(events: &[&str]) -> Metric {
         Metric {
@@ -208,8 +213,10 @@ mod tests {
                 .map(|(i, e)| (e.to_string(), format!("a{i}")))
                 .collect(),
             constants: Vec::new(),
-            formula_text: "0".into(),
-            formula: Expr::Num(0.0),
+            formula_text: String::new(),
+            formula: (0..events.len()).fold(Expr::Num(0.0), |acc, i| {
+                Expr::Bin(Op::Add, Box::new(acc), Box::new(Expr::Var(format!("a{i}"))))
+            }),
             in_tree: true,
         }
     }
