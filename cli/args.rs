@@ -126,7 +126,7 @@ pub struct StatArgs {
     pub event_file: Vec<PathBuf>,
     /// TopDown (TMA): count the events of Intel's metric file for this CPU in groups
     /// that fit the counters and print the levels (needs a hardware PMU).
-    #[arg(long = "topdown", conflicts_with_all = ["events", "interval", "repeat", "no_aggr"])]
+    #[arg(long = "topdown", conflicts_with_all = ["events", "interval", "repeat", "no_aggr", "sep", "pid", "tid", "all_cpus", "cpus"])]
     pub topdown: bool,
     /// With --topdown: the deepest level shown (1 or 2; default 1).
     #[arg(long = "level", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=2))]

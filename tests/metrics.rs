@@ -520,6 +520,8 @@ fn stat_topdown_without_a_hardware_pmu_is_one_clear_line() {
         &["stat", "--topdown", "-e", "cycles", "--", "true"][..],
         &["stat", "--level", "2", "--", "true"],
         &["stat", "--topdown", "--level", "3", "--", "true"],
+        &["stat", "--topdown", "-x,", "--", "true"],
+        &["stat", "--topdown", "-a", "--", "true"],
     ] {
         let run = hwprof(args);
         assert_eq!(run.code(), 2, "{}", run.dump());
