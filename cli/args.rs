@@ -40,6 +40,41 @@ pub enum Command {
     Probe(ProbeArgs),
     /// Run a command many times: robust statistics per counter, baselines, and regression verdicts.
     Bench(BenchArgs),
+    /// TopDown (TMA) metrics from counts measured elsewhere (`perf stat -x,` or `hwprof stat -j` output).
+    Metrics(MetricsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// The CPU model the counts come from: skl, skx, icl, spr (or skylake, skylakex,
+    /// icelake, sapphirerapids).
+    #[arg(long = "cpu", value_name = "MODEL")]
+    pub cpu: String,
+    /// Whether SMT (hyper-threading) was on where the counts were taken.
+    #[arg(long = "smt", value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub smt: String,
+    /// The counts: `perf stat -x,` or `hwprof stat -j` output (`-`: stdin).
+    #[arg(long = "counts", value_name = "FILE")]
+    pub counts: PathBuf,
+    /// One JSON object per metric: name, level, value (null when not computed), unit, missing inputs.
+    #[arg(long = "json")]
+    pub json: bool,
+    /// Show the TopDown tree down to this level (1-6).
+    #[arg(long = "level", value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=6))]
+    pub level: u32,
+    /// Also the file's other metrics of these levels (Info_*, Bottleneck_*, ...), not only the TopDown tree.
+    #[arg(long = "all")]
+    pub all: bool,
+    /// The Intel TMA metrics JSON to use (default: the model's file in --perfmon-dir).
+    #[arg(long = "metrics-file", value_name = "FILE.json")]
+    pub metrics_file: Option<PathBuf>,
+    /// A checkout of https://github.com/intel/perfmon (default: $HWPROF_PERFMON_DIR).
+    #[arg(long = "perfmon-dir", value_name = "DIR")]
+    pub perfmon_dir: Option<PathBuf>,
+    /// A constant some metrics need, e.g. SYSTEM_TSC_FREQ=2.1e9, SOCKET_COUNT=2,
+    /// DURATIONTIMEINSECONDS=1.5 (repeatable).
+    #[arg(long = "const", value_name = "NAME=VALUE")]
+    pub consts: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -89,6 +124,17 @@ pub struct StatArgs {
     /// Intel perfmon JSON file of named events (repeatable).
     #[arg(long = "event-file", value_name = "FILE.json")]
     pub event_file: Vec<PathBuf>,
+    /// TopDown (TMA): count the events of Intel's metric file for this CPU in groups
+    /// that fit the counters and print the levels (needs a hardware PMU).
+    #[arg(long = "topdown", conflicts_with_all = ["events", "interval", "repeat", "no_aggr", "sep", "pid", "tid", "all_cpus", "cpus"])]
+    pub topdown: bool,
+    /// With --topdown: the deepest level shown (1 or 2; default 1).
+    #[arg(long = "level", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub topdown_level: Option<u32>,
+    /// With --topdown: the Intel TMA metrics JSON (default: the CPU's file in
+    /// $HWPROF_PERFMON_DIR, a checkout of https://github.com/intel/perfmon).
+    #[arg(long = "metrics-file", value_name = "FILE.json")]
+    pub metrics_file: Option<PathBuf>,
     /// The command to run, after `--`.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -13,6 +13,7 @@ mod error;
 mod flamegraph;
 mod input;
 mod list;
+mod metrics;
 mod offcpu;
 mod outfile;
 mod probe;
@@ -22,6 +23,7 @@ mod render;
 mod report;
 mod script;
 mod stat;
+mod topdown;
 
 use std::process::ExitCode;
 
@@ -85,6 +87,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Offcpu(a) => offcpu::run(a, &stop_on_signals()?),
         args::Command::Probe(a) => probe::run(a, &stop_on_signals()?),
         args::Command::Bench(a) => bench::run(a, &stop_on_signals()?),
+        args::Command::Metrics(a) => metrics::run(a),
     }
 }
 

@@ -17,6 +17,12 @@ use crate::render::{self, Format, Times};
 const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";
 
 pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
+    if a.topdown {
+        return crate::topdown::run(&a, stop);
+    }
+    if a.topdown_level.is_some() || a.metrics_file.is_some() {
+        return usage("--level and --metrics-file go with --topdown");
+    }
     let fmt = match (&a.sep, a.json) {
         (Some(s), _) if s.is_empty() => return usage("-x needs a non-empty separator"),
         (Some(s), _) => Format::Csv(s.clone()),

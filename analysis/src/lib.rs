@@ -16,6 +16,7 @@
 //!   of folded stacks (`hwprof offcpu --report`).
 //! - [`stats`]: the statistics of `hwprof bench` (median, MAD, bootstrap intervals,
 //!   Mann-Whitney U, Holm) and its verdicts ([`stats::verdict`]).
+//! - [`topdown`]: TopDown (TMA) metrics from Intel's metric files, over counts.
 //! - [`bench`](mod@bench): the rest of `hwprof bench` that is not printing: its JSON document and
 //!   baselines, runs to metrics, comparisons and gates.
 //!
@@ -44,5 +45,6 @@ pub mod fold;
 pub mod offcpu;
 pub mod report;
 pub mod stats;
+pub mod topdown;
 
 pub use error::{Error, Result};

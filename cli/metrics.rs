@@ -1,0 +1,206 @@
+//! `hwprof metrics`: TopDown (TMA) metrics of Intel's metric files over counts taken
+//! elsewhere (`perf stat -x,` or `hwprof stat -j` output). The evaluation is
+//! `hwprof_analysis::topdown`; this file finds the file, reads the counts and prints.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use hwprof_analysis::topdown::{self, Constants, Counts, MetricFile, MetricValue, Model};
+use serde_json::json;
+
+use crate::args::MetricsArgs;
+use crate::error::Usage;
+
+/// The environment variable naming a perfmon checkout.
+pub const PERFMON_ENV: &str = "HWPROF_PERFMON_DIR";
+
+/// The model of `--cpu NAME`, or a usage error listing the known ones.
+pub fn model(name: &str) -> anyhow::Result<Model> {
+    Model::from_name(name).ok_or_else(|| {
+        Usage(format!(
+            "no TMA metrics for CPU `{name}`: the models are skl, skx, icl and spr (AMD Zen and Alder Lake metric files are not supported yet)"
+        ))
+        .into()
+    })
+}
+
+/// The perfmon checkout: `--perfmon-dir`, else `$HWPROF_PERFMON_DIR`.
+pub fn perfmon_dir(flag: Option<&Path>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os(PERFMON_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+}
+
+/// Loads the metrics file of `model`: `--metrics-file`, else the model's file in the
+/// perfmon checkout.
+pub fn load(
+    model: Model,
+    metrics_file: Option<&Path>,
+    perfmon: Option<&Path>,
+) -> anyhow::Result<MetricFile> {
+    let path = match metrics_file {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let not_found = || topdown::Error::NotFound {
+                model: model.dir().to_string(),
+                file: model.metrics_file(),
+            };
+            let dir = perfmon_dir(perfmon).ok_or_else(not_found)?;
+            topdown::find_file(&dir, model)?
+        }
+    };
+    Ok(MetricFile::load(&path)?)
+}
+
+fn constants(smt: bool, given: &[String]) -> anyhow::Result<Constants> {
+    let mut c = Constants {
+        smt,
+        ..Constants::default()
+    };
+    for kv in given {
+        let Some((k, v)) = kv.split_once('=') else {
+            return Err(Usage(format!("--const {kv}: expected NAME=VALUE")).into());
+        };
+        let v: f64 = v
+            .trim()
+            .parse()
+            .map_err(|_| Usage(format!("--const {kv}: `{v}` is not a number")))?;
+        c.named.insert(k.trim().to_ascii_uppercase(), v);
+    }
+    Ok(c)
+}
+
+/// The most a counts file may hold: perf's output for thousands of events and CPUs is a
+/// few MiB.
+const MAX_COUNTS_BYTES: u64 = 256 << 20;
+
+fn read_counts(path: &Path) -> anyhow::Result<Counts> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut text = String::new();
+    let what = if path == Path::new("-") {
+        "stdin".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let reader: Box<dyn Read> = if path == Path::new("-") {
+        Box::new(std::io::stdin())
+    } else {
+        let meta = std::fs::metadata(path).with_context(|| format!("cannot read {what}"))?;
+        let t = meta.file_type();
+        let kind = if t.is_dir() {
+            Some("a directory")
+        } else if t.is_char_device() || t.is_block_device() {
+            Some("a device")
+        } else if t.is_socket() {
+            Some("a socket")
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
+            return Err(Usage(format!(
+                "--counts {what}: is {kind}, not the output of `perf stat -x,` or `hwprof stat -j`"
+            ))
+            .into());
+        }
+        Box::new(std::fs::File::open(path).with_context(|| format!("cannot read {what}"))?)
+    };
+    reader
+        .take(MAX_COUNTS_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("reading the counts from {what}"))?;
+    if text.len() as u64 > MAX_COUNTS_BYTES {
+        anyhow::bail!("{what} is larger than 256 MiB: not a counts file");
+    }
+    topdown::Counts::parse(&text).with_context(|| format!("reading counts from {what}"))
+}
+
+pub fn run(a: MetricsArgs) -> anyhow::Result<u8> {
+    let model = model(&a.cpu)?;
+    let smt = a.smt == "on";
+    let consts = constants(smt, &a.consts)?;
+    let file = load(model, a.metrics_file.as_deref(), a.perfmon_dir.as_deref())?;
+    let counts = read_counts(&a.counts)?;
+    let mut consts = consts;
+    // perf's `duration_time` event (ns) gives the files' duration constant.
+    if consts.get("DURATIONTIMEINMILLISECONDS").is_none()
+        && let Some(ns) = counts.get("duration_time")
+    {
+        consts
+            .named
+            .insert("DURATIONTIMEINMILLISECONDS".into(), ns / 1e6);
+    }
+    let levels: Vec<u32> = (1..=a.level).collect();
+    let selected = file.select(&levels, a.all);
+    let values = MetricFile::evaluate(&selected, &counts, &consts);
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    print(&mut out, &values, a.json)?;
+    out.flush()?;
+    if !values.is_empty() && values.iter().all(|v| v.value.is_none()) {
+        anyhow::bail!(
+            "no metric could be computed from {}: the counts lack the events listed above (count them with `perf stat -x, -e EVENTS`)",
+            a.counts.display()
+        );
+    }
+    Ok(0)
+}
+
+/// Why a metric has no value, in one phrase.
+pub fn why_not(v: &MetricValue) -> String {
+    let mut parts = Vec::new();
+    if !v.missing_events.is_empty() {
+        parts.push(format!("missing events {}", v.missing_events.join(", ")));
+    }
+    if !v.missing_constants.is_empty() {
+        parts.push(format!(
+            "missing constants {} (pass --const NAME=VALUE)",
+            v.missing_constants.join(", ")
+        ));
+    }
+    if let Some(e) = &v.error {
+        parts.push(e.clone());
+    }
+    parts.join("; ")
+}
+
+/// Prints the metrics, as a TopDown tree (children indented under their parent) or
+/// JSON lines.
+pub fn print(w: &mut dyn Write, values: &[MetricValue], as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        for v in values {
+            let o = json!({
+                "name": v.name,
+                "level": v.level,
+                "value": v.value,
+                "unit": v.unit,
+                "parent": v.parent,
+                "missing_events": v.missing_events,
+                "missing_constants": v.missing_constants,
+                "error": v.error,
+            });
+            writeln!(w, "{o}")?;
+        }
+        return Ok(());
+    }
+    let width = values
+        .iter()
+        .map(|v| v.name.len() + 2 * (v.level as usize).saturating_sub(1))
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    writeln!(w, "{:<width$}  {:>10}", "Metric", "Value")?;
+    for v in values {
+        let indent = " ".repeat(2 * (v.level as usize).saturating_sub(1));
+        let label = format!("{indent}{}", v.name);
+        match v.value {
+            Some(x) if v.unit == "percent" => writeln!(w, "{label:<width$}  {x:>10.2} %")?,
+            Some(x) if v.unit.is_empty() => writeln!(w, "{label:<width$}  {x:>10.3}")?,
+            Some(x) => writeln!(w, "{label:<width$}  {x:>10.3} {}", v.unit)?,
+            None => writeln!(w, "{label:<width$}  {:>10}   ({})", "-", why_not(v))?,
+        }
+    }
+    Ok(())
+}
