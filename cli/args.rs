@@ -323,6 +323,20 @@ pub struct ReportArgs {
     /// recorded paths under DIR, and its build-id cache DIR/.debug).
     #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
     pub symfs: Option<PathBuf>,
+    /// Branch view (perf's -b): rows by branch source and target from the samples'
+    /// branch stacks (LBR), each entry counted once, with mispredict shares and cycles.
+    #[arg(short = 'b', long = "branch-stack", conflicts_with_all = ["diff", "children"])]
+    pub branch_stack: bool,
+    /// The row keys of the branch view, comma-separated (perf's names; the default is
+    /// perf's).
+    #[arg(
+        long = "branch-sort",
+        value_name = "KEYS",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "comm,dso_from,symbol_from,symbol_to,cycles"
+    )]
+    pub branch_sort: Vec<hwprof_analysis::branch::Key>,
 }
 
 #[derive(Debug, Args)]

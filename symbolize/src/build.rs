@@ -14,7 +14,9 @@ use hwprof_sampler::record::{Body, FileId, Record, context, misc};
 use crate::error::Result;
 use crate::locate::Locator;
 use crate::maps::{AddrSpace, Mapping};
-use crate::profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
+use crate::profile::{
+    Branch, BranchEnd, EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample,
+};
 use crate::symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};
 use crate::unwind::stream::TRUNCATED_MARK;
 use crate::unwind::{Arch, Ending, FileData, Mapped, Unwinder, UserFrame, UserRegs};
@@ -44,6 +46,10 @@ struct RawSample {
     /// Samples merged into this one.
     count: u64,
 }
+
+/// A branch-stack entry before symbolization: (sample index, from location, to location,
+/// from address, to address, flags).
+type RawBranch = (u32, u32, u32, u64, u64, u64);
 
 /// What identifies a sample when samples are merged: event, pid, tid, comm, stack id,
 /// and whether it has a weight.
@@ -83,6 +89,8 @@ struct Builder {
     versions: u64,
     /// Samples whose recorded callchain ends in [`TRUNCATED_MARK`].
     marked_truncated: u64,
+    /// With [`Profile::build_with_branches`]: every sample's branch-stack entries.
+    branches: Option<Vec<RawBranch>>,
 }
 
 /// What DWARF unwinding keeps during a replay.
@@ -121,8 +129,24 @@ impl Profile {
         opts: &Options,
         sym: Symbolizer,
     ) -> Result<(Profile, Symbolizer)> {
-        let (b, events) = Builder::replay(pd, opts, sym, None)?;
-        Ok(b.finish(events, opts))
+        let (b, events) = Builder::replay(pd, opts, sym, None, false)?;
+        let (p, sym, _) = b.finish(events, opts);
+        Ok((p, sym))
+    }
+
+    /// [`Profile::build`] that also symbolizes both ends of every sample's branch-stack
+    /// (LBR) entries, most recent first per sample, as `perf report -b` resolves them:
+    /// each address against its process's mappings at the sample's time, kernel
+    /// addresses against the kernel's.
+    pub fn build_with_branches(pd: &PerfData, opts: &Options) -> Result<(Profile, Vec<Branch>)> {
+        let sym = Symbolizer::with_locator(
+            opts.inline,
+            kernel_matches(pd.features()),
+            Locator::from_env(opts.symfs.clone()),
+        );
+        let (b, events) = Builder::replay(pd, opts, sym, None, true)?;
+        let (p, _, branches) = b.finish(events, opts);
+        Ok((p, branches))
     }
 
     /// [`Profile::build`] that consumes the reader (and its file) once the records are
@@ -133,7 +157,7 @@ impl Profile {
             kernel_matches(pd.features()),
             Locator::from_env(opts.symfs.clone()),
         );
-        let (b, events) = Builder::replay(&pd, opts, sym, None)?;
+        let (b, events) = Builder::replay(&pd, opts, sym, None, false)?;
         drop(pd);
         Ok(b.finish(events, opts).0)
     }
@@ -152,7 +176,7 @@ impl Profile {
             kernel_matches(pd.features()),
             Locator::from_env(opts.symfs.clone()),
         );
-        let (b, events) = Builder::replay(pd, opts, sym, Some(reweigh))?;
+        let (b, events) = Builder::replay(pd, opts, sym, Some(reweigh), false)?;
         Ok(b.finish(events, opts).0)
     }
 }
@@ -164,6 +188,7 @@ impl Builder {
         opts: &Options,
         mut sym: Symbolizer,
         mut reweigh: Option<Reweigh<'_>>,
+        branches: bool,
     ) -> Result<(Builder, Vec<EventInfo>)> {
         if opts.kernel {
             sym.prefetch_kernel_symbols();
@@ -238,6 +263,7 @@ impl Builder {
             unwind,
             versions: 0,
             marked_truncated: 0,
+            branches: branches.then(Vec::new),
         };
         // Files are written ring by ring, so a sample can come before (in file order) the
         // MMAP2 or COMM of its own exec on another CPU's ring. Like perf, replay by time:
@@ -599,6 +625,24 @@ impl Builder {
         }
         let stack = self.intern_stack(&cur);
         self.cur = cur;
+        if self.branches.is_some()
+            && let Some(bs) = &s.branch_stack
+        {
+            let index = match &self.merged {
+                Some(merged) => merged
+                    .get(&(event, pid, tid, comm, stack, weight.is_some()))
+                    .copied()
+                    .unwrap_or(self.samples.len() as u32),
+                None => self.samples.len() as u32,
+            };
+            for e in bs.iter() {
+                let from = self.locate(pid, e.from, false, false);
+                let to = self.locate(pid, e.to, false, false);
+                if let Some(out) = &mut self.branches {
+                    out.push((index, from, to, e.from, e.to, e.flags));
+                }
+            }
+        }
         if let Some(merged) = &mut self.merged {
             let key = (event, pid, tid, comm, stack, weight.is_some());
             if let Some(&i) = merged.get(&key)
@@ -726,7 +770,11 @@ impl Builder {
 
     /// Resolves every distinct location (one batch per module), interns the frames and
     /// assembles the samples.
-    fn finish(mut self, events: Vec<EventInfo>, opts: &Options) -> (Profile, Symbolizer) {
+    fn finish(
+        mut self,
+        events: Vec<EventInfo>,
+        opts: &Options,
+    ) -> (Profile, Symbolizer, Vec<Branch>) {
         let mut by_module: HashMap<ModuleId, Vec<(u64, bool, usize)>> = HashMap::default();
         for (i, &(m, off, ret)) in self.locs.iter().enumerate() {
             by_module.entry(m).or_default().push((off, ret, i));
@@ -779,6 +827,27 @@ impl Builder {
             .collect();
         drop(self.stack_ids);
         drop(self.merged);
+        // A branch end is the function holding it: the last (outermost) frame of its
+        // location.
+        let end = |loc: u32, addr: u64| BranchEnd {
+            addr,
+            frame: loc_frames
+                .get(loc as usize)
+                .and_then(|fs| fs.last())
+                .copied(),
+        };
+        let branches = self
+            .branches
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(sample, from, to, fa, ta, flags)| Branch {
+                sample,
+                from: end(from, fa),
+                to: end(to, ta),
+                flags,
+            })
+            .collect();
         let samples = self
             .samples
             .iter()
@@ -812,7 +881,7 @@ impl Builder {
                     .map_or(0, |u| u.unwinder.stats.truncated),
             notices: self.sym.locator().notices(),
         };
-        (profile, self.sym)
+        (profile, self.sym, branches)
     }
 }
 
