@@ -115,3 +115,234 @@ fn report_b_without_branch_stacks_says_how_to_record_them() {
     assert!(hw.stderr.contains("has no branch stacks"), "{}", hw.stderr);
     assert!(hw.stdout.is_empty());
 }
+
+// ---- LBR call stacks (`--call-graph lbr`) on a synthetic recording ----
+
+use hwprof_pmu::attr::{Attr, branch, sample};
+use hwprof_sampler::perfdata::features::Features;
+use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
+use hwprof_sampler::record::context;
+
+/// The addresses of `names` in `exe` (a non-PIE workload: addresses are 0x400000 plus
+/// the file offset), from `nm`.
+fn symbols(exe: &std::path::Path, names: &[&str]) -> Vec<u64> {
+    let out = std::process::Command::new("nm")
+        .arg(exe)
+        .output()
+        .expect("nm (binutils) runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    names
+        .iter()
+        .map(|n| {
+            text.lines()
+                .find_map(|l| {
+                    let mut f = l.split_whitespace();
+                    let (a, _, name) = (f.next()?, f.next()?, f.next()?);
+                    (name == *n).then(|| u64::from_str_radix(a, 16).ok())?
+                })
+                .unwrap_or_else(|| panic!("no symbol {n} in {}:\n{text}", exe.display()))
+        })
+        .collect()
+}
+
+fn record(kind: u32, misc: u16, mut body: Vec<u8>) -> Vec<u8> {
+    body.resize(body.len().next_multiple_of(8), 0);
+    let mut r = kind.to_le_bytes().to_vec();
+    r.extend_from_slice(&misc.to_le_bytes());
+    r.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+    r.extend_from_slice(&body);
+    r
+}
+
+fn u32s(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn u64s(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A `perf record --call-graph lbr` recording of `exe` (dwarf_chain: main -> outer ->
+/// middle -> leaf), written with hwprof's writer: user samples whose callchain holds
+/// only the sampled ip (and a stale frame LBR mode must ignore), and whose LBR call
+/// stack holds the calls. With `kernel`, one more sample taken in the kernel, whose
+/// callchain has a kernel part.
+fn lbr_recording(out: &std::path::Path, exe: &std::path::Path) -> [u64; 4] {
+    let [main, outer, middle, leaf] = symbols(exe, &["main", "outer", "middle", "leaf"])[..] else {
+        unreachable!()
+    };
+    let pid = 4343u32;
+    let sid = |t: u64| -> Vec<u8> {
+        let mut b = u32s(&[pid, pid]);
+        b.extend(u64s(&[t]));
+        b
+    };
+    let mut a = Attr::new(0, 0);
+    a.sample_period = 100_000;
+    a.sample_type = sample::IP
+        | sample::TID
+        | sample::TIME
+        | sample::PERIOD
+        | sample::CALLCHAIN
+        | sample::BRANCH_STACK;
+    a.branch_sample_type = branch::USER | branch::CALL_STACK | branch::NO_FLAGS | branch::NO_CYCLES;
+    a.sample_id_all = true;
+    a.exclude_kernel = false;
+    a.mmap = true;
+    a.mmap2 = true;
+    a.comm = true;
+    let mut w = Writer::create(
+        out,
+        vec![EventEntry {
+            attr: a,
+            name: "cycles".into(),
+            ids: vec![],
+        }],
+    )
+    .unwrap();
+    let mut body = u32s(&[pid, pid]);
+    let mut name = b"chain".to_vec();
+    name.resize(16, 0);
+    body.extend(name);
+    body.extend(sid(1));
+    w.write_record(&record(3, 0, body)).unwrap();
+    let path = exe.to_string_lossy();
+    let mut b = u32s(&[pid, pid]);
+    b.extend(u64s(&[0x40_0000, 0x10_0000, 0]));
+    b.extend(u32s(&[8, 1]));
+    b.extend(u64s(&[77, 0]));
+    b.extend(u32s(&[5, 2]));
+    let mut p = path.as_bytes().to_vec();
+    p.push(0);
+    p.resize(p.len().next_multiple_of(8), 0);
+    b.extend(p);
+    b.extend(sid(2));
+    w.write_record(&record(10, 2, b)).unwrap();
+    // Call sites a few bytes into each caller, entries most recent first.
+    let calls = [(middle + 4, leaf), (outer + 4, middle), (main + 8, outer)];
+    let sample_rec = |t: u64, ip: u64, misc: u16, chain: &[u64], calls: &[(u64, u64)]| {
+        let mut b = u64s(&[ip]);
+        b.extend(u32s(&[pid, pid]));
+        b.extend(u64s(&[t, 100_000, chain.len() as u64]));
+        b.extend(u64s(chain));
+        b.extend(u64s(&[calls.len() as u64]));
+        for &(from, to) in calls {
+            b.extend(u64s(&[from, to, 0]));
+        }
+        record(9, misc, b)
+    };
+    let mut t = 10;
+    for _ in 0..3 {
+        // In leaf: the callchain's user part is the ip and a frame LBR mode drops.
+        let chain = [context::USER, leaf + 2, 0x40_0001];
+        w.write_record(&sample_rec(t, leaf + 2, 2, &chain, &calls))
+            .unwrap();
+        t += 1;
+    }
+    // In middle (leaf returned: its call left the LBR call stack).
+    let chain = [context::USER, middle + 6];
+    w.write_record(&sample_rec(t, middle + 6, 2, &chain, &calls[1..]))
+        .unwrap();
+    t += 1;
+    // In the kernel, called from leaf: the kernel part comes from the callchain.
+    let chain = [
+        context::KERNEL,
+        0xffff_ffff_8100_0010,
+        0xffff_ffff_8100_0020,
+        context::USER,
+        leaf + 2,
+    ];
+    w.write_record(&sample_rec(t, 0xffff_ffff_8100_0010, 1, &chain, &calls))
+        .unwrap();
+    w.finish(&Features::default()).unwrap();
+    [main, outer, middle, leaf]
+}
+
+/// Folded stacks (root first, `;`-joined, with their sample counts) of `perf script -F
+/// comm,ip,sym` output; kernel frames (addresses in the upper half) become `[k]`.
+fn perf_folded(script: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for block in script.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let mut lines = block.lines();
+        let comm = lines.next().unwrap_or_default().trim().to_string();
+        let mut frames: Vec<String> = lines
+            .map(|l| {
+                let mut f = l.split_whitespace();
+                let addr = u64::from_str_radix(f.next().unwrap_or("0"), 16).unwrap_or(0);
+                if addr >= 0xffff_8000_0000_0000 {
+                    "[k]".to_string()
+                } else {
+                    f.next().unwrap_or("[unknown]").to_string()
+                }
+            })
+            .collect();
+        frames.push(comm);
+        frames.reverse();
+        *out.entry(frames.join(";")).or_insert(0) += 1;
+    }
+    out
+}
+
+/// hwprof's folded stacks (`--weight samples`), kernel frames as `[k]`.
+fn hwprof_folded(folded: &str) -> std::collections::BTreeMap<String, u64> {
+    folded
+        .lines()
+        .filter_map(|l| {
+            let (stack, n) = l.rsplit_once(' ')?;
+            let stack: Vec<&str> = stack
+                .split(';')
+                .map(|f| if f.ends_with("_[k]") { "[k]" } else { f })
+                .collect();
+            Some((stack.join(";"), n.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn lbr_call_stacks_are_stitched_as_perf_shows_them() {
+    if !common::require_perf("perf script is the judge") {
+        return;
+    }
+    let exe = common::workload("dwarf_chain");
+    let data = common::scratch_path("lbr-callstack.data");
+    lbr_recording(&data, &exe);
+    let f = data.to_string_lossy().into_owned();
+    let perf = common::perf(&["script", "-F", "comm,ip,sym", "-i", &f]);
+    perf.assert_ok();
+    let hw = common::hwprof(&["flamegraph", "--folded", "--weight", "samples", "-i", &f]);
+    hw.assert_ok();
+    let want = perf_folded(&perf.stdout);
+    let got = hwprof_folded(&hw.stdout);
+    assert_eq!(got, want, "hwprof:\n{}\nperf:\n{}", hw.stdout, perf.stdout);
+    // The stacks perf stitches: the leaf from the newest call's target, callers from
+    // the call sites, the kernel part from the callchain, the stale user frame gone.
+    assert_eq!(
+        want.get("chain;main;outer;middle;leaf"),
+        Some(&3),
+        "{want:?}"
+    );
+    assert_eq!(want.get("chain;main;outer;middle"), Some(&1), "{want:?}");
+    assert_eq!(
+        want.get("chain;main;outer;middle;leaf;[k];[k]"),
+        Some(&1),
+        "{want:?}"
+    );
+    // perf report's self overhead agrees too.
+    let rows = |out: &str| -> Vec<(String, String)> {
+        out.lines()
+            .filter(|l| l.contains("%") && l.contains("[.]"))
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f[0].to_string(), f[f.len() - 1].to_string())
+            })
+            .collect()
+    };
+    let perf = common::perf(&["report", "--no-children", "--stdio", "-i", &f]);
+    perf.assert_ok();
+    let hw = common::hwprof(&["report", "--no-children", "-i", &f]);
+    hw.assert_ok();
+    let (mut p, mut h) = (rows(&perf.stdout), rows(&hw.stdout));
+    p.sort();
+    h.sort();
+    assert_eq!(h, p, "hwprof:\n{}\nperf:\n{}", hw.stdout, perf.stdout);
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use hwprof_pmu::attr::sample as st;
+use hwprof_pmu::attr::{branch, sample as st};
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, FileId, Record, context, misc};
 
@@ -81,6 +81,9 @@ struct Builder {
     lost: u64,
     /// Per attr: the period of a sample without PERIOD.
     fixed_period: Vec<u64>,
+    /// Per attr: it records LBR call stacks (`--call-graph lbr`: BRANCH_STACK with
+    /// `PERF_SAMPLE_BRANCH_CALL_STACK`).
+    lbr_call_stack: Vec<bool>,
     /// Samples seen so far (all events), in file order.
     seen: usize,
     /// DWARF unwinding, when an event recorded user registers and stacks.
@@ -211,6 +214,13 @@ impl Builder {
                 }
             })
             .collect();
+        let lbr_call_stack = events
+            .iter()
+            .map(|e| {
+                e.attr.sample_type & st::BRANCH_STACK != 0
+                    && e.attr.branch_sample_type & branch::CALL_STACK != 0
+            })
+            .collect();
         let mut build_ids = HashMap::default();
         for b in &pd.features().build_ids {
             build_ids
@@ -259,6 +269,7 @@ impl Builder {
             merged: opts.merge.then(HashMap::default),
             lost: 0,
             fixed_period,
+            lbr_call_stack,
             seen: 0,
             unwind,
             versions: 0,
@@ -581,7 +592,44 @@ impl Builder {
             }
             _ => None,
         };
-        if let Some(chain) = &s.callchain {
+        // LBR call stacks: perf's `resolve_lbr_callchain_sample` (callee order). When the
+        // callchain has a user part, the stack is the callchain's kernel part, then the
+        // function of the most recent call (the first entry's target), then every
+        // entry's call site; the callchain's user part is not used.
+        let lbr = match (&s.callchain, &s.branch_stack) {
+            (Some(chain), Some(bs))
+                if self.lbr_call_stack.get(attr).copied().unwrap_or(false) && !bs.is_empty() =>
+            {
+                chain
+                    .iter()
+                    .position(|a| a == context::USER)
+                    .map(|user| (chain.iter().take(user), bs))
+            }
+            _ => None,
+        };
+        let lbr_used = lbr.is_some();
+        if let Some((kernel_part, bs)) = lbr {
+            let mut kernel = cpumode == misc::KERNEL;
+            let mut first = true;
+            for addr in kernel_part {
+                if addr >= context::MAX {
+                    kernel = addr == context::KERNEL;
+                    continue;
+                }
+                let id = self.locate(pid, addr, kernel, !first);
+                cur.push(id);
+                first = false;
+            }
+            if let Some(top) = bs.iter().next() {
+                let id = self.locate(pid, top.to, false, false);
+                cur.push(id);
+            }
+            for e in bs.iter() {
+                let id = self.locate(pid, e.from, false, false);
+                cur.push(id);
+            }
+            pushed = true;
+        } else if let Some(chain) = &s.callchain {
             let mut kernel = cpumode == misc::KERNEL;
             let mut guest = false;
             let mut first = true;
@@ -616,7 +664,7 @@ impl Builder {
                 pushed = true;
             }
         }
-        if let Some((regs, stack)) = dwarf {
+        if let Some((regs, stack)) = dwarf.filter(|_| !lbr_used) {
             self.unwind_user(pid, regs, stack, &mut cur);
         } else if !pushed && let Some(ip) = s.ip {
             let kernel = matches!(cpumode, misc::KERNEL);
