@@ -162,15 +162,18 @@ fn u64s(v: &[u64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// A `perf record --call-graph lbr` recording of `exe` (dwarf_chain: main -> outer ->
-/// middle -> leaf), written with hwprof's writer: user samples whose callchain holds
-/// only the sampled ip (and a stale frame LBR mode must ignore), and whose LBR call
-/// stack holds the calls. With `kernel`, one more sample taken in the kernel, whose
-/// callchain has a kernel part.
-fn lbr_recording(out: &std::path::Path, exe: &std::path::Path) -> [u64; 4] {
-    let [main, outer, middle, leaf] = symbols(exe, &["main", "outer", "middle", "leaf"])[..] else {
-        unreachable!()
-    };
+/// One sample of a synthetic recording: ip, cpumode (header misc), callchain, and
+/// branch entries (from, to, flags), most recent first.
+struct Smp {
+    ip: u64,
+    misc: u16,
+    chain: Vec<u64>,
+    entries: Vec<(u64, u64, u64)>,
+}
+
+/// A recording of `exe` mapped at 0x400000 (process `chain`), its samples with
+/// CALLCHAIN and BRANCH_STACK of `branch_sample_type`, written with hwprof's writer.
+fn recording(out: &std::path::Path, exe: &std::path::Path, bst: u64, samples: &[Smp]) {
     let pid = 4343u32;
     let sid = |t: u64| -> Vec<u8> {
         let mut b = u32s(&[pid, pid]);
@@ -185,9 +188,8 @@ fn lbr_recording(out: &std::path::Path, exe: &std::path::Path) -> [u64; 4] {
         | sample::PERIOD
         | sample::CALLCHAIN
         | sample::BRANCH_STACK;
-    a.branch_sample_type = branch::USER | branch::CALL_STACK | branch::NO_FLAGS | branch::NO_CYCLES;
+    a.branch_sample_type = bst;
     a.sample_id_all = true;
-    a.exclude_kernel = false;
     a.mmap = true;
     a.mmap2 = true;
     a.comm = true;
@@ -218,44 +220,73 @@ fn lbr_recording(out: &std::path::Path, exe: &std::path::Path) -> [u64; 4] {
     b.extend(p);
     b.extend(sid(2));
     w.write_record(&record(10, 2, b)).unwrap();
-    // Call sites a few bytes into each caller, entries most recent first.
-    let calls = [(middle + 4, leaf), (outer + 4, middle), (main + 8, outer)];
-    let sample_rec = |t: u64, ip: u64, misc: u16, chain: &[u64], calls: &[(u64, u64)]| {
-        let mut b = u64s(&[ip]);
+    for (i, s) in samples.iter().enumerate() {
+        let mut b = u64s(&[s.ip]);
         b.extend(u32s(&[pid, pid]));
-        b.extend(u64s(&[t, 100_000, chain.len() as u64]));
-        b.extend(u64s(chain));
-        b.extend(u64s(&[calls.len() as u64]));
-        for &(from, to) in calls {
-            b.extend(u64s(&[from, to, 0]));
+        b.extend(u64s(&[10 + i as u64, 100_000, s.chain.len() as u64]));
+        b.extend(u64s(&s.chain));
+        b.extend(u64s(&[s.entries.len() as u64]));
+        for &(from, to, flags) in &s.entries {
+            b.extend(u64s(&[from, to, flags]));
         }
-        record(9, misc, b)
-    };
-    let mut t = 10;
-    for _ in 0..3 {
-        // In leaf: the callchain's user part is the ip and a frame LBR mode drops.
-        let chain = [context::USER, leaf + 2, 0x40_0001];
-        w.write_record(&sample_rec(t, leaf + 2, 2, &chain, &calls))
-            .unwrap();
-        t += 1;
+        w.write_record(&record(9, s.misc, b)).unwrap();
     }
-    // In middle (leaf returned: its call left the LBR call stack).
-    let chain = [context::USER, middle + 6];
-    w.write_record(&sample_rec(t, middle + 6, 2, &chain, &calls[1..]))
-        .unwrap();
-    t += 1;
-    // In the kernel, called from leaf: the kernel part comes from the callchain.
-    let chain = [
-        context::KERNEL,
-        0xffff_ffff_8100_0010,
-        0xffff_ffff_8100_0020,
-        context::USER,
-        leaf + 2,
-    ];
-    w.write_record(&sample_rec(t, 0xffff_ffff_8100_0010, 1, &chain, &calls))
-        .unwrap();
     w.finish(&Features::default()).unwrap();
-    [main, outer, middle, leaf]
+}
+
+/// The functions of the dwarf_chain workload (main -> outer -> middle -> leaf):
+/// the binary and their addresses.
+fn chain_workload() -> (PathBuf, [u64; 4]) {
+    let exe = common::workload("dwarf_chain");
+    let [main, outer, middle, leaf] = symbols(&exe, &["main", "outer", "middle", "leaf"])[..]
+    else {
+        unreachable!()
+    };
+    (exe, [main, outer, middle, leaf])
+}
+
+/// A `perf record --call-graph lbr` recording of dwarf_chain: user samples whose
+/// callchain holds the sampled ip (and a stale frame LBR mode must ignore), and whose
+/// LBR call stack holds the calls; one sample taken in the kernel, whose callchain has a
+/// kernel part.
+fn lbr_recording(out: &std::path::Path) {
+    let (exe, [main, outer, middle, leaf]) = chain_workload();
+    // Call sites a few bytes into each caller, entries most recent first.
+    let calls = vec![
+        (middle + 4, leaf, 0),
+        (outer + 4, middle, 0),
+        (main + 8, outer, 0),
+    ];
+    let mut samples: Vec<Smp> = (0..3)
+        .map(|_| Smp {
+            ip: leaf + 2,
+            misc: 2,
+            chain: vec![context::USER, leaf + 2, 0x40_0001],
+            entries: calls.clone(),
+        })
+        .collect();
+    // In middle (leaf returned: its call left the LBR call stack).
+    samples.push(Smp {
+        ip: middle + 6,
+        misc: 2,
+        chain: vec![context::USER, middle + 6],
+        entries: calls[1..].to_vec(),
+    });
+    // In the kernel, called from leaf: the kernel part comes from the callchain.
+    samples.push(Smp {
+        ip: 0xffff_ffff_8100_0010,
+        misc: 1,
+        chain: vec![
+            context::KERNEL,
+            0xffff_ffff_8100_0010,
+            0xffff_ffff_8100_0020,
+            context::USER,
+            leaf + 2,
+        ],
+        entries: calls,
+    });
+    let bst = branch::USER | branch::CALL_STACK | branch::NO_FLAGS | branch::NO_CYCLES;
+    recording(out, &exe, bst, &samples);
 }
 
 /// Folded stacks (root first, `;`-joined, with their sample counts) of `perf script -F
@@ -303,9 +334,8 @@ fn lbr_call_stacks_are_stitched_as_perf_shows_them() {
     if !common::require_perf("perf script is the judge") {
         return;
     }
-    let exe = common::workload("dwarf_chain");
     let data = common::scratch_path("lbr-callstack.data");
-    lbr_recording(&data, &exe);
+    lbr_recording(&data);
     let f = data.to_string_lossy().into_owned();
     let perf = common::perf(&["script", "-F", "comm,ip,sym", "-i", &f]);
     perf.assert_ok();
@@ -345,4 +375,50 @@ fn lbr_call_stacks_are_stitched_as_perf_shows_them() {
     p.sort();
     h.sort();
     assert_eq!(h, p, "hwprof:\n{}\nperf:\n{}", hw.stdout, perf.stdout);
+}
+
+/// `perf record -b` of dwarf_chain with symbols: branches within one function merge into
+/// its row, prediction flags and cycles as recorded.
+fn any_branch_recording(out: &std::path::Path) {
+    let (exe, [main, outer, middle, leaf]) = chain_workload();
+    const P: u64 = 2;
+    const M: u64 = 1;
+    let cyc = |c: u64| c << 4;
+    let mut samples = Vec::new();
+    for i in 0..4u64 {
+        samples.push(Smp {
+            ip: leaf + 2,
+            misc: 2,
+            chain: vec![context::USER, leaf + 2],
+            entries: vec![
+                (leaf + 4 + i, middle + 10, P | cyc(3)),
+                (middle + 4, leaf, if i == 0 { M } else { P } | cyc(3)),
+                (outer + 4, middle, M | cyc(5 + i % 2)),
+                (main + 8, outer, P),
+                (0x40_0001, 0x7f00_0000_0000, P | cyc(1)),
+            ],
+        });
+    }
+    recording(out, &exe, branch::ANY, &samples);
+}
+
+#[test]
+fn report_b_resolves_functions_as_perf_does() {
+    if !common::require_perf("perf report -b is the judge") {
+        return;
+    }
+    let data = common::scratch_path("any-branch.data");
+    any_branch_recording(&data);
+    let f = data.to_string_lossy().into_owned();
+    let hw = common::hwprof(&["report", "-b", "-i", &f]);
+    hw.assert_ok();
+    let perf = common::perf(&["report", "-b", "--stdio", "-i", &f]);
+    perf.assert_ok();
+    assert_perf_prefix(&hw.stdout, &perf.stdout);
+    assert!(hw.stdout.contains("[.] leaf"), "{}", hw.stdout);
+    let perf = common::perf(&["report", "-b", "--stdio", "--sort", "mispredict", "-i", &f]);
+    perf.assert_ok();
+    let hw = common::hwprof(&["report", "-b", "--branch-sort", "mispredict", "-i", &f]);
+    hw.assert_ok();
+    assert_perf_prefix(&hw.stdout, &perf.stdout);
 }

@@ -146,6 +146,10 @@ pub struct Row {
     pub timed: u64,
     /// The sum of their cycles.
     pub cycles_sum: u64,
+    /// Where the source and target functions start, as far as the entries tell (the
+    /// lowest offset seen in each): perf orders functions by their start.
+    #[serde(skip)]
+    starts: (u64, u64),
 }
 
 impl Row {
@@ -215,6 +219,7 @@ pub fn table(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
                 mispredicted: 0,
                 timed: 0,
                 cycles_sum: 0,
+                starts: (0, 0),
             });
             rows.len() - 1
         });
@@ -226,6 +231,32 @@ pub fn table(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
                 r.cycles_sum += u64::from(e.cycles);
             }
         }
+    }
+    // A function starts at or below the lowest offset seen in it, and functions do not
+    // overlap: ordering by that offset is perf's order by start address.
+    let mut starts: HashMap<(&Option<String>, &String), u64> = HashMap::default();
+    for r in &rows {
+        for e in [&r.from, &r.to] {
+            if let Some(sym) = &e.symbol {
+                let v = starts.entry((&e.dso, sym)).or_insert(e.shown);
+                *v = (*v).min(e.shown);
+            }
+        }
+    }
+    let start = |e: &End| {
+        e.symbol
+            .as_ref()
+            .and_then(|sym| starts.get(&(&e.dso, sym)))
+            .copied()
+            .unwrap_or(e.shown)
+    };
+    let found: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|r| (start(&r.from), start(&r.to)))
+        .collect();
+    drop(starts);
+    for (r, s) in rows.iter_mut().zip(found) {
+        r.starts = s;
     }
     rows.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| order(a, b, keys)));
     Table {
@@ -260,9 +291,9 @@ fn order(a: &Row, b: &Row, keys: &[Key]) -> Ordering {
         let o = match key {
             Key::Comm => a.comm.cmp(&b.comm),
             Key::DsoFrom => dso_order(&a.from, &b.from),
-            Key::SymbolFrom => sym_order(&a.from, &b.from),
+            Key::SymbolFrom => sym_order(&a.from, &b.from, a.starts.0, b.starts.0),
             Key::DsoTo => dso_order(&a.to, &b.to),
-            Key::SymbolTo => sym_order(&a.to, &b.to),
+            Key::SymbolTo => sym_order(&a.to, &b.to, a.starts.1, b.starts.1),
             Key::Cycles => b.cycles.cmp(&a.cycles),
             Key::Mispredict => mispredict_rank(a.mispredict).cmp(&mispredict_rank(b.mispredict)),
         };
@@ -285,13 +316,13 @@ fn dso_order(a: &End, b: &End) -> Ordering {
 
 /// perf's `sort__sym_from_cmp`: both unresolved, addresses ascending (compared as perf
 /// does, by the sign of their 64-bit difference); resolved before unresolved; two
-/// functions by name (perf: by start address, which a frame does not keep).
-fn sym_order(a: &End, b: &End) -> Ordering {
+/// functions by start (`a_start`, `b_start`), then name.
+fn sym_order(a: &End, b: &End, a_start: u64, b_start: u64) -> Ordering {
     match (&a.symbol, &b.symbol) {
         (None, None) => 0i64.cmp(&(b.addr.wrapping_sub(a.addr) as i64)),
         (Some(_), None) => Ordering::Less,
         (None, Some(_)) => Ordering::Greater,
-        (Some(x), Some(y)) => x.cmp(y),
+        (Some(x), Some(y)) => a_start.cmp(&b_start).then_with(|| x.cmp(y)),
     }
 }
 
