@@ -327,16 +327,15 @@ pub struct ReportArgs {
     /// branch stacks (LBR), each entry counted once, with mispredict shares and cycles.
     #[arg(short = 'b', long = "branch-stack", conflicts_with_all = ["diff", "children"])]
     pub branch_stack: bool,
-    /// The row keys of the branch view, comma-separated (perf's names; the default is
-    /// perf's).
+    /// The row keys of the branch view, comma-separated (perf's names; default perf's:
+    /// comm,dso_from,symbol_from,symbol_to,cycles).
     #[arg(
         long = "branch-sort",
         value_name = "KEYS",
         value_enum,
-        value_delimiter = ',',
-        default_value = "comm,dso_from,symbol_from,symbol_to,cycles"
+        value_delimiter = ','
     )]
-    pub branch_sort: Vec<hwprof_analysis::branch::Key>,
+    pub branch_sort: Option<Vec<hwprof_analysis::branch::Key>>,
 }
 
 #[derive(Debug, Args)]

@@ -41,6 +41,9 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     };
     // perf drops the Command column when --comm names one command.
     let hide_comm = a.comm.len() == 1;
+    if a.branch_sort.is_some() && !a.branch_stack {
+        return usage("--branch-sort sorts the branch view: add -b (--branch-stack)");
+    }
     let out = match &a.diff {
         _ if a.branch_stack => branches(&a, &filter, &opts)?,
         Some(files) => {
@@ -90,7 +93,8 @@ fn branches(a: &ReportArgs, filter: &Filter, opts: &Options) -> anyhow::Result<S
     for ev in events {
         let keep =
             |s: &hwprof_symbolize::Sample| s.event as usize == ev && filter.keeps(&p.comms, s);
-        let table = branch::table(branch::entries(&p, &bs, keep), &a.branch_sort);
+        let keys = a.branch_sort.as_deref().unwrap_or(&branch::PERF_DEFAULT);
+        let table = branch::table(branch::entries(&p, &bs, keep), keys);
         if table.total > 0 {
             let name = p
                 .events

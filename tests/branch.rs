@@ -76,6 +76,15 @@ fn report_b_mispredict_key_matches_perf() {
     let perf = common::perf(&["report", "-b", "--stdio", "--sort", "mispredict", "-i", &f]);
     perf.assert_ok();
     assert_perf_prefix(&hw.stdout, &perf.stdout);
+    // Rows of equal share differing in prediction only come in perf's order (libc-2.23.so
+    // Y before N), and with more keys too.
+    for keys in ["dso_from,mispredict", "comm,dso_from,cycles,mispredict"] {
+        let hw = common::hwprof(&["report", "-b", "--branch-sort", keys, "-i", &f]);
+        hw.assert_ok();
+        let perf = common::perf(&["report", "-b", "--stdio", "--sort", keys, "-i", &f]);
+        perf.assert_ok();
+        assert_perf_prefix(&hw.stdout, &perf.stdout);
+    }
     // The mispredicted branches' own column says 100% of them are.
     let y = rows(&hw.stdout)
         .into_iter()

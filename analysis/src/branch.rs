@@ -150,6 +150,9 @@ pub struct Row {
     /// lowest offset seen in each): perf orders functions by their start.
     #[serde(skip)]
     starts: (u64, u64),
+    /// The row's place in the order its first entries came.
+    #[serde(skip)]
+    seen: usize,
 }
 
 impl Row {
@@ -220,6 +223,7 @@ pub fn table(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
                 timed: 0,
                 cycles_sum: 0,
                 starts: (0, 0),
+                seen: rows.len(),
             });
             rows.len() - 1
         });
@@ -295,7 +299,10 @@ fn order(a: &Row, b: &Row, keys: &[Key]) -> Ordering {
             Key::DsoTo => dso_order(&a.to, &b.to),
             Key::SymbolTo => sym_order(&a.to, &b.to, a.starts.1, b.starts.1),
             Key::Cycles => b.cycles.cmp(&a.cycles),
-            Key::Mispredict => mispredict_rank(a.mispredict).cmp(&mispredict_rank(b.mispredict)),
+            // perf's `sort__mispredict_cmp` only says "differs": rows of equal count
+            // then come newest first (the later row goes left in its output tree).
+            Key::Mispredict if a.mispredict != b.mispredict => b.seen.cmp(&a.seen),
+            Key::Mispredict => Ordering::Equal,
         };
         if o != Ordering::Equal {
             return o;
@@ -323,15 +330,6 @@ fn sym_order(a: &End, b: &End, a_start: u64, b_start: u64) -> Ordering {
         (Some(_), None) => Ordering::Less,
         (None, Some(_)) => Ordering::Greater,
         (Some(x), Some(y)) => a_start.cmp(&b_start).then_with(|| x.cmp(y)),
-    }
-}
-
-/// The order of mispredict values: N/A, N, Y.
-fn mispredict_rank((mispred, predicted): (bool, bool)) -> u8 {
-    match (mispred, predicted) {
-        (true, _) => 2,
-        (false, true) => 1,
-        (false, false) => 0,
     }
 }
 
