@@ -114,6 +114,19 @@ fn report_b_json_counts_every_branch() {
 }
 
 #[test]
+fn branch_sort_without_b_is_a_usage_error() {
+    let r = common::hwprof(&[
+        "report",
+        "--branch-sort",
+        "cycles",
+        "-i",
+        "nonexistent.data",
+    ]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("add -b"), "{}", r.stderr);
+}
+
+#[test]
 fn report_b_without_branch_stacks_says_how_to_record_them() {
     let Some(dir) = hwprof_testkit::fixture_path("perfdata") else {
         return;

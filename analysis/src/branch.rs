@@ -83,6 +83,8 @@ pub struct Entry {
     pub predicted: bool,
     /// Cycles since the previous branch (0: not recorded).
     pub cycles: u16,
+    /// How many recorded entries this one stands for.
+    pub count: u64,
 }
 
 /// What a symbol key compares: the function, else the address.
@@ -206,10 +208,11 @@ pub fn table(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
     let mut flagged = 0u64;
     let mut timed = 0u64;
     for e in entries {
-        total += 1;
-        mispredicted += u64::from(e.mispred);
-        flagged += u64::from(e.mispred || e.predicted);
-        timed += u64::from(e.cycles != 0);
+        let n = e.count;
+        total += n;
+        mispredicted += n * u64::from(e.mispred);
+        flagged += n * u64::from(e.mispred || e.predicted);
+        timed += n * u64::from(e.cycles != 0);
         let k = row_key(&e, keys);
         let i = *index.entry(k).or_insert_with(|| {
             rows.push(Row {
@@ -228,11 +231,11 @@ pub fn table(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
             rows.len() - 1
         });
         if let Some(r) = rows.get_mut(i) {
-            r.count += 1;
-            r.mispredicted += u64::from(e.mispred);
+            r.count += n;
+            r.mispredicted += n * u64::from(e.mispred);
             if e.cycles != 0 {
-                r.timed += 1;
-                r.cycles_sum += u64::from(e.cycles);
+                r.timed += n;
+                r.cycles_sum += n * u64::from(e.cycles);
             }
         }
     }
@@ -345,8 +348,8 @@ pub fn mispredict_cell((mispred, predicted): (bool, bool)) -> &'static str {
 }
 
 /// The entries of `profile`'s `branches` ([`Profile::build_with_branches`]) whose
-/// sample `keep` accepts (an event, a filter). Each recorded entry is one branch, also
-/// when [`hwprof_symbolize::Options::merge`] merged its sample with others.
+/// sample `keep` accepts (an event, a filter), with the number of times each was
+/// recorded.
 pub fn entries<'a>(
     profile: &'a Profile,
     branches: &'a [Branch],
@@ -361,6 +364,7 @@ pub fn entries<'a>(
             mispred: b.flags & 1 != 0,
             predicted: b.flags >> 1 & 1 != 0,
             cycles: (b.flags >> 4) as u16,
+            count: b.count,
         })
     })
 }
@@ -411,6 +415,7 @@ mod tests {
             mispred,
             predicted: !mispred,
             cycles,
+            count: 1,
         }
     }
 
@@ -471,6 +476,18 @@ mod tests {
                 ("perf", "[k] 0xffffffffb420a473".to_string(), 1),
             ]
         );
+    }
+
+    #[test]
+    fn an_entry_recorded_many_times_counts_as_many() {
+        let a = end('.', Some("x"), Some("f"), 1);
+        let mut e = entry("c", a.clone(), a.clone(), true, 4);
+        e.count = 3;
+        let t = table([e, entry("c", a.clone(), a, false, 0)], &[Key::Comm]);
+        assert_eq!((t.total, t.mispredicted, t.timed), (4, 3, 3));
+        assert_eq!(t.rows[0].count, 4);
+        assert_eq!(t.rows[0].mispredict_percent(), 75.0);
+        assert_eq!(t.rows[0].avg_cycles(), Some(4.0));
     }
 
     #[test]

@@ -51,6 +51,9 @@ struct RawSample {
 /// from address, to address, flags).
 type RawBranch = (u32, u32, u32, u64, u64, u64);
 
+/// The distinct branch-stack entries with their counts, and each one's index.
+type BranchCounts = (Vec<(RawBranch, u64)>, HashMap<RawBranch, u32>);
+
 /// What identifies a sample when samples are merged: event, pid, tid, comm, stack id,
 /// and whether it has a weight.
 type MergeKey = (u32, u32, u32, u32, u32, bool);
@@ -92,8 +95,9 @@ struct Builder {
     versions: u64,
     /// Samples whose recorded callchain ends in [`TRUNCATED_MARK`].
     marked_truncated: u64,
-    /// With [`Profile::build_with_branches`]: every sample's branch-stack entries.
-    branches: Option<Vec<RawBranch>>,
+    /// With [`Profile::build_with_branches`]: the distinct branch-stack entries (per
+    /// sample, which [`Options::merge`] merges) in the order first seen, with counts.
+    branches: Option<BranchCounts>,
 }
 
 /// What DWARF unwinding keeps during a replay.
@@ -274,7 +278,7 @@ impl Builder {
             unwind,
             versions: 0,
             marked_truncated: 0,
-            branches: branches.then(Vec::new),
+            branches: branches.then(Default::default),
         };
         // Files are written ring by ring, so a sample can come before (in file order) the
         // MMAP2 or COMM of its own exec on another CPU's ring. Like perf, replay by time:
@@ -686,8 +690,19 @@ impl Builder {
             for e in bs.iter() {
                 let from = self.locate(pid, e.from, false, false);
                 let to = self.locate(pid, e.to, false, false);
-                if let Some(out) = &mut self.branches {
-                    out.push((index, from, to, e.from, e.to, e.flags));
+                if let Some((list, ids)) = &mut self.branches {
+                    let key = (index, from, to, e.from, e.to, e.flags);
+                    match ids.get(&key) {
+                        Some(&i) => {
+                            if let Some((_, n)) = list.get_mut(i as usize) {
+                                *n += 1;
+                            }
+                        }
+                        None => {
+                            ids.insert(key, list.len() as u32);
+                            list.push((key, 1));
+                        }
+                    }
                 }
             }
         }
@@ -887,13 +902,15 @@ impl Builder {
         let branches = self
             .branches
             .take()
+            .map(|(list, _)| list)
             .unwrap_or_default()
             .into_iter()
-            .map(|(sample, from, to, fa, ta, flags)| Branch {
+            .map(|((sample, from, to, fa, ta, flags), count)| Branch {
                 sample,
                 from: end(from, fa),
                 to: end(to, ta),
                 flags,
+                count,
             })
             .collect();
         let samples = self

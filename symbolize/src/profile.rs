@@ -118,7 +118,7 @@ pub struct Sample {
 }
 
 /// One entry of a sample's branch stack (LBR), both ends symbolized
-/// ([`Profile::build_with_branches`]).
+/// ([`Profile::build_with_branches`]), with how many times it was recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Branch {
     /// Index in [`Profile::samples`] of the sample that recorded it.
@@ -129,6 +129,9 @@ pub struct Branch {
     pub to: BranchEnd,
     /// The `perf_branch_entry` flag word (mispred, predicted, in_tx, abort, cycles, type).
     pub flags: u64,
+    /// How many recorded entries this one stands for: the same branch (addresses and
+    /// flags) of one sample, or of samples that [`Options::merge`] merged.
+    pub count: u64,
 }
 
 /// One end of a [`Branch`].
