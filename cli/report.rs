@@ -90,32 +90,51 @@ fn branches(a: &ReportArgs, filter: &Filter, opts: &Options) -> anyhow::Result<S
     crate::input::notices(&p);
     let events = select_events(a, &a.input, &p)?;
     let mut tables = Vec::new();
+    let mut kept = 0;
     for ev in events {
+        // As perf, the filters keep the 100%: every branch of the event.
+        let all: u64 = bs
+            .iter()
+            .filter(|b| {
+                p.samples
+                    .get(b.sample as usize)
+                    .is_some_and(|s| s.event as usize == ev)
+            })
+            .map(|b| b.count)
+            .sum();
+        if all == 0 {
+            continue;
+        }
         let keep =
             |s: &hwprof_symbolize::Sample| s.event as usize == ev && filter.keeps(&p.comms, s);
         let keys = a.branch_sort.as_deref().unwrap_or(&branch::PERF_DEFAULT);
-        let table = branch::table(branch::entries(&p, &bs, keep), keys);
-        if table.total > 0 {
-            let name = p
-                .events
-                .get(ev)
-                .map_or_else(String::new, |e| e.name.clone());
-            tables.push(render::EventBranches { name, table });
-        }
+        let mut table = branch::table(branch::entries(&p, &bs, keep), keys);
+        kept += table.total;
+        table.total = all;
+        let name = p
+            .events
+            .get(ev)
+            .map_or_else(String::new, |e| e.name.clone());
+        tables.push(render::EventBranches { name, table });
     }
     if tables.is_empty() {
-        if !filter.is_empty() {
-            return Err(no_match(filter, &a.input));
-        }
         anyhow::bail!(
             "{} has no branch stacks: record with -b (--branch-any) or -j on a CPU with LBR",
             a.input.display()
         );
     }
+    if kept == 0 {
+        return Err(no_match(filter, &a.input));
+    }
     if a.json {
         json_text(&render::json(&tables, p.lost, a.percent_limit))
     } else {
-        Ok(render::text(&tables, p.lost, a.percent_limit))
+        Ok(render::text(
+            &tables,
+            p.lost,
+            a.comm.len() == 1,
+            a.percent_limit,
+        ))
     }
 }
 

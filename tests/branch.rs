@@ -62,6 +62,13 @@ fn report_b_matches_perf_on_a_skylake_lbr_capture() {
     );
     assert!(hw.stdout.contains("[k] 0xffffffffb420a582  -23395"));
     assert!(hw.stdout.contains("Mispredicted  Avg Cycles"));
+    // --comm keeps the 100% and, naming one command, drops the column, as perf does.
+    let hw = common::hwprof(&["report", "-b", "--comm", "perf", "-i", &f]);
+    hw.assert_ok();
+    let perf = common::perf(&["report", "-b", "--stdio", "--comm", "perf", "-i", &f]);
+    perf.assert_ok();
+    assert_perf_prefix(&hw.stdout, &perf.stdout);
+    assert!(!hw.stdout.contains("Command"), "{}", hw.stdout);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use super::text::{Col, columns, pct, round4, short_count};
 pub struct EventBranches {
     /// The event's name.
     pub name: String,
-    /// Its rows.
+    /// Its rows; `total` is every branch of the event, also those the filters left out.
     pub table: Table,
 }
 
@@ -64,8 +64,9 @@ fn shown(t: &Table, limit: f64) -> impl Iterator<Item = &hwprof_analysis::branch
 /// The text of every event's table: perf's header lines and columns (Overhead, then
 /// the keys), then `Mispredicted` (the share of the row's branches the hardware flagged
 /// mispredicted) when the file records prediction, and `Avg Cycles` when it records
-/// cycles.
-pub fn text(ts: &[EventBranches], lost: u64, limit: f64) -> String {
+/// cycles. `hide_comm` drops the Command column (perf does when `--comm` names one
+/// command).
+pub fn text(ts: &[EventBranches], lost: u64, hide_comm: bool, limit: f64) -> String {
     let mut out = String::new();
     let _ = write!(out, "#\n# Total Lost Samples: {lost}\n#\n");
     for (i, e) in ts.iter().enumerate() {
@@ -85,6 +86,9 @@ pub fn text(ts: &[EventBranches], lost: u64, limit: f64) -> String {
         c.cells = shown(t, limit).map(|r| pct(r.percent(t.total))).collect();
         cols.push(c);
         for &k in &t.keys {
+            if hide_comm && k == Key::Comm {
+                continue;
+            }
             let col = key_column(k, t, limit);
             if !cols.iter().any(|c: &Col| c.header == col.header) {
                 cols.push(col);
