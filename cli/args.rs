@@ -369,6 +369,19 @@ pub struct ReportArgs {
     /// recorded paths under DIR, and its build-id cache DIR/.debug).
     #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
     pub symfs: Option<PathBuf>,
+    /// Branch view (perf's -b): rows by branch source and target from the samples'
+    /// branch stacks (LBR), each entry counted once, with mispredict shares and cycles.
+    #[arg(short = 'b', long = "branch-stack", conflicts_with_all = ["diff", "children"])]
+    pub branch_stack: bool,
+    /// The row keys of the branch view, comma-separated (perf's names; default perf's:
+    /// comm,dso_from,symbol_from,symbol_to,cycles).
+    #[arg(
+        long = "branch-sort",
+        value_name = "KEYS",
+        value_enum,
+        value_delimiter = ','
+    )]
+    pub branch_sort: Option<Vec<hwprof_analysis::branch::Key>>,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@
 //! The file is symbolized once into a [`Profile`]; [`hwprof_analysis::report`] groups its
 //! samples by the sort keys and compares two files; [`text`] and [`diff`] render.
 
+mod branch;
 mod diff;
 #[cfg(test)]
 mod fixture;
@@ -40,7 +41,11 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     };
     // perf drops the Command column when --comm names one command.
     let hide_comm = a.comm.len() == 1;
+    if a.branch_sort.is_some() && !a.branch_stack {
+        return usage("--branch-sort sorts the branch view: add -b (--branch-stack)");
+    }
     let out = match &a.diff {
+        _ if a.branch_stack => branches(&a, &filter, &opts)?,
         Some(files) => {
             let [base, new] = files.as_slice() else {
                 return usage("--diff takes two files: BASE NEW");
@@ -72,6 +77,65 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     w.write_all(out.as_bytes())?;
     w.flush()?;
     Ok(0)
+}
+
+/// `report -b`: the branch tables of `--event` (or every event with branch stacks).
+fn branches(a: &ReportArgs, filter: &Filter, opts: &Options) -> anyhow::Result<String> {
+    use self::branch as render;
+    use hwprof_analysis::branch;
+    let data = crate::input::open(&a.input)?;
+    let (p, bs) = Profile::build_with_branches(&data, opts)
+        .with_context(|| format!("reading {}", a.input.display()))?;
+    drop(data);
+    crate::input::notices(&p);
+    let events = select_events(a, &a.input, &p)?;
+    let mut tables = Vec::new();
+    let mut kept = 0;
+    for ev in events {
+        // As perf, the filters keep the 100%: every branch of the event.
+        let all: u64 = bs
+            .iter()
+            .filter(|b| {
+                p.samples
+                    .get(b.sample as usize)
+                    .is_some_and(|s| s.event as usize == ev)
+            })
+            .map(|b| b.count)
+            .sum();
+        if all == 0 {
+            continue;
+        }
+        let keep =
+            |s: &hwprof_symbolize::Sample| s.event as usize == ev && filter.keeps(&p.comms, s);
+        let keys = a.branch_sort.as_deref().unwrap_or(&branch::PERF_DEFAULT);
+        let mut table = branch::table(branch::entries(&p, &bs, keep), keys);
+        kept += table.total;
+        table.total = all;
+        let name = p
+            .events
+            .get(ev)
+            .map_or_else(String::new, |e| e.name.clone());
+        tables.push(render::EventBranches { name, table });
+    }
+    if tables.is_empty() {
+        anyhow::bail!(
+            "{} has no branch stacks: record with -b (--branch-any) or -j on a CPU with LBR",
+            a.input.display()
+        );
+    }
+    if kept == 0 {
+        return Err(no_match(filter, &a.input));
+    }
+    if a.json {
+        json_text(&render::json(&tables, p.lost, a.percent_limit))
+    } else {
+        Ok(render::text(
+            &tables,
+            p.lost,
+            a.comm.len() == 1,
+            a.percent_limit,
+        ))
+    }
 }
 
 fn json_text(v: &serde_json::Value) -> anyhow::Result<String> {

@@ -4,6 +4,8 @@
 //! records and frames ([`hwprof_symbolize::Profile`] and its samples), unit-tested without
 //! a kernel and benchmarked with criterion (`benches/` at the workspace root).
 //!
+//! - [`branch`]: branch analysis from LBR, the rows of `hwprof report -b` (perf's
+//!   `--branch-stack` view) with mispredict shares and average cycles.
 //! - [`fold`]: samples to folded stacks (`comm;main;f;g 42`), the boundary between
 //!   collecting and drawing, with one weight type ([`fold::Weight`]: samples, period,
 //!   sample weight, µs) for every flame graph; and the two-count lines of a
@@ -40,6 +42,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod branch;
 pub mod error;
 pub mod fold;
 pub mod offcpu;

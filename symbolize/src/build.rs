@@ -7,14 +7,16 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use hwprof_pmu::attr::sample as st;
+use hwprof_pmu::attr::{branch, sample as st};
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, FileId, Record, context, misc};
 
 use crate::error::Result;
 use crate::locate::Locator;
 use crate::maps::{AddrSpace, Mapping};
-use crate::profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
+use crate::profile::{
+    Branch, BranchEnd, EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample,
+};
 use crate::symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};
 use crate::unwind::stream::TRUNCATED_MARK;
 use crate::unwind::{Arch, Ending, FileData, Mapped, Unwinder, UserFrame, UserRegs};
@@ -44,6 +46,13 @@ struct RawSample {
     /// Samples merged into this one.
     count: u64,
 }
+
+/// A branch-stack entry before symbolization: (sample index, from location, to location,
+/// from address, to address, flags).
+type RawBranch = (u32, u32, u32, u64, u64, u64);
+
+/// The distinct branch-stack entries with their counts, and each one's index.
+type BranchCounts = (Vec<(RawBranch, u64)>, HashMap<RawBranch, u32>);
 
 /// What identifies a sample when samples are merged: event, pid, tid, comm, stack id,
 /// and whether it has a weight.
@@ -75,6 +84,9 @@ struct Builder {
     lost: u64,
     /// Per attr: the period of a sample without PERIOD.
     fixed_period: Vec<u64>,
+    /// Per attr: it records LBR call stacks (`--call-graph lbr`: BRANCH_STACK with
+    /// `PERF_SAMPLE_BRANCH_CALL_STACK`).
+    lbr_call_stack: Vec<bool>,
     /// Samples seen so far (all events), in file order.
     seen: usize,
     /// DWARF unwinding, when an event recorded user registers and stacks.
@@ -83,6 +95,9 @@ struct Builder {
     versions: u64,
     /// Samples whose recorded callchain ends in [`TRUNCATED_MARK`].
     marked_truncated: u64,
+    /// With [`Profile::build_with_branches`]: the distinct branch-stack entries (per
+    /// sample, which [`Options::merge`] merges) in the order first seen, with counts.
+    branches: Option<BranchCounts>,
 }
 
 /// What DWARF unwinding keeps during a replay.
@@ -121,8 +136,24 @@ impl Profile {
         opts: &Options,
         sym: Symbolizer,
     ) -> Result<(Profile, Symbolizer)> {
-        let (b, events) = Builder::replay(pd, opts, sym, None)?;
-        Ok(b.finish(events, opts))
+        let (b, events) = Builder::replay(pd, opts, sym, None, false)?;
+        let (p, sym, _) = b.finish(events, opts);
+        Ok((p, sym))
+    }
+
+    /// [`Profile::build`] that also symbolizes both ends of every sample's branch-stack
+    /// (LBR) entries, most recent first per sample, as `perf report -b` resolves them:
+    /// each address against its process's mappings at the sample's time, kernel
+    /// addresses against the kernel's.
+    pub fn build_with_branches(pd: &PerfData, opts: &Options) -> Result<(Profile, Vec<Branch>)> {
+        let sym = Symbolizer::with_locator(
+            opts.inline,
+            kernel_matches(pd.features()),
+            Locator::from_env(opts.symfs.clone()),
+        );
+        let (b, events) = Builder::replay(pd, opts, sym, None, true)?;
+        let (p, _, branches) = b.finish(events, opts);
+        Ok((p, branches))
     }
 
     /// [`Profile::build`] that consumes the reader (and its file) once the records are
@@ -133,7 +164,7 @@ impl Profile {
             kernel_matches(pd.features()),
             Locator::from_env(opts.symfs.clone()),
         );
-        let (b, events) = Builder::replay(&pd, opts, sym, None)?;
+        let (b, events) = Builder::replay(&pd, opts, sym, None, false)?;
         drop(pd);
         Ok(b.finish(events, opts).0)
     }
@@ -152,7 +183,7 @@ impl Profile {
             kernel_matches(pd.features()),
             Locator::from_env(opts.symfs.clone()),
         );
-        let (b, events) = Builder::replay(pd, opts, sym, Some(reweigh))?;
+        let (b, events) = Builder::replay(pd, opts, sym, Some(reweigh), false)?;
         Ok(b.finish(events, opts).0)
     }
 }
@@ -164,6 +195,7 @@ impl Builder {
         opts: &Options,
         mut sym: Symbolizer,
         mut reweigh: Option<Reweigh<'_>>,
+        branches: bool,
     ) -> Result<(Builder, Vec<EventInfo>)> {
         if opts.kernel {
             sym.prefetch_kernel_symbols();
@@ -184,6 +216,13 @@ impl Builder {
                 } else {
                     e.attr.sample_period.max(1)
                 }
+            })
+            .collect();
+        let lbr_call_stack = events
+            .iter()
+            .map(|e| {
+                e.attr.sample_type & st::BRANCH_STACK != 0
+                    && e.attr.branch_sample_type & branch::CALL_STACK != 0
             })
             .collect();
         let mut build_ids = HashMap::default();
@@ -234,10 +273,12 @@ impl Builder {
             merged: opts.merge.then(HashMap::default),
             lost: 0,
             fixed_period,
+            lbr_call_stack,
             seen: 0,
             unwind,
             versions: 0,
             marked_truncated: 0,
+            branches: branches.then(Default::default),
         };
         // Files are written ring by ring, so a sample can come before (in file order) the
         // MMAP2 or COMM of its own exec on another CPU's ring. Like perf, replay by time:
@@ -555,7 +596,44 @@ impl Builder {
             }
             _ => None,
         };
-        if let Some(chain) = &s.callchain {
+        // LBR call stacks: perf's `resolve_lbr_callchain_sample` (callee order). When the
+        // callchain has a user part, the stack is the callchain's kernel part, then the
+        // function of the most recent call (the first entry's target), then every
+        // entry's call site; the callchain's user part is not used.
+        let lbr = match (&s.callchain, &s.branch_stack) {
+            (Some(chain), Some(bs))
+                if self.lbr_call_stack.get(attr).copied().unwrap_or(false) && !bs.is_empty() =>
+            {
+                chain
+                    .iter()
+                    .position(|a| a == context::USER)
+                    .map(|user| (chain.iter().take(user), bs))
+            }
+            _ => None,
+        };
+        let lbr_used = lbr.is_some();
+        if let Some((kernel_part, bs)) = lbr {
+            let mut kernel = cpumode == misc::KERNEL;
+            let mut first = true;
+            for addr in kernel_part {
+                if addr >= context::MAX {
+                    kernel = addr == context::KERNEL;
+                    continue;
+                }
+                let id = self.locate(pid, addr, kernel, !first);
+                cur.push(id);
+                first = false;
+            }
+            if let Some(top) = bs.iter().next() {
+                let id = self.locate(pid, top.to, false, false);
+                cur.push(id);
+            }
+            for e in bs.iter() {
+                let id = self.locate(pid, e.from, false, false);
+                cur.push(id);
+            }
+            pushed = true;
+        } else if let Some(chain) = &s.callchain {
             let mut kernel = cpumode == misc::KERNEL;
             let mut guest = false;
             let mut first = true;
@@ -590,7 +668,7 @@ impl Builder {
                 pushed = true;
             }
         }
-        if let Some((regs, stack)) = dwarf {
+        if let Some((regs, stack)) = dwarf.filter(|_| !lbr_used) {
             self.unwind_user(pid, regs, stack, &mut cur);
         } else if !pushed && let Some(ip) = s.ip {
             let kernel = matches!(cpumode, misc::KERNEL);
@@ -599,6 +677,35 @@ impl Builder {
         }
         let stack = self.intern_stack(&cur);
         self.cur = cur;
+        if self.branches.is_some()
+            && let Some(bs) = &s.branch_stack
+        {
+            let index = match &self.merged {
+                Some(merged) => merged
+                    .get(&(event, pid, tid, comm, stack, weight.is_some()))
+                    .copied()
+                    .unwrap_or(self.samples.len() as u32),
+                None => self.samples.len() as u32,
+            };
+            for e in bs.iter() {
+                let from = self.locate(pid, e.from, false, false);
+                let to = self.locate(pid, e.to, false, false);
+                if let Some((list, ids)) = &mut self.branches {
+                    let key = (index, from, to, e.from, e.to, e.flags);
+                    match ids.get(&key) {
+                        Some(&i) => {
+                            if let Some((_, n)) = list.get_mut(i as usize) {
+                                *n += 1;
+                            }
+                        }
+                        None => {
+                            ids.insert(key, list.len() as u32);
+                            list.push((key, 1));
+                        }
+                    }
+                }
+            }
+        }
         if let Some(merged) = &mut self.merged {
             let key = (event, pid, tid, comm, stack, weight.is_some());
             if let Some(&i) = merged.get(&key)
@@ -726,7 +833,11 @@ impl Builder {
 
     /// Resolves every distinct location (one batch per module), interns the frames and
     /// assembles the samples.
-    fn finish(mut self, events: Vec<EventInfo>, opts: &Options) -> (Profile, Symbolizer) {
+    fn finish(
+        mut self,
+        events: Vec<EventInfo>,
+        opts: &Options,
+    ) -> (Profile, Symbolizer, Vec<Branch>) {
         let mut by_module: HashMap<ModuleId, Vec<(u64, bool, usize)>> = HashMap::default();
         for (i, &(m, off, ret)) in self.locs.iter().enumerate() {
             by_module.entry(m).or_default().push((off, ret, i));
@@ -779,6 +890,29 @@ impl Builder {
             .collect();
         drop(self.stack_ids);
         drop(self.merged);
+        // A branch end is the function holding it: the last (outermost) frame of its
+        // location.
+        let end = |loc: u32, addr: u64| BranchEnd {
+            addr,
+            frame: loc_frames
+                .get(loc as usize)
+                .and_then(|fs| fs.last())
+                .copied(),
+        };
+        let branches = self
+            .branches
+            .take()
+            .map(|(list, _)| list)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|((sample, from, to, fa, ta, flags), count)| Branch {
+                sample,
+                from: end(from, fa),
+                to: end(to, ta),
+                flags,
+                count,
+            })
+            .collect();
         let samples = self
             .samples
             .iter()
@@ -812,7 +946,7 @@ impl Builder {
                     .map_or(0, |u| u.unwinder.stats.truncated),
             notices: self.sym.locator().notices(),
         };
-        (profile, self.sym)
+        (profile, self.sym, branches)
     }
 }
 

@@ -45,5 +45,7 @@ pub mod unwind;
 pub use build::Reweigh;
 pub use error::{Error, Result};
 pub use locate::Locator;
-pub use profile::{EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample};
+pub use profile::{
+    Branch, BranchEnd, EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample,
+};
 pub use symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};

@@ -117,6 +117,33 @@ pub struct Sample {
     pub stack: Vec<FrameId>,
 }
 
+/// One entry of a sample's branch stack (LBR), both ends symbolized
+/// ([`Profile::build_with_branches`]), with how many times it was recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Branch {
+    /// Index in [`Profile::samples`] of the sample that recorded it.
+    pub sample: u32,
+    /// Where the branch was taken.
+    pub from: BranchEnd,
+    /// Where it went.
+    pub to: BranchEnd,
+    /// The `perf_branch_entry` flag word (mispred, predicted, in_tx, abort, cycles, type).
+    pub flags: u64,
+    /// How many recorded entries this one stands for: the same branch (addresses and
+    /// flags) of one sample, or of samples that [`Options::merge`] merged.
+    pub count: u64,
+}
+
+/// One end of a [`Branch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct BranchEnd {
+    /// The recorded address.
+    pub addr: u64,
+    /// The function that holds it (the outermost frame, not an inlined one), or `None`
+    /// when [`Options`] leaves out its kind (kernel or user).
+    pub frame: Option<FrameId>,
+}
+
 /// What to put in the stacks, and where to find the files of a recording's modules.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
