@@ -40,6 +40,8 @@ pub enum Command {
     Probe(ProbeArgs),
     /// Run a command many times: robust statistics per counter, baselines, and regression verdicts.
     Bench(BenchArgs),
+    /// Memory-access profiles of PEBS load/store samples (like `perf mem report`).
+    Mem(crate::mem::MemArgs),
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@ mod error;
 mod flamegraph;
 mod input;
 mod list;
+mod mem;
 mod offcpu;
 mod outfile;
 mod probe;
@@ -85,6 +86,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Offcpu(a) => offcpu::run(a, &stop_on_signals()?),
         args::Command::Probe(a) => probe::run(a, &stop_on_signals()?),
         args::Command::Bench(a) => bench::run(a, &stop_on_signals()?),
+        args::Command::Mem(a) => mem::run(a),
     }
 }
 

@@ -41,3 +41,178 @@ fn perf_reads_the_synthetic_recordings() {
         assert!(run.stdout.contains(want), "no {want:?}\n{}", run.dump());
     }
 }
+
+/// `perf report --stdio -n` rows per event: event name -> [(key, overhead %, samples)].
+type PerfRows = Vec<(String, Vec<(String, f64, u64)>)>;
+
+fn perf_rows(args: &[&str]) -> PerfRows {
+    let run = common::perf(args);
+    run.assert_ok();
+    let mut out: PerfRows = Vec::new();
+    for line in run.stdout.lines() {
+        if let Some(rest) = line.strip_prefix("# Samples: ") {
+            let name = rest.split('\'').nth(1).unwrap_or("").to_string();
+            out.push((name, Vec::new()));
+        } else if !line.starts_with('#')
+            && let Some((pct, rest)) = line.trim().split_once("%  ")
+            && let Some((n, key)) = rest.trim().split_once("  ")
+            && let (Ok(p), Ok(n), Some(last)) = (
+                pct.trim().parse::<f64>(),
+                n.trim().parse::<u64>(),
+                out.last_mut(),
+            )
+        {
+            let key = key.trim().trim_start_matches("[.] ").to_string();
+            last.1.push((key, p, n));
+        }
+    }
+    out
+}
+
+/// `hwprof mem report --json`: one object per event with its tables.
+fn hwprof_tables(path: &str, keys: &str) -> serde_json::Value {
+    let run = common::hwprof(&[
+        "mem", "report", "--json", "--rows", "0", "-s", keys, "-i", path,
+    ]);
+    run.assert_ok();
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("bad JSON {e}\n{}", run.dump()))
+}
+
+/// hwprof's `key` table against `perf report -n --sort PERF_KEY` on the same file: with
+/// `mem_mode` (what `perf mem report` runs) the weight shares and sample counts, without
+/// it the period shares.
+fn check(path: &str, perf_key: &str, key: &str, mem_mode: bool) {
+    let mut args = vec!["report", "--stdio", "-n", "--sort", perf_key, "-i", path];
+    if mem_mode {
+        args.insert(1, "--mem-mode");
+    }
+    let perf = perf_rows(&args);
+    let ours = hwprof_tables(path, key);
+    let events = ours.as_array().unwrap();
+    assert_eq!(events.len(), perf.len(), "events: {ours:#}\n{perf:?}");
+    let field = if mem_mode { "weight_pct" } else { "period_pct" };
+    for (name, rows) in &perf {
+        let ev = events
+            .iter()
+            .find(|e| e["event"] == name.as_str())
+            .unwrap_or_else(|| panic!("no event {name} in {ours:#}"));
+        let table = ev["tables"][key].as_array().unwrap();
+        assert_eq!(
+            table.len(),
+            rows.len(),
+            "{name} {key}: {table:#?}\nperf: {rows:?}"
+        );
+        for (k, p, n) in rows {
+            let r = table
+                .iter()
+                .find(|r| r["key"] == k.as_str())
+                .unwrap_or_else(|| panic!("{name} {key}: no row {k:?} in {table:#?}"));
+            let ours = r[field].as_f64().unwrap();
+            assert!(
+                (ours - p).abs() <= 0.5,
+                "{name} {key} {k}: hwprof {ours:.2}% perf {p:.2}%"
+            );
+            assert_eq!(r["samples"].as_u64(), Some(*n), "{name} {key} {k} samples");
+        }
+        common::report_line(&format!(
+            "mem {key} {name} ({field}): {} rows agree with perf report{} --sort {perf_key}",
+            rows.len(),
+            if mem_mode { " --mem-mode" } else { "" }
+        ));
+    }
+}
+
+/// The shares per level, snoop, TLB and function agree with perf on the same file:
+/// weight shares and sample counts with `perf report --mem-mode` (what `perf mem
+/// report` runs; perf 6.1 has the `mem`, `snoop` and `tlb` keys only in that mode),
+/// period shares with `perf report --sort sym`.
+#[test]
+fn shares_agree_with_perf_mem_report() {
+    if !common::require_perf("perf mem report judges hwprof mem report") {
+        return;
+    }
+    let bin = memdata::bin();
+    let path = common::scratch_path("mem_shares.data");
+    memdata::write(
+        &path,
+        &bin,
+        &[memdata::PID, memdata::TID2],
+        &memdata::mix(&bin),
+    );
+    let p = path.to_str().unwrap();
+    for (perf_key, key) in [
+        ("mem", "level"),
+        ("snoop", "snoop"),
+        ("tlb", "tlb"),
+        ("sym", "function"),
+    ] {
+        check(p, perf_key, key, true);
+    }
+    check(p, "sym", "function", false);
+}
+
+/// Latency percentiles per level and function, and data symbols from the binary's
+/// symbol table, as the synthetic file was written.
+#[test]
+fn latency_and_data_symbols() {
+    let bin = memdata::bin();
+    let path = common::scratch_path("mem_lat.data");
+    memdata::write(
+        &path,
+        &bin,
+        &[memdata::PID, memdata::TID2],
+        &memdata::mix(&bin),
+    );
+    let ours = hwprof_tables(path.to_str().unwrap(), "level,function,data");
+    let loads = &ours[0];
+    assert_eq!(loads["event"], memdata::LOADS);
+    assert_eq!(loads["samples"], 84);
+    let row = |t: &str, k: &str| -> serde_json::Value {
+        loads["tables"][t]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"] == k)
+            .unwrap_or_else(|| panic!("no {k} in {t}: {ours:#}"))
+            .clone()
+    };
+    // Local DRAM: 5 loads of 300..304 cycles.
+    let ram = &row("level", "Local RAM hit")["latency"];
+    assert_eq!(
+        (ram["n"].as_u64(), ram["p50"].as_u64(), ram["max"].as_u64()),
+        (Some(5), Some(302), Some(304))
+    );
+    // writer_a: the 3 remote HITM loads of 500..502 cycles.
+    let wa = &row("function", "writer_a")["latency"];
+    assert_eq!(
+        (wa["p50"].as_u64(), wa["p99"].as_u64()),
+        (Some(501), Some(502))
+    );
+    // Data symbols: 65 loads in table, 10 in quiet, 9 in shared.
+    for (sym, n) in [("table", 65), ("quiet", 10), ("shared", 9)] {
+        assert_eq!(row("data", sym)["samples"], n, "{sym}");
+    }
+    let run = common::hwprof(&["mem", "report", "-i", path.to_str().unwrap()]);
+    run.assert_ok();
+    assert!(
+        run.stdout
+            .contains("# Samples: 84  of event 'cpu/mem-loads,ldlat=30/P'"),
+        "{}",
+        run.dump()
+    );
+}
+
+/// A recording without data-source samples is a one-line usage error.
+#[test]
+fn recording_without_data_source_is_a_usage_error() {
+    let path = common::scratch_path("mem_none.data");
+    memdata::write_plain(&path);
+    let run = common::hwprof(&["mem", "report", "-i", path.to_str().unwrap()]);
+    assert_eq!(run.code(), 2, "{}", run.dump());
+    assert!(
+        run.stderr.contains("no samples with a data source"),
+        "{}",
+        run.dump()
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.dump());
+}

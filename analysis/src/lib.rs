@@ -41,6 +41,7 @@
 pub mod bench;
 pub mod error;
 pub mod fold;
+pub mod mem;
 pub mod offcpu;
 pub mod report;
 pub mod stats;

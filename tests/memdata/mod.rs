@@ -428,7 +428,14 @@ pub fn mix(bin: &Bin) -> Vec<Access> {
         scan + 0x10,
         table + 8192,
         (64, 5),
-        l(ds::LVL_LOC_RAM, ds::SNOOP_MISS),
+        // An STLB miss, as Skylake's PEBS says it (L2 TLB miss).
+        ds::pack(
+            ds::OP_LOAD,
+            ds::LVL_LOC_RAM | ds::LVL_HIT,
+            ds::SNOOP_MISS,
+            0,
+            ds::TLB_L2 | ds::TLB_MISS,
+        ),
         300,
     );
     push(
@@ -620,4 +627,26 @@ pub fn false_sharing(bin: &Bin) -> Vec<Access> {
         70,
     );
     v
+}
+
+/// A recording of one `cpu-clock` sample (IP|TID|TIME|PERIOD): no data source.
+pub fn write_plain(path: &Path) {
+    let mut a = Attr::new(types::SOFTWARE, 0);
+    a.sample_period = 1000;
+    a.sample_type = sample::IP | sample::TID | sample::TIME | sample::PERIOD;
+    a.sample_id_all = true;
+    let mut w = Writer::create(
+        path,
+        vec![EventEntry {
+            attr: a,
+            name: "cpu-clock".into(),
+            ids: vec![],
+        }],
+    )
+    .expect("create perf.data");
+    let mut b = u64s(&[0x401000]);
+    b.extend(u32s(&[PID, PID]));
+    b.extend(u64s(&[10, 1000]));
+    w.write_record(&record(9, 2, b)).expect("write record");
+    w.finish(&Features::default()).expect("finish perf.data");
 }

@@ -1,0 +1,475 @@
+//! Memory-access profiles from PEBS load/store samples (`perf mem record`, `perf c2c
+//! record`): where loads were served (L1, LFB, L2, L3, local/remote DRAM, remote caches,
+//! hit/miss), their snoop and TLB results, latency percentiles per level and per
+//! function, and the data symbols their addresses fall in: `hwprof mem report`, in the
+//! spirit of `perf mem report`.
+//!
+//! [`collect`] reads a recording once for its samples' data fields (ADDR, DATA_SRC,
+//! WEIGHT / WEIGHT_STRUCT) and the mappings of each process at each sample's time, and
+//! once more through [`Profile::build_reweighted`] for the function of each sample's ip;
+//! data addresses are named with [`DataSymbols`]. [`table`] groups the samples of one
+//! event by a [`Key`].
+//!
+//! Shares are computed as perf's `--mem-mode` does: each sample costs its weight (the
+//! load latency), or 1 when it has none (stores on most CPUs), so the "weight" share of
+//! a level is the `Overhead` of `perf mem report --sort mem`; the "samples" share is
+//! what `perf report --sort mem` shows (every PEBS sample has period 1... or the
+//! period it carries).
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use hwprof_sampler::perfdata::reader::PerfData;
+use hwprof_sampler::record::{Body, DataSrc, misc};
+use hwprof_symbolize::datasym::DataSymbols;
+use hwprof_symbolize::{Options, Profile};
+
+use crate::error::Result;
+
+/// The line size `perf c2c` groups addresses by.
+pub const CACHE_LINE: u64 = 64;
+
+/// One memory sample, decoded and named.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemSample {
+    /// Index in [`MemProfile::events`].
+    pub event: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// CPU, when sampled.
+    pub cpu: Option<u32>,
+    /// The instruction address.
+    pub ip: u64,
+    /// The data address (0 when not sampled).
+    pub addr: u64,
+    /// The raw `perf_mem_data_src`.
+    pub data_src: u64,
+    /// The load latency (WEIGHT, or WEIGHT_STRUCT's `var1_dw`); 0 when none.
+    pub weight: u64,
+    /// The period.
+    pub period: u64,
+    /// The function of the ip (`[unknown]` when none).
+    pub function: String,
+    /// The module of the ip (file name).
+    pub module: String,
+    /// The data symbol of the address (`table`), when one covers it.
+    pub data_symbol: Option<String>,
+    /// The offset of the address in its data symbol.
+    pub data_offset: u64,
+    /// The module the data address is mapped from (file name), `[unknown]` when none.
+    pub data_module: String,
+}
+
+impl MemSample {
+    /// The decoded data source.
+    pub fn src(&self) -> DataSrc {
+        DataSrc::from_u64(self.data_src)
+    }
+
+    /// What the sample costs in perf's `--mem-mode` shares: its weight, 1 when 0.
+    pub fn cost(&self) -> u64 {
+        self.weight.max(1)
+    }
+
+    /// The data symbol with its offset as perf prints it (`table+0x2000`), or the
+    /// address in hex.
+    pub fn data_name(&self) -> String {
+        match &self.data_symbol {
+            Some(s) => format!("{s}+{:#x}", self.data_offset),
+            None => format!("{:#018x}", self.addr),
+        }
+    }
+}
+
+/// The memory samples of a recording.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MemProfile {
+    /// Event names, by index.
+    pub events: Vec<String>,
+    /// The samples (with DATA_SRC) in file order.
+    pub samples: Vec<MemSample>,
+}
+
+impl MemProfile {
+    /// The indices of the events that have samples, in event order.
+    pub fn events_with_samples(&self) -> Vec<u32> {
+        let mut seen = vec![false; self.events.len()];
+        for s in &self.samples {
+            if let Some(x) = seen.get_mut(s.event as usize) {
+                *x = true;
+            }
+        }
+        (0..self.events.len() as u32)
+            .filter(|&e| seen[e as usize])
+            .collect()
+    }
+}
+
+/// What a sample's data address was known to be at its time.
+#[derive(Clone, Debug)]
+struct Map {
+    start: u64,
+    len: u64,
+    pgoff: u64,
+    name: String,
+}
+
+/// What the first pass keeps of one sample.
+struct Raw {
+    event: u32,
+    pid: u32,
+    tid: u32,
+    cpu: Option<u32>,
+    ip: u64,
+    addr: u64,
+    data_src: Option<u64>,
+    weight: u64,
+    period: u64,
+    /// (file, file offset) of the data address.
+    data: Option<(String, u64)>,
+}
+
+/// Reads the memory samples of `pd`: every sample that carries DATA_SRC (samples of
+/// other events are left out), with its function (from `opts`' symbolization) and data
+/// symbol.
+pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
+    let mut raws: Vec<Raw> = Vec::new();
+    let mut maps: HashMap<u32, Vec<Map>> = HashMap::default();
+    pd.for_each_record(|_, rec| {
+        match &rec.body {
+            Body::Mmap(m) => add_map(&mut maps, m.pid, m.addr, m.len, m.pgoff, m.filename),
+            Body::Mmap2(m) => add_map(&mut maps, m.pid, m.addr, m.len, m.pgoff, m.filename),
+            Body::Comm {
+                pid, exec: true, ..
+            } => {
+                maps.remove(pid);
+            }
+            Body::Fork(t) if t.pid != t.ppid => {
+                if let Some(parent) = maps.get(&t.ppid).cloned() {
+                    maps.insert(t.pid, parent);
+                }
+            }
+            Body::Sample(s) => {
+                let pid = s.pid.unwrap_or(u32::MAX);
+                let addr = s.addr.unwrap_or(0);
+                let user = rec.header.misc & misc::CPUMODE_MASK == misc::USER;
+                let data = if user || addr < 0xffff_8000_0000_0000 {
+                    maps.get(&pid).and_then(|ms| {
+                        ms.iter()
+                            .rev()
+                            .find(|m| addr >= m.start && addr - m.start < m.len)
+                            .map(|m| (m.name.clone(), addr - m.start + m.pgoff))
+                    })
+                } else {
+                    None
+                };
+                raws.push(Raw {
+                    event: rec.attr.unwrap_or(0) as u32,
+                    pid,
+                    tid: s.tid.unwrap_or(pid),
+                    cpu: s.cpu,
+                    ip: s.ip.unwrap_or(0),
+                    addr,
+                    data_src: s.data_src,
+                    weight: s
+                        .weight
+                        .or(s.weight_struct.map(|w| u64::from(w.var1_dw)))
+                        .unwrap_or(0),
+                    period: s.period.unwrap_or(1),
+                    data,
+                });
+            }
+            _ => {}
+        }
+        Ok::<(), crate::Error>(())
+    })?;
+    // The function of each sample's ip: the profile's period is the sample's number
+    // (+1), so that each profile sample finds its raw sample whatever the order.
+    let opts = Options {
+        merge: false,
+        inline: false,
+        ..opts.clone()
+    };
+    let mut reweigh = |n: usize, _period: u64| {
+        raws.get(n)
+            .filter(|r| r.data_src.is_some())
+            .map(|r| (r.event, n as u64 + 1))
+    };
+    let profile = Profile::build_reweighted(pd, &opts, &mut reweigh)?;
+    let mut datasyms = DataSymbols::new();
+    let mut samples = Vec::with_capacity(profile.samples.len());
+    for ps in &profile.samples {
+        let Some(r) = ps
+            .period
+            .checked_sub(1)
+            .and_then(|n| raws.get(usize::try_from(n).ok()?))
+        else {
+            continue;
+        };
+        let leaf = ps.stack.first().map(|&f| profile.frame(f));
+        let (data_symbol, data_offset, data_module) = match &r.data {
+            Some((file, off)) => match datasyms.lookup(file, *off) {
+                Some((name, o)) => (Some(name.to_string()), o, base(file)),
+                None => (None, 0, base(file)),
+            },
+            None => (None, 0, "[unknown]".to_string()),
+        };
+        samples.push(MemSample {
+            event: r.event,
+            pid: r.pid,
+            tid: r.tid,
+            cpu: r.cpu,
+            ip: r.ip,
+            addr: r.addr,
+            data_src: r.data_src.unwrap_or(0),
+            weight: r.weight,
+            period: r.period,
+            function: leaf.map_or("[unknown]", |f| f.name()).to_string(),
+            module: leaf.map_or("[unknown]", |f| f.module_name()).to_string(),
+            data_symbol,
+            data_offset,
+            data_module,
+        });
+    }
+    Ok(MemProfile {
+        events: profile.events.iter().map(|e| e.name.clone()).collect(),
+        samples,
+    })
+}
+
+fn base(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
+fn add_map(
+    maps: &mut HashMap<u32, Vec<Map>>,
+    pid: u32,
+    start: u64,
+    len: u64,
+    pgoff: u64,
+    name: &[u8],
+) {
+    let ms = maps.entry(pid).or_default();
+    // A new mapping replaces what it overlaps.
+    ms.retain(|m| m.start + m.len <= start || start + len <= m.start);
+    ms.push(Map {
+        start,
+        len,
+        pgoff,
+        name: String::from_utf8_lossy(name).into_owned(),
+    });
+}
+
+/// What rows group samples by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Key {
+    /// Where the access was served, as `perf mem` prints it ("L1 hit", "Local RAM hit").
+    Level,
+    /// The snoop result ("None", "HitM").
+    Snoop,
+    /// The data TLB result ("L1 or L2 hit", "Walker miss").
+    Tlb,
+    /// Locked access ("Yes", "No").
+    Lock,
+    /// The function of the ip.
+    Function,
+    /// The data symbol (without offset), or the data module for addresses no symbol
+    /// covers.
+    Data,
+    /// The module the data address is mapped from.
+    DataModule,
+}
+
+impl Key {
+    /// The key of a sample.
+    pub fn of(self, s: &MemSample) -> String {
+        match self {
+            Key::Level => s.src().level(),
+            Key::Snoop => s.src().snoop(),
+            Key::Tlb => s.src().tlb(),
+            Key::Lock => s.src().lock().to_string(),
+            Key::Function => s.function.clone(),
+            Key::Data => match &s.data_symbol {
+                Some(n) => n.clone(),
+                None => s.data_module.clone(),
+            },
+            Key::DataModule => s.data_module.clone(),
+        }
+    }
+
+    /// The column title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Key::Level => "Memory access",
+            Key::Snoop => "Snoop",
+            Key::Tlb => "TLB access",
+            Key::Lock => "Locked",
+            Key::Function => "Symbol",
+            Key::Data => "Data Symbol",
+            Key::DataModule => "Data Object",
+        }
+    }
+}
+
+/// Latency percentiles (nearest rank) of a row's weights, in cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Latency {
+    /// Samples with a weight.
+    pub n: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+impl Latency {
+    /// The percentiles of `w` (sorted here); all zero when empty.
+    pub fn of(w: &mut [u64]) -> Latency {
+        if w.is_empty() {
+            return Latency::default();
+        }
+        w.sort_unstable();
+        let rank = |p: f64| {
+            let i = ((p / 100.0) * w.len() as f64).ceil() as usize;
+            w[i.clamp(1, w.len()) - 1]
+        };
+        Latency {
+            n: w.len() as u64,
+            mean: w.iter().sum::<u64>() as f64 / w.len() as f64,
+            p50: rank(50.0),
+            p90: rank(90.0),
+            p99: rank(99.0),
+            max: w[w.len() - 1],
+        }
+    }
+}
+
+/// One row of a [`table`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// The key's value.
+    pub key: String,
+    /// Samples.
+    pub samples: u64,
+    /// Sum of periods.
+    pub period: u64,
+    /// Sum of costs (weights, 1 for a sample without).
+    pub weight: u64,
+    /// Share of the event's periods, in percent (`perf report --sort mem`).
+    pub period_pct: f64,
+    /// Share of the event's costs, in percent (`perf mem report`'s Overhead).
+    pub weight_pct: f64,
+    /// Latency of the samples with a weight.
+    pub latency: Latency,
+}
+
+/// The samples of `event` grouped by `key`, largest weight share first (then key).
+pub fn table(p: &MemProfile, event: u32, key: Key) -> Vec<Row> {
+    let mut groups: HashMap<String, (u64, u64, u64, Vec<u64>)> = HashMap::default();
+    let (mut tot_period, mut tot_cost) = (0u64, 0u64);
+    for s in p.samples.iter().filter(|s| s.event == event) {
+        let g = groups.entry(key.of(s)).or_default();
+        g.0 += 1;
+        g.1 = g.1.saturating_add(s.period);
+        g.2 = g.2.saturating_add(s.cost());
+        if s.weight > 0 {
+            g.3.push(s.weight);
+        }
+        tot_period = tot_period.saturating_add(s.period);
+        tot_cost = tot_cost.saturating_add(s.cost());
+    }
+    let pct = |x: u64, t: u64| {
+        if t == 0 {
+            0.0
+        } else {
+            100.0 * x as f64 / t as f64
+        }
+    };
+    let mut rows: Vec<Row> = groups
+        .into_iter()
+        .map(|(k, (n, period, cost, mut w))| Row {
+            key: k,
+            samples: n,
+            period,
+            weight: cost,
+            period_pct: pct(period, tot_period),
+            weight_pct: pct(cost, tot_cost),
+            latency: Latency::of(&mut w),
+        })
+        .collect();
+    rows.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.key.cmp(&b.key)));
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(event: u32, data_src: u64, weight: u64, function: &str) -> MemSample {
+        MemSample {
+            event,
+            pid: 1,
+            tid: 1,
+            cpu: None,
+            ip: 0,
+            addr: 0x1000,
+            data_src,
+            weight,
+            period: 1,
+            function: function.into(),
+            module: "m".into(),
+            data_symbol: None,
+            data_offset: 0,
+            data_module: "m".into(),
+        }
+    }
+
+    // mem_op LOAD, mem_lvl L1|HIT or L3|HIT.
+    const L1: u64 = 0x02 | (0x08 | 0x02) << 5;
+    const L3: u64 = 0x02 | (0x40 | 0x02) << 5;
+
+    #[test]
+    fn shares_by_weight_and_by_period() {
+        let p = MemProfile {
+            events: vec!["loads".into()],
+            samples: vec![s(0, L1, 10, "f"), s(0, L1, 10, "f"), s(0, L3, 80, "g")],
+        };
+        let rows = table(&p, 0, Key::Level);
+        assert_eq!(rows[0].key, "L3 hit");
+        assert_eq!(rows[0].weight_pct, 80.0);
+        assert!((rows[0].period_pct - 100.0 / 3.0).abs() < 1e-9);
+        assert_eq!(rows[1].key, "L1 hit");
+        assert_eq!(rows[1].latency.p50, 10);
+        let rows = table(&p, 0, Key::Function);
+        assert_eq!(rows[1].key, "f");
+    }
+
+    #[test]
+    fn samples_without_weight_cost_one() {
+        let p = MemProfile {
+            events: vec!["stores".into()],
+            samples: vec![s(0, L1, 0, "f"), s(0, L3, 0, "f")],
+        };
+        let rows = table(&p, 0, Key::Level);
+        assert_eq!(rows.iter().map(|r| r.weight_pct).sum::<f64>(), 100.0);
+        assert_eq!(rows[0].latency, Latency::default());
+    }
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let mut w: Vec<u64> = (1..=100).rev().collect();
+        let l = Latency::of(&mut w);
+        assert_eq!((l.p50, l.p90, l.p99, l.max, l.n), (50, 90, 99, 100, 100));
+        assert_eq!(l.mean, 50.5);
+    }
+}
