@@ -42,6 +42,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Memory-access profiles of PEBS load/store samples (like `perf mem report`).
     Mem(crate::mem::MemArgs),
+    /// Cache-line contention: lines by HITM and stores, offsets, functions, threads (like `perf c2c report`).
+    C2c(crate::c2c::C2cArgs),
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@
 
 mod args;
 mod bench;
+mod c2c;
 mod encode;
 mod error;
 mod flamegraph;
@@ -87,6 +88,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Probe(a) => probe::run(a, &stop_on_signals()?),
         args::Command::Bench(a) => bench::run(a, &stop_on_signals()?),
         args::Command::Mem(a) => mem::run(a),
+        args::Command::C2c(a) => c2c::run(a),
     }
 }
 

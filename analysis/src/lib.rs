@@ -39,6 +39,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod c2c;
 pub mod error;
 pub mod fold;
 pub mod mem;
