@@ -4,6 +4,8 @@
 mod common;
 mod memdata;
 
+use std::collections::BTreeMap;
+
 /// The synthetic recordings are what perf 6.1 reads as `perf mem record` and `perf c2c
 /// record` files: the events, levels, functions and data symbols as written.
 #[test]
@@ -215,4 +217,69 @@ fn recording_without_data_source_is_a_usage_error() {
         run.dump()
     );
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.dump());
+}
+
+/// `flamegraph --mem LEVEL` draws only the samples served from LEVEL, by samples or by
+/// latency (`--weight weight`): the folded stacks are the written accesses of that
+/// level, per function.
+#[test]
+fn flamegraph_mem_level() {
+    let bin = memdata::bin();
+    let path = common::scratch_path("mem_flame.data");
+    let accesses = memdata::mix(&bin);
+    memdata::write(&path, &bin, &[memdata::PID, memdata::TID2], &accesses);
+    let p = path.to_str().unwrap();
+    // The function of an ip: the nearest of the three below it.
+    let funcs: Vec<(u64, &str)> = ["writer_a", "writer_b", "scan"]
+        .into_iter()
+        .map(|f| (bin.sym(f), f))
+        .collect();
+    let func = |ip: u64| {
+        funcs
+            .iter()
+            .filter(|f| f.0 <= ip)
+            .max_by_key(|f| f.0)
+            .unwrap()
+            .1
+    };
+    // (level, data_src bits that select it: mem_lvl LOC_RAM; mem_snoop HITM; mem_lvl L1).
+    for (level, select) in [
+        ("dram", 0x80u64 << 5),
+        ("hitm", 0x10 << 19),
+        ("l1", 0x08 << 5),
+    ] {
+        for weight in ["samples", "weight"] {
+            let mut want: BTreeMap<String, u64> = BTreeMap::new();
+            for a in accesses
+                .iter()
+                .filter(|a| !a.store && a.data_src & select != 0)
+            {
+                let w = if weight == "samples" {
+                    1
+                } else {
+                    u64::from(a.weight)
+                };
+                *want.entry(format!("memshare;{}", func(a.ip))).or_default() += w;
+            }
+            let run = common::hwprof(&[
+                "flamegraph",
+                "--mem",
+                level,
+                "--weight",
+                weight,
+                "--folded",
+                "-i",
+                p,
+            ]);
+            run.assert_ok();
+            let got: BTreeMap<String, u64> =
+                common::parse_folded(&run.stdout).into_iter().collect();
+            assert_eq!(got, want, "--mem {level} --weight {weight}\n{}", run.dump());
+            common::report_line(&format!(
+                "flamegraph --mem {level} --weight {weight}: {got:?}"
+            ));
+        }
+    }
+    let run = common::hwprof(&["flamegraph", "--mem", "ram", "--folded", "-i", p]);
+    assert_eq!(run.code(), 2, "{}", run.dump());
 }

@@ -473,3 +473,98 @@ mod tests {
         assert_eq!(l.mean, 50.5);
     }
 }
+
+/// Where a sample was served, for `flamegraph --mem LEVEL`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// L1 hit.
+    L1,
+    /// Line fill buffer (miss address buffer) hit.
+    Lfb,
+    /// L2 hit.
+    L2,
+    /// L3 (LLC) hit, HITM included.
+    L3,
+    /// DRAM, local or remote.
+    Dram,
+    /// Local DRAM.
+    LocalDram,
+    /// Remote DRAM.
+    RemoteDram,
+    /// A remote cache (another socket's).
+    RemoteCache,
+    /// A load that found the line modified in another core's cache (snoop HITM), local
+    /// or remote.
+    Hitm,
+}
+
+impl Level {
+    /// Whether data source `d` was served from this level (a hit there).
+    pub fn matches(self, d: &DataSrc) -> bool {
+        const HIT: u16 = 0x02;
+        const L1: u16 = 0x08;
+        const LFB: u16 = 0x10;
+        const L2: u16 = 0x20;
+        const L3: u16 = 0x40;
+        const LOC_RAM: u16 = 0x80;
+        const REM_RAM: u16 = 0x100 | 0x200;
+        const REM_CCE: u16 = 0x400 | 0x800;
+        let lvl = d.mem_lvl;
+        let hit = lvl & HIT != 0;
+        // Newer kernels may say the level only in mem_lvl_num (PERF_MEM_LVLNUM_*).
+        let num = d.mem_lvl_num;
+        let ram = num == 0x0d;
+        match self {
+            Level::L1 => hit && (lvl & L1 != 0 || num == 1),
+            Level::Lfb => hit && (lvl & LFB != 0 || num == 0x0c),
+            Level::L2 => hit && (lvl & L2 != 0 || num == 2),
+            Level::L3 => hit && (lvl & L3 != 0 || (num == 3 && !d.mem_remote)),
+            Level::Dram => hit && (lvl & (LOC_RAM | REM_RAM) != 0 || ram),
+            Level::LocalDram => hit && (lvl & LOC_RAM != 0 || (ram && !d.mem_remote)),
+            Level::RemoteDram => hit && (lvl & REM_RAM != 0 || (ram && d.mem_remote)),
+            Level::RemoteCache => lvl & REM_CCE != 0 || (d.mem_remote && !ram && num != 0),
+            Level::Hitm => d.mem_snoop & 0x10 != 0,
+        }
+    }
+}
+
+/// The profile of `pd` with only the samples served from `level` (samples without a
+/// data source are left out), each with its period and weight as recorded. Samples are
+/// not merged (a PEBS recording is small).
+pub fn profile_for_level(pd: &PerfData, opts: &Options, level: Level) -> Result<Profile> {
+    // Per sample in file order: (event, period, weight, kept).
+    let mut raws: Vec<(u32, u64, Option<u64>, bool)> = Vec::new();
+    pd.for_each_record(|_, rec| {
+        if let Body::Sample(s) = &rec.body {
+            let keep = s
+                .data_src
+                .is_some_and(|d| level.matches(&DataSrc::from_u64(d)));
+            let weight = s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw)));
+            raws.push((rec.attr.unwrap_or(0) as u32, 0, weight, keep));
+        }
+        Ok::<(), crate::Error>(())
+    })?;
+    let opts = Options {
+        merge: false,
+        ..opts.clone()
+    };
+    let mut reweigh = |n: usize, period: u64| {
+        let r = raws.get_mut(n).filter(|r| r.3)?;
+        r.1 = period;
+        Some((r.0, n as u64 + 1))
+    };
+    let mut p = Profile::build_reweighted(pd, &opts, &mut reweigh)?;
+    for s in &mut p.samples {
+        let r = s
+            .period
+            .checked_sub(1)
+            .and_then(|n| raws.get(usize::try_from(n).ok()?));
+        if let Some(&(_, period, weight, _)) = r {
+            s.period = period;
+            s.weight = weight;
+        }
+    }
+    Ok(p)
+}
