@@ -344,15 +344,15 @@ pub fn analyze(p: &MemProfile, all: bool) -> Report {
         let l = lines.entry(addr).or_default();
         l.stats.add(s);
         if l.data_symbol.is_none() {
-            l.data_symbol = s.data_symbol.clone();
+            l.data_symbol = s.data_symbol.map(|n| p.name(n).to_string());
         }
         let a = l.accesses.entry((s.addr - addr, s.ip)).or_insert_with(|| {
             (
                 Stats::default(),
                 Vec::new(),
                 Vec::new(),
-                s.function.clone(),
-                s.module.clone(),
+                p.name(s.function).to_string(),
+                p.name(s.module).to_string(),
             )
         });
         a.0.add(s);
@@ -444,11 +444,11 @@ mod tests {
             data_src,
             weight,
             period: 1,
-            function: format!("f{ip:x}"),
-            module: "m".into(),
-            data_symbol: Some("x".into()),
+            function: 0,
+            module: 1,
+            data_symbol: Some(2),
             data_offset: 0,
-            data_module: "m".into(),
+            data_module: 1,
         }
     }
 
@@ -462,6 +462,7 @@ mod tests {
     fn false_sharing_shows_both_offsets() {
         let p = MemProfile {
             events: vec!["e".into()],
+            names: vec!["f".into(), "m".into(), "x".into()],
             samples: vec![
                 s(1, 0x10, 0x1000, STORE_HIT, 0),
                 s(2, 0x20, 0x1008, STORE_MISS, 0),

@@ -50,16 +50,18 @@ pub struct MemSample {
     pub weight: u64,
     /// The period.
     pub period: u64,
-    /// The function of the ip (`[unknown]` when none).
-    pub function: String,
-    /// The module of the ip (file name).
-    pub module: String,
-    /// The data symbol of the address (`table`), when one covers it.
-    pub data_symbol: Option<String>,
+    /// The function of the ip (`[unknown]` when none), in [`MemProfile::names`].
+    pub function: u32,
+    /// The module of the ip (file name), in [`MemProfile::names`].
+    pub module: u32,
+    /// The data symbol of the address (`table`), when one covers it, in
+    /// [`MemProfile::names`].
+    pub data_symbol: Option<u32>,
     /// The offset of the address in its data symbol.
     pub data_offset: u64,
-    /// The module the data address is mapped from (file name), `[unknown]` when none.
-    pub data_module: String,
+    /// The module the data address is mapped from (file name), `[unknown]` when none,
+    /// in [`MemProfile::names`].
+    pub data_module: u32,
 }
 
 impl MemSample {
@@ -72,15 +74,6 @@ impl MemSample {
     pub fn cost(&self) -> u64 {
         self.weight.max(1)
     }
-
-    /// The data symbol with its offset as perf prints it (`table+0x2000`), or the
-    /// address in hex.
-    pub fn data_name(&self) -> String {
-        match &self.data_symbol {
-            Some(s) => format!("{s}+{:#x}", self.data_offset),
-            None => format!("{:#018x}", self.addr),
-        }
-    }
 }
 
 /// The memory samples of a recording.
@@ -88,11 +81,29 @@ impl MemSample {
 pub struct MemProfile {
     /// Event names, by index.
     pub events: Vec<String>,
+    /// The names samples refer to (functions, modules, data symbols), each once.
+    pub names: Vec<String>,
     /// The samples (with DATA_SRC) in file order.
     pub samples: Vec<MemSample>,
 }
 
 impl MemProfile {
+    /// Name `id` of [`MemProfile::names`] (`[unknown]` for an id out of range).
+    pub fn name(&self, id: u32) -> &str {
+        self.names
+            .get(id as usize)
+            .map_or("[unknown]", |s| s.as_str())
+    }
+
+    /// The data symbol of `s` with its offset as perf prints it (`table+0x2000`), or
+    /// the address in hex.
+    pub fn data_name(&self, s: &MemSample) -> String {
+        match s.data_symbol {
+            Some(n) => format!("{}+{:#x}", self.name(n), s.data_offset),
+            None => format!("{:#018x}", s.addr),
+        }
+    }
+
     /// The indices of the events that have samples, in event order.
     pub fn events_with_samples(&self) -> Vec<u32> {
         let mut seen = vec![false; self.events.len()];
@@ -113,7 +124,27 @@ struct Map {
     start: u64,
     len: u64,
     pgoff: u64,
-    name: String,
+    /// The file, in [`Names`].
+    name: u32,
+}
+
+/// Strings kept once each, by id.
+#[derive(Default)]
+struct Names {
+    list: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl Names {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push(s.to_string());
+        self.ids.insert(s.to_string(), id);
+        id
+    }
 }
 
 /// What the first pass keeps of one sample.
@@ -127,8 +158,8 @@ struct Raw {
     data_src: Option<u64>,
     weight: u64,
     period: u64,
-    /// (file, file offset) of the data address.
-    data: Option<(String, u64)>,
+    /// (file name id, file offset) of the data address.
+    data: Option<(u32, u64)>,
 }
 
 /// Reads the memory samples of `pd`: every sample that carries DATA_SRC (samples of
@@ -137,10 +168,25 @@ struct Raw {
 pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
     let mut raws: Vec<Raw> = Vec::new();
     let mut maps: HashMap<u32, Vec<Map>> = HashMap::default();
+    // Mapped file names (paths), then everything samples name.
+    let mut files = Names::default();
     pd.for_each_record(|_, rec| {
+        let mut add = |pid, start, len, pgoff, name: &[u8]| {
+            let name = files.id(&String::from_utf8_lossy(name));
+            add_map(
+                &mut maps,
+                pid,
+                Map {
+                    start,
+                    len,
+                    pgoff,
+                    name,
+                },
+            );
+        };
         match &rec.body {
-            Body::Mmap(m) => add_map(&mut maps, m.pid, m.addr, m.len, m.pgoff, m.filename),
-            Body::Mmap2(m) => add_map(&mut maps, m.pid, m.addr, m.len, m.pgoff, m.filename),
+            Body::Mmap(m) => add(m.pid, m.addr, m.len, m.pgoff, m.filename),
+            Body::Mmap2(m) => add(m.pid, m.addr, m.len, m.pgoff, m.filename),
             Body::Comm {
                 pid, exec: true, ..
             } => {
@@ -160,7 +206,7 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
                         ms.iter()
                             .rev()
                             .find(|m| addr >= m.start && addr - m.start < m.len)
-                            .map(|m| (m.name.clone(), addr - m.start + m.pgoff))
+                            .map(|m| (m.name, addr - m.start + m.pgoff))
                     })
                 } else {
                     None
@@ -199,6 +245,8 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
     };
     let profile = Profile::build_reweighted(pd, &opts, &mut reweigh)?;
     let mut datasyms = DataSymbols::new();
+    let mut names = Names::default();
+    let unknown = names.id("[unknown]");
     let mut samples = Vec::with_capacity(profile.samples.len());
     for ps in &profile.samples {
         let Some(r) = ps
@@ -209,12 +257,16 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
             continue;
         };
         let leaf = ps.stack.first().map(|&f| profile.frame(f));
-        let (data_symbol, data_offset, data_module) = match &r.data {
-            Some((file, off)) => match datasyms.lookup(file, *off) {
-                Some((name, o)) => (Some(name.to_string()), o, base(file)),
-                None => (None, 0, base(file)),
-            },
-            None => (None, 0, "[unknown]".to_string()),
+        let (data_symbol, data_offset, data_module) = match r.data {
+            Some((file, off)) => {
+                let path = files.list.get(file as usize).map_or("", |s| s.as_str());
+                let module = names.id(base(path));
+                match datasyms.lookup(path, off) {
+                    Some((name, o)) => (Some(names.id(name)), o, module),
+                    None => (None, 0, module),
+                }
+            }
+            None => (None, 0, unknown),
         };
         samples.push(MemSample {
             event: r.event,
@@ -226,8 +278,8 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
             data_src: r.data_src.unwrap_or(0),
             weight: r.weight,
             period: r.period,
-            function: leaf.map_or("[unknown]", |f| f.name()).to_string(),
-            module: leaf.map_or("[unknown]", |f| f.module_name()).to_string(),
+            function: leaf.map_or(unknown, |f| names.id(f.name())),
+            module: leaf.map_or(unknown, |f| names.id(f.module_name())),
             data_symbol,
             data_offset,
             data_module,
@@ -235,31 +287,21 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
     }
     Ok(MemProfile {
         events: profile.events.iter().map(|e| e.name.clone()).collect(),
+        names: names.list,
         samples,
     })
 }
 
-fn base(path: &str) -> String {
-    path.rsplit('/').next().unwrap_or(path).to_string()
+fn base(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
-fn add_map(
-    maps: &mut HashMap<u32, Vec<Map>>,
-    pid: u32,
-    start: u64,
-    len: u64,
-    pgoff: u64,
-    name: &[u8],
-) {
+/// Adds `map` to the mappings of `pid`; it replaces what it overlaps.
+fn add_map(maps: &mut HashMap<u32, Vec<Map>>, pid: u32, map: Map) {
     let ms = maps.entry(pid).or_default();
-    // A new mapping replaces what it overlaps.
-    ms.retain(|m| m.start + m.len <= start || start + len <= m.start);
-    ms.push(Map {
-        start,
-        len,
-        pgoff,
-        name: String::from_utf8_lossy(name).into_owned(),
-    });
+    let end = map.start.saturating_add(map.len);
+    ms.retain(|m| m.start.saturating_add(m.len) <= map.start || end <= m.start);
+    ms.push(map);
 }
 
 /// What rows group samples by.
@@ -285,19 +327,16 @@ pub enum Key {
 }
 
 impl Key {
-    /// The key of a sample.
-    pub fn of(self, s: &MemSample) -> String {
+    /// The key of sample `s` of `p`.
+    pub fn of(self, p: &MemProfile, s: &MemSample) -> String {
         match self {
             Key::Level => s.src().level(),
             Key::Snoop => s.src().snoop(),
             Key::Tlb => s.src().tlb(),
             Key::Lock => s.src().lock().to_string(),
-            Key::Function => s.function.clone(),
-            Key::Data => match &s.data_symbol {
-                Some(n) => n.clone(),
-                None => s.data_module.clone(),
-            },
-            Key::DataModule => s.data_module.clone(),
+            Key::Function => p.name(s.function).to_string(),
+            Key::Data => p.name(s.data_symbol.unwrap_or(s.data_module)).to_string(),
+            Key::DataModule => p.name(s.data_module).to_string(),
         }
     }
 
@@ -378,7 +417,7 @@ pub fn table(p: &MemProfile, event: u32, key: Key) -> Vec<Row> {
     let mut groups: HashMap<String, (u64, u64, u64, Vec<u64>)> = HashMap::default();
     let (mut tot_period, mut tot_cost) = (0u64, 0u64);
     for s in p.samples.iter().filter(|s| s.event == event) {
-        let g = groups.entry(key.of(s)).or_default();
+        let g = groups.entry(key.of(p, s)).or_default();
         g.0 += 1;
         g.1 = g.1.saturating_add(s.period);
         g.2 = g.2.saturating_add(s.cost());
@@ -415,7 +454,7 @@ pub fn table(p: &MemProfile, event: u32, key: Key) -> Vec<Row> {
 mod tests {
     use super::*;
 
-    fn s(event: u32, data_src: u64, weight: u64, function: &str) -> MemSample {
+    fn s(event: u32, data_src: u64, weight: u64, function: u32) -> MemSample {
         MemSample {
             event,
             pid: 1,
@@ -426,11 +465,11 @@ mod tests {
             data_src,
             weight,
             period: 1,
-            function: function.into(),
-            module: "m".into(),
+            function,
+            module: 2,
             data_symbol: None,
             data_offset: 0,
-            data_module: "m".into(),
+            data_module: 2,
         }
     }
 
@@ -442,7 +481,8 @@ mod tests {
     fn shares_by_weight_and_by_period() {
         let p = MemProfile {
             events: vec!["loads".into()],
-            samples: vec![s(0, L1, 10, "f"), s(0, L1, 10, "f"), s(0, L3, 80, "g")],
+            names: vec!["f".into(), "g".into(), "m".into()],
+            samples: vec![s(0, L1, 10, 0), s(0, L1, 10, 0), s(0, L3, 80, 1)],
         };
         let rows = table(&p, 0, Key::Level);
         assert_eq!(rows[0].key, "L3 hit");
@@ -458,7 +498,8 @@ mod tests {
     fn samples_without_weight_cost_one() {
         let p = MemProfile {
             events: vec!["stores".into()],
-            samples: vec![s(0, L1, 0, "f"), s(0, L3, 0, "f")],
+            names: vec!["f".into(), "g".into(), "m".into()],
+            samples: vec![s(0, L1, 0, 0), s(0, L3, 0, 0)],
         };
         let rows = table(&p, 0, Key::Level);
         assert_eq!(rows.iter().map(|r| r.weight_pct).sum::<f64>(), 100.0);
