@@ -58,7 +58,7 @@ pub struct MemReportArgs {
     #[arg(long = "json")]
     pub json: bool,
     /// Look for files with symbols relative to this directory (perf's --symfs).
-    #[arg(long = "symfs", value_name = "DIR")]
+    #[arg(long = "symfs", value_name = "DIR", value_parser = crate::args::symfs_dir)]
     pub symfs: Option<PathBuf>,
 }
 

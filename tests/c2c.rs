@@ -262,7 +262,11 @@ fn recording_without_data_source_is_a_usage_error() {
     memdata::write_plain(&path);
     let run = common::hwprof(&["c2c", "report", "-i", path.to_str().unwrap()]);
     assert_eq!(run.code(), 2, "{}", run.dump());
-    assert!(run.stderr.contains("no samples with a data source"), "{}", run.dump());
+    assert!(
+        run.stderr.contains("no samples with a data source"),
+        "{}",
+        run.dump()
+    );
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.dump());
     let missing = common::scratch_path("c2c_missing.data");
     let run = common::hwprof(&["c2c", "report", "-i", missing.to_str().unwrap()]);

@@ -283,3 +283,64 @@ fn flamegraph_mem_level() {
     let run = common::hwprof(&["flamegraph", "--mem", "ram", "--folded", "-i", p]);
     assert_eq!(run.code(), 2, "{}", run.dump());
 }
+
+/// Functions and data symbols of a binary recorded at a path that is not on this
+/// machine are found under `--symfs DIR`.
+#[test]
+fn symfs_names_functions_and_data() {
+    let bin = memdata::bin();
+    let dir = common::scratch_path("mem_symfs");
+    let recorded = "/hwprof-test-absent/bin/memshare";
+    let copy = dir.join(recorded.trim_start_matches('/'));
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(&bin.path, &copy).unwrap();
+    let path = common::scratch_path("mem_symfs.data");
+    let accesses = memdata::mix(&bin);
+    memdata::write_as(
+        &path,
+        &bin,
+        recorded,
+        &[memdata::PID, memdata::TID2],
+        &accesses,
+    );
+    let p = path.to_str().unwrap();
+    let keys = |v: &serde_json::Value, t: &str| -> Vec<String> {
+        let mut k: Vec<String> = v[0]["tables"][t]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["key"].as_str().unwrap().to_string())
+            .collect();
+        k.sort();
+        k
+    };
+    let run = common::hwprof(&[
+        "mem",
+        "report",
+        "--json",
+        "-s",
+        "function,data",
+        "--symfs",
+        dir.to_str().unwrap(),
+        "-i",
+        p,
+    ]);
+    run.assert_ok();
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        keys(&v, "function"),
+        ["scan", "writer_a", "writer_b"],
+        "{}",
+        run.dump()
+    );
+    assert_eq!(
+        keys(&v, "data"),
+        ["quiet", "shared", "table"],
+        "{}",
+        run.dump()
+    );
+    // Without it, nothing is named: the module stands for the data.
+    let v = hwprof_tables(p, "data");
+    assert_eq!(keys(&v, "data"), ["memshare"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -20,9 +20,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use hwprof_sampler::perfdata::reader::PerfData;
-use hwprof_sampler::record::{Body, DataSrc, misc};
+use hwprof_sampler::record::{Body, DataSrc, FileId, misc};
 use hwprof_symbolize::datasym::DataSymbols;
-use hwprof_symbolize::{Options, Profile};
+use hwprof_symbolize::{Locator, Options, Profile};
 
 use crate::error::Result;
 
@@ -170,7 +170,15 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
     let mut maps: HashMap<u32, Vec<Map>> = HashMap::default();
     // Mapped file names (paths), then everything samples name.
     let mut files = Names::default();
+    // Build ids of the mapped files: MMAP2's, else HEADER_BUILD_ID's.
+    let mut file_build_ids: HashMap<u32, Vec<u8>> = HashMap::default();
     pd.for_each_record(|_, rec| {
+        if let Body::Mmap2(m) = &rec.body
+            && let FileId::BuildId(b) = m.file_id
+        {
+            let id = files.id(&String::from_utf8_lossy(m.filename));
+            file_build_ids.entry(id).or_insert_with(|| b.to_vec());
+        }
         let mut add = |pid, start, len, pgoff, name: &[u8]| {
             let name = files.id(&String::from_utf8_lossy(name));
             add_map(
@@ -244,7 +252,16 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
             .map(|r| (r.event, n as u64 + 1))
     };
     let profile = Profile::build_reweighted(pd, &opts, &mut reweigh)?;
-    let mut datasyms = DataSymbols::new();
+    let mut datasyms = DataSymbols::new(Locator::from_env(opts.symfs.clone()));
+    let mut build_ids: HashMap<&str, &[u8]> = HashMap::default();
+    for b in &pd.features().build_ids {
+        build_ids.entry(b.filename.as_str()).or_insert(&b.build_id);
+    }
+    for (&file, b) in &file_build_ids {
+        if let Some(path) = files.list.get(file as usize) {
+            build_ids.insert(path.as_str(), b);
+        }
+    }
     let mut names = Names::default();
     let unknown = names.id("[unknown]");
     let mut samples = Vec::with_capacity(profile.samples.len());
@@ -261,7 +278,7 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
             Some((file, off)) => {
                 let path = files.list.get(file as usize).map_or("", |s| s.as_str());
                 let module = names.id(base(path));
-                match datasyms.lookup(path, off) {
+                match datasyms.lookup(path, build_ids.get(path).copied(), off) {
                     Some((name, o)) => (Some(names.id(name)), o, module),
                     None => (None, 0, module),
                 }
@@ -307,7 +324,7 @@ fn add_map(maps: &mut HashMap<u32, Vec<Map>>, pid: u32, map: Map) {
 /// What rows group samples by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Key {
     /// Where the access was served, as `perf mem` prints it ("L1 hit", "Local RAM hit").
     Level,

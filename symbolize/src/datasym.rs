@@ -5,9 +5,14 @@
 //! replays the recording's MMAP records): that gives the file and the file offset, as
 //! for code ([`crate::Module::File`]). Here the offset goes back to a virtual address
 //! through the file's `PT_LOAD` segments, and the symbol table says which object covers
-//! it. Each file is read once; a file that cannot be read or parsed names nothing.
+//! it. The file is found as code's files are ([`Locator`]: perf's build-id cache, the
+//! symfs, the recorded path, debuginfod), and its separate debug file is tried when the
+//! file itself names nothing there (a stripped binary). Each file is read once; a file
+//! that cannot be read or parsed names nothing.
 
 use rustc_hash::FxHashMap as HashMap;
+
+use crate::locate::Locator;
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
@@ -21,38 +26,63 @@ struct FileSyms {
 }
 
 /// Data symbols of the files a recording maps, read on first use.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DataSymbols {
-    files: HashMap<String, Option<FileSyms>>,
+    locator: Locator,
+    /// Per recorded path: the executable's symbols, then the debug file's.
+    files: HashMap<String, Vec<FileSyms>>,
 }
 
 impl DataSymbols {
-    /// An empty cache.
-    pub fn new() -> DataSymbols {
-        DataSymbols::default()
+    /// An empty cache that finds files with `locator`.
+    pub fn new(locator: Locator) -> DataSymbols {
+        DataSymbols {
+            locator,
+            files: HashMap::default(),
+        }
     }
 
-    /// The data symbol covering file offset `offset` of the file at `path`, and the
-    /// offset in it: `("table", 0x2000)`. `None` when the file cannot be read, has no
-    /// symbol table, or no object symbol covers the address.
-    pub fn lookup(&mut self, path: &str, offset: u64) -> Option<(&str, u64)> {
-        let f = self
-            .files
-            .entry(path.to_string())
-            .or_insert_with(|| read(path))
-            .as_ref()?;
-        let vaddr = f
+    /// The data symbol covering file offset `offset` of the file mapped from `path`
+    /// (whose build id the recording says is `build_id`), and the offset in it:
+    /// `("table", 0x2000)`. `None` when no file is found or readable, or no object
+    /// symbol covers the address.
+    pub fn lookup(
+        &mut self,
+        path: &str,
+        build_id: Option<&[u8]>,
+        offset: u64,
+    ) -> Option<(&str, u64)> {
+        if !self.files.contains_key(path) {
+            let exe = self.locator.executable(path, build_id);
+            let mut found: Vec<FileSyms> = exe.iter().filter_map(|p| read(p)).collect();
+            if let Some(debug) = self.locator.debug_file(path, build_id)
+                && Some(&debug) != exe.as_ref()
+                && let Some(f) = read(&debug)
+            {
+                found.push(f);
+            }
+            self.files.insert(path.to_string(), found);
+        }
+        self.files.get(path)?.iter().find_map(|f| f.lookup(offset))
+    }
+}
+
+impl FileSyms {
+    fn lookup(&self, offset: u64) -> Option<(&str, u64)> {
+        let vaddr = self
             .segments
             .iter()
             .find(|&&(off, size, _)| offset >= off && offset - off < size)
             .map(|&(off, _, vaddr)| vaddr + (offset - off))?;
-        let i = f.symbols.partition_point(|&(start, _, _)| start <= vaddr);
-        let (start, size, name) = f.symbols.get(i.checked_sub(1)?)?;
+        let i = self
+            .symbols
+            .partition_point(|&(start, _, _)| start <= vaddr);
+        let (start, size, name) = self.symbols.get(i.checked_sub(1)?)?;
         (vaddr - start < (*size).max(1)).then(|| (name.as_str(), vaddr - start))
     }
 }
 
-fn read(path: &str) -> Option<FileSyms> {
+fn read(path: &std::path::Path) -> Option<FileSyms> {
     let data = std::fs::read(path).ok()?;
     let file = object::File::parse(&*data).ok()?;
     let segments = file
@@ -79,10 +109,10 @@ mod tests {
 
     #[test]
     fn unreadable_files_name_nothing() {
-        let mut d = DataSymbols::new();
-        assert_eq!(d.lookup("/nonexistent/hwprof-datasym", 0x1000), None);
+        let mut d = DataSymbols::new(Locator::from_env(None));
+        assert_eq!(d.lookup("/nonexistent/hwprof-datasym", None, 0x1000), None);
         // The test binary itself has data symbols, but offset u64::MAX is in no segment.
         let me = std::env::current_exe().unwrap();
-        assert_eq!(d.lookup(me.to_str().unwrap(), u64::MAX), None);
+        assert_eq!(d.lookup(me.to_str().unwrap(), None, u64::MAX), None);
     }
 }

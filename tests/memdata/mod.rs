@@ -282,7 +282,18 @@ fn numa_topology(ncpus: u32) -> Vec<u8> {
 /// Writes `path`: the `memshare` binary mapped in process [`PID`] (threads named
 /// `memshare`), then one sample per access, in order.
 pub fn write(path: &Path, bin: &Bin, threads: &[u32], accesses: &[Access]) {
-    let name = bin.path.to_str().expect("utf-8 path");
+    write_as(
+        path,
+        bin,
+        bin.path.to_str().expect("utf-8 path"),
+        threads,
+        accesses,
+    );
+}
+
+/// [`write`] with the binary recorded as mapped from `name` (a path that need not
+/// exist here: for `--symfs`).
+pub fn write_as(path: &Path, bin: &Bin, name: &str, threads: &[u32], accesses: &[Access]) {
     let events = events();
     let mut w = Writer::create(path, events.clone()).expect("create perf.data");
     let mut recs = vec![comm(PID, PID, "memshare", true, 1)];
