@@ -42,6 +42,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// TopDown (TMA) metrics from counts measured elsewhere (`perf stat -x,` or `hwprof stat -j` output).
     Metrics(MetricsArgs),
+    /// Memory-access profiles of PEBS load/store samples (like `perf mem report`).
+    Mem(crate::mem::MemArgs),
+    /// Cache-line contention: lines by HITM and stores, offsets, functions, threads (like `perf c2c report`).
+    C2c(crate::c2c::C2cArgs),
 }
 
 #[derive(Debug, Args)]
@@ -411,6 +415,11 @@ pub struct FlamegraphArgs {
     /// What frame widths measure.
     #[arg(long = "weight", value_enum, default_value_t = Weight::Period)]
     pub weight: Weight,
+    /// Only the samples served from this level (PEBS loads/stores with a data source,
+    /// `perf mem record`): l1, lfb, l2, l3, dram, local-dram, remote-dram, remote-cache,
+    /// hitm.
+    #[arg(long = "mem", value_name = "LEVEL", value_enum, conflicts_with_all = ["off_cpu", "diff"])]
+    pub mem: Option<hwprof_analysis::mem::Level>,
     /// Draw only this event (by name) of a recording with several (`-e` records).
     #[arg(long = "draw-event", value_name = "NAME", conflicts_with = "all")]
     pub draw_event: Option<String>,

@@ -98,6 +98,19 @@ fn load(path: &Path, opts: &SymOptions) -> anyhow::Result<Profile> {
     Ok(p)
 }
 
+/// [`load`] with only the samples served from `level` (`--mem`).
+fn load_level(
+    path: &Path,
+    opts: &SymOptions,
+    level: hwprof_analysis::mem::Level,
+) -> anyhow::Result<Profile> {
+    let pd = crate::input::open(path)?;
+    let p = hwprof_analysis::mem::profile_for_level(&pd, opts, level)
+        .with_context(|| format!("symbolizing {}", path.display()))?;
+    crate::input::notices(&p);
+    Ok(p)
+}
+
 fn event_names(p: &Profile) -> String {
     let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
     names.join(", ")
@@ -215,7 +228,10 @@ fn count_name_of(a: &FlamegraphArgs, p: &Profile, ev: u32) -> String {
 
 /// Draws `path`. `early` is the output opened before recording (used for a single graph).
 fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyhow::Result<()> {
-    let profile = load(path, &sym_options(a))?;
+    let profile = match a.mem {
+        Some(level) => load_level(path, &sym_options(a), level)?,
+        None => load(path, &sym_options(a))?,
+    };
     let (events, note) = select_events(a, &profile, path)?;
     let several = events.len() > 1;
     let to_stdout = folded_to_stdout(a);

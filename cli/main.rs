@@ -8,11 +8,13 @@
 
 mod args;
 mod bench;
+mod c2c;
 mod encode;
 mod error;
 mod flamegraph;
 mod input;
 mod list;
+mod mem;
 mod metrics;
 mod offcpu;
 mod outfile;
@@ -88,6 +90,8 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Probe(a) => probe::run(a, &stop_on_signals()?),
         args::Command::Bench(a) => bench::run(a, &stop_on_signals()?),
         args::Command::Metrics(a) => metrics::run(a),
+        args::Command::Mem(a) => mem::run(a),
+        args::Command::C2c(a) => c2c::run(a),
     }
 }
 

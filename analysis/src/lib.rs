@@ -43,8 +43,10 @@
 
 pub mod bench;
 pub mod branch;
+pub mod c2c;
 pub mod error;
 pub mod fold;
+pub mod mem;
 pub mod offcpu;
 pub mod report;
 pub mod stats;

@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 mod build;
+pub mod datasym;
 pub mod debugfiles;
 pub mod error;
 pub mod kallsyms;

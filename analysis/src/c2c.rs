@@ -1,0 +1,494 @@
+//! Cache-line contention (`hwprof c2c report`, in the spirit of `perf c2c report`): the
+//! load and store samples of a PEBS recording ([`MemProfile`]) grouped by 64-byte cache
+//! line, the lines with the most HITM loads (a load that found the line modified in
+//! another core's cache: local when that core shares the L3, remote across sockets) and
+//! stores ranked first, and within each line the offsets, instructions, functions and
+//! threads that touch it, so that false sharing (threads writing different offsets of
+//! one line) is visible.
+//!
+//! The counting follows perf 6.1's `c2c_decode_stats` (tools/perf/util/mem-events.c):
+//! each sample's data source adds to one or more of [`Stats`]' counters, and a line is
+//! "shared" when it has HITM loads or stores. Lines are shown, as perf does by default,
+//! when they hold at least 0.1% of the shared lines' HITM loads, and sorted by HITM.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use crate::mem::{CACHE_LINE, MemProfile, MemSample};
+
+/// `PERF_MEM_*` bits used here.
+mod bits {
+    pub const OP_LOAD: u8 = 0x02;
+    pub const OP_STORE: u8 = 0x04;
+    pub const LVL_NA: u16 = 0x01;
+    pub const LVL_HIT: u16 = 0x02;
+    pub const LVL_MISS: u16 = 0x04;
+    pub const LVL_L1: u16 = 0x08;
+    pub const LVL_LFB: u16 = 0x10;
+    pub const LVL_L2: u16 = 0x20;
+    pub const LVL_L3: u16 = 0x40;
+    pub const LVL_LOC_RAM: u16 = 0x80;
+    pub const LVL_REM_RAM1: u16 = 0x100;
+    pub const LVL_REM_RAM2: u16 = 0x200;
+    pub const LVL_REM_CCE1: u16 = 0x400;
+    pub const LVL_REM_CCE2: u16 = 0x800;
+    pub const LVL_IO: u16 = 0x1000;
+    pub const LVL_UNC: u16 = 0x2000;
+    pub const SNOOP_HIT: u8 = 0x04;
+    pub const SNOOP_HITM: u8 = 0x10;
+    pub const SNOOPX_PEER: u8 = 0x02;
+    pub const LOCK_LOCKED: u8 = 0x02;
+}
+
+/// perf's `DISPLAY_LINE_LIMIT`: a line is shown when it holds this share of the HITMs.
+pub const DISPLAY_LINE_LIMIT: f64 = 0.001;
+
+/// The counters of perf's `struct c2c_stats`, plus the latency sums of its cycles
+/// columns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Samples.
+    pub records: u64,
+    /// Locked accesses.
+    pub locks: u64,
+    /// Loads.
+    pub loads: u64,
+    /// Loads without a data address.
+    pub ld_noaddr: u64,
+    /// Uncached loads.
+    pub ld_uncache: u64,
+    /// I/O loads.
+    pub ld_io: u64,
+    /// Fill buffer hits.
+    pub ld_fbhit: u64,
+    /// L1 hits.
+    pub ld_l1hit: u64,
+    /// L2 hits.
+    pub ld_l2hit: u64,
+    /// L3 hits that were not HITM.
+    pub ld_llchit: u64,
+    /// Loads that hit a modified line in another core of this socket.
+    pub lcl_hitm: u64,
+    /// Loads that hit a modified line in another socket's cache.
+    pub rmt_hitm: u64,
+    /// `lcl_hitm + rmt_hitm`.
+    pub tot_hitm: u64,
+    /// Loads served by a remote cache (not modified).
+    pub rmt_hit: u64,
+    /// Loads from local DRAM.
+    pub lcl_dram: u64,
+    /// Loads from remote DRAM.
+    pub rmt_dram: u64,
+    /// DRAM loads of a line in shared state.
+    pub ld_shared: u64,
+    /// DRAM loads of a line in exclusive state.
+    pub ld_excl: u64,
+    /// Loads that missed (`LVL_MISS`).
+    pub ld_miss: u64,
+    /// Stores.
+    pub stores: u64,
+    /// Stores without a data address.
+    pub st_noaddr: u64,
+    /// Uncached stores.
+    pub st_uncache: u64,
+    /// Stores that hit L1.
+    pub st_l1hit: u64,
+    /// Stores that missed L1.
+    pub st_l1miss: u64,
+    /// Stores with no level.
+    pub st_na: u64,
+    /// Samples whose data source could not be parsed (neither load nor store).
+    pub noparse: u64,
+    /// Sum of the weights of the remote HITM loads.
+    pub rmt_hitm_cycles: u64,
+    /// Sum of the weights of the local HITM loads.
+    pub lcl_hitm_cycles: u64,
+    /// Loads (not HITM) counted in `load_cycles`.
+    pub other_loads: u64,
+    /// Sum of the weights of the other loads.
+    pub load_cycles: u64,
+}
+
+impl Stats {
+    /// Counts one sample as perf's `c2c_decode_stats` does.
+    pub fn add(&mut self, s: &MemSample) {
+        use bits::*;
+        let d = s.src();
+        let (op, lvl, snoop, snoopx) = (d.mem_op, d.mem_lvl, d.mem_snoop, d.mem_snoopx);
+        let mrem = d.mem_remote && d.mem_hops == 0;
+        self.records += 1;
+        if d.mem_lock & LOCK_LOCKED != 0 {
+            self.locks += 1;
+        }
+        let (lcl0, rmt0) = (self.lcl_hitm, self.rmt_hitm);
+        if op & OP_LOAD != 0 {
+            self.loads += 1;
+            if s.addr == 0 {
+                self.ld_noaddr += 1;
+                return;
+            }
+            if lvl & LVL_HIT != 0 {
+                if lvl & LVL_UNC != 0 {
+                    self.ld_uncache += 1;
+                }
+                if lvl & LVL_IO != 0 {
+                    self.ld_io += 1;
+                }
+                if lvl & LVL_LFB != 0 {
+                    self.ld_fbhit += 1;
+                }
+                if lvl & LVL_L1 != 0 {
+                    self.ld_l1hit += 1;
+                }
+                if lvl & LVL_L2 != 0 {
+                    self.ld_l2hit += 1;
+                }
+                if lvl & LVL_L3 != 0 {
+                    if snoop & SNOOP_HITM != 0 {
+                        self.lcl_hitm += 1;
+                        self.tot_hitm += 1;
+                    } else {
+                        self.ld_llchit += 1;
+                    }
+                }
+                if lvl & LVL_LOC_RAM != 0 {
+                    self.lcl_dram += 1;
+                    self.dram_state(snoop);
+                }
+                if lvl & (LVL_REM_RAM1 | LVL_REM_RAM2) != 0 || mrem {
+                    self.rmt_dram += 1;
+                    self.dram_state(snoop);
+                }
+            }
+            if lvl & (LVL_REM_CCE1 | LVL_REM_CCE2) != 0 || mrem {
+                if snoop & SNOOP_HIT != 0 {
+                    self.rmt_hit += 1;
+                } else if snoop & SNOOP_HITM != 0 {
+                    self.rmt_hitm += 1;
+                    self.tot_hitm += 1;
+                } else if snoopx & SNOOPX_PEER != 0 {
+                    self.rmt_hit += 1;
+                }
+            }
+            if lvl & LVL_MISS != 0 {
+                self.ld_miss += 1;
+            }
+            // perf's compute_stats: the sample's weight goes to one cycles column.
+            if self.rmt_hitm > rmt0 {
+                self.rmt_hitm_cycles += s.weight;
+            } else if self.lcl_hitm > lcl0 {
+                self.lcl_hitm_cycles += s.weight;
+            } else {
+                self.other_loads += 1;
+                self.load_cycles += s.weight;
+            }
+        } else if op & OP_STORE != 0 {
+            self.stores += 1;
+            if s.addr == 0 {
+                self.st_noaddr += 1;
+                return;
+            }
+            if lvl & LVL_HIT != 0 {
+                if lvl & LVL_UNC != 0 {
+                    self.st_uncache += 1;
+                }
+                if lvl & LVL_L1 != 0 {
+                    self.st_l1hit += 1;
+                }
+            }
+            if lvl & LVL_MISS != 0 && lvl & LVL_L1 != 0 {
+                self.st_l1miss += 1;
+            }
+            if lvl & LVL_NA != 0 {
+                self.st_na += 1;
+            }
+        } else {
+            self.noparse += 1;
+        }
+    }
+
+    fn dram_state(&mut self, snoop: u8) {
+        if snoop & bits::SNOOP_HIT != 0 {
+            self.ld_shared += 1;
+        } else {
+            self.ld_excl += 1;
+        }
+    }
+
+    /// Adds another's counters.
+    pub fn merge(&mut self, o: &Stats) {
+        macro_rules! sum {
+            ($($f:ident),*) => { $(self.$f += o.$f;)* };
+        }
+        sum!(
+            records,
+            locks,
+            loads,
+            ld_noaddr,
+            ld_uncache,
+            ld_io,
+            ld_fbhit,
+            ld_l1hit,
+            ld_l2hit,
+            ld_llchit,
+            lcl_hitm,
+            rmt_hitm,
+            tot_hitm,
+            rmt_hit,
+            lcl_dram,
+            rmt_dram,
+            ld_shared,
+            ld_excl,
+            ld_miss,
+            stores,
+            st_noaddr,
+            st_uncache,
+            st_l1hit,
+            st_l1miss,
+            st_na,
+            noparse,
+            rmt_hitm_cycles,
+            lcl_hitm_cycles,
+            other_loads,
+            load_cycles
+        );
+    }
+
+    /// Whether perf counts the line as shared: HITM loads or stores.
+    pub fn shared(&self) -> bool {
+        self.tot_hitm > 0 || self.stores > 0
+    }
+
+    /// Mean cycles of the remote HITM loads, local HITM loads and other loads (perf's
+    /// `cycles` columns; 0 when none).
+    pub fn cycles(&self) -> (f64, f64, f64) {
+        let mean = |s: u64, n: u64| if n == 0 { 0.0 } else { s as f64 / n as f64 };
+        (
+            mean(self.rmt_hitm_cycles, self.rmt_hitm),
+            mean(self.lcl_hitm_cycles, self.lcl_hitm),
+            mean(self.load_cycles, self.other_loads),
+        )
+    }
+}
+
+/// One (offset, instruction) of a line: perf's Pareto rows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Access {
+    /// Offset of the data address in the line.
+    pub offset: u64,
+    /// The instruction address.
+    pub ip: u64,
+    /// Its function.
+    pub function: String,
+    /// Its module.
+    pub module: String,
+    /// The counters of these samples.
+    pub stats: Stats,
+    /// (pid, tid) of the threads, sorted.
+    pub threads: Vec<(u32, u32)>,
+    /// Distinct CPUs.
+    pub cpus: u64,
+}
+
+/// One cache line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Line {
+    /// The line's address (64-byte aligned).
+    pub address: u64,
+    /// The data symbol of its first sampled address, when known (`shared`).
+    pub data_symbol: Option<String>,
+    /// The counters of all its samples.
+    pub stats: Stats,
+    /// Its offsets and instructions, by offset, then by HITM, then by stores.
+    pub accesses: Vec<Access>,
+    /// (pid, tid) of the threads touching it, sorted.
+    pub threads: Vec<(u32, u32)>,
+}
+
+/// The contention analysis of one recording.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// Counters over all samples (perf's "Trace Event Information").
+    pub total: Stats,
+    /// Counters over the shared lines (perf's "Global Shared Cache Line Event").
+    pub shared: Stats,
+    /// Shared lines (HITM or stores).
+    pub shared_lines: u64,
+    /// The shared lines shown (at least [`DISPLAY_LINE_LIMIT`] of the HITMs), by HITM
+    /// then stores, most first.
+    pub lines: Vec<Line>,
+}
+
+/// One (offset, ip) of a line while counting: its counters, threads, CPUs, function
+/// and module.
+type AccessAcc = (Stats, Vec<(u32, u32)>, Vec<u32>, String, String);
+
+#[derive(Default)]
+struct LineAcc {
+    stats: Stats,
+    data_symbol: Option<String>,
+    accesses: HashMap<(u64, u64), AccessAcc>,
+}
+
+/// Groups the samples of `p` by cache line (all events together, as perf c2c does).
+/// `all`: show every shared line (perf's `--show-all`).
+pub fn analyze(p: &MemProfile, all: bool) -> Report {
+    let mut total = Stats::default();
+    let mut lines: HashMap<u64, LineAcc> = HashMap::default();
+    for s in &p.samples {
+        total.add(s);
+        if s.addr == 0 {
+            continue;
+        }
+        let addr = s.addr & !(CACHE_LINE - 1);
+        let l = lines.entry(addr).or_default();
+        l.stats.add(s);
+        if l.data_symbol.is_none() {
+            l.data_symbol = s.data_symbol.map(|n| p.name(n).to_string());
+        }
+        let a = l.accesses.entry((s.addr - addr, s.ip)).or_insert_with(|| {
+            (
+                Stats::default(),
+                Vec::new(),
+                Vec::new(),
+                p.name(s.function).to_string(),
+                p.name(s.module).to_string(),
+            )
+        });
+        a.0.add(s);
+        a.1.push((s.pid, s.tid));
+        if let Some(c) = s.cpu {
+            a.2.push(c);
+        }
+    }
+    let mut shared = Stats::default();
+    let mut shared_lines = 0;
+    let mut out: Vec<Line> = Vec::new();
+    for (address, l) in lines {
+        if !l.stats.shared() {
+            continue;
+        }
+        shared_lines += 1;
+        shared.merge(&l.stats);
+        let mut threads = Vec::new();
+        let mut accesses: Vec<Access> = l
+            .accesses
+            .into_iter()
+            .map(
+                |((offset, ip), (stats, mut th, mut cpus, function, module))| {
+                    th.sort_unstable();
+                    th.dedup();
+                    threads.extend_from_slice(&th);
+                    cpus.sort_unstable();
+                    cpus.dedup();
+                    Access {
+                        offset,
+                        ip,
+                        function,
+                        module,
+                        stats,
+                        threads: th,
+                        cpus: cpus.len() as u64,
+                    }
+                },
+            )
+            .collect();
+        accesses.sort_by(|a, b| {
+            a.offset
+                .cmp(&b.offset)
+                .then(b.stats.tot_hitm.cmp(&a.stats.tot_hitm))
+                .then(b.stats.stores.cmp(&a.stats.stores))
+                .then(a.ip.cmp(&b.ip))
+        });
+        threads.sort_unstable();
+        threads.dedup();
+        out.push(Line {
+            address,
+            data_symbol: l.data_symbol,
+            stats: l.stats,
+            accesses,
+            threads,
+        });
+    }
+    if !all {
+        let tot = shared.tot_hitm;
+        out.retain(|l| tot > 0 && (l.stats.tot_hitm as f64 / tot as f64) >= DISPLAY_LINE_LIMIT);
+    }
+    out.sort_by(|a, b| {
+        b.stats
+            .tot_hitm
+            .cmp(&a.stats.tot_hitm)
+            .then(b.stats.stores.cmp(&a.stats.stores))
+            .then(a.address.cmp(&b.address))
+    });
+    Report {
+        total,
+        shared,
+        shared_lines,
+        lines: out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(tid: u32, ip: u64, addr: u64, data_src: u64, weight: u64) -> MemSample {
+        MemSample {
+            event: 0,
+            pid: 1,
+            tid,
+            cpu: Some(tid),
+            ip,
+            addr,
+            data_src,
+            weight,
+            period: 1,
+            function: 0,
+            module: 1,
+            data_symbol: Some(2),
+            data_offset: 0,
+            data_module: 1,
+        }
+    }
+
+    const LCL_HITM: u64 = 0x02 | (0x40 | 0x02) << 5 | 0x10 << 19;
+    const RMT_HITM: u64 = 0x02 | (0x400 | 0x02) << 5 | 0x10 << 19;
+    const L1_LOAD: u64 = 0x02 | (0x08 | 0x02) << 5 | 0x02 << 19;
+    const STORE_HIT: u64 = 0x04 | (0x08 | 0x02) << 5;
+    const STORE_MISS: u64 = 0x04 | (0x08 | 0x04) << 5;
+
+    #[test]
+    fn false_sharing_shows_both_offsets() {
+        let p = MemProfile {
+            events: vec!["e".into()],
+            names: vec!["f".into(), "m".into(), "x".into()],
+            samples: vec![
+                s(1, 0x10, 0x1000, STORE_HIT, 0),
+                s(2, 0x20, 0x1008, STORE_MISS, 0),
+                s(1, 0x10, 0x1000, LCL_HITM, 100),
+                s(2, 0x20, 0x1008, RMT_HITM, 300),
+                s(2, 0x20, 0x1008, RMT_HITM, 500),
+                s(1, 0x30, 0x2000, L1_LOAD, 5),
+                s(1, 0x30, 0x3000, LCL_HITM, 90),
+            ],
+        };
+        let r = analyze(&p, false);
+        assert_eq!(r.total.records, 7);
+        assert_eq!(
+            (r.total.lcl_hitm, r.total.rmt_hitm, r.total.tot_hitm),
+            (2, 2, 4)
+        );
+        assert_eq!(r.shared_lines, 2);
+        assert_eq!(r.lines.len(), 2);
+        let l = &r.lines[0];
+        assert_eq!(l.address, 0x1000);
+        assert_eq!((l.stats.tot_hitm, l.stats.stores), (3, 2));
+        assert_eq!((l.stats.st_l1hit, l.stats.st_l1miss), (1, 1));
+        assert_eq!(l.threads, vec![(1, 1), (1, 2)]);
+        let offs: Vec<(u64, u64)> = l.accesses.iter().map(|a| (a.offset, a.ip)).collect();
+        assert_eq!(offs, vec![(0, 0x10), (8, 0x20)]);
+        assert_eq!(l.accesses[1].stats.cycles().0, 400.0);
+        assert_eq!(r.lines[1].address, 0x3000);
+    }
+}
