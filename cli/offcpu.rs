@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use hwprof_analysis::fold::{self, FoldOptions, Weight};
 use hwprof_analysis::offcpu::{self, SwitchFormat};
+use hwprof_pmu::attr::sample;
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::target::Flags;
-use hwprof_sampler::config::{CallGraph, RecordOptions};
+use hwprof_pmu::target::{Flags, Target};
+use hwprof_sampler::config::{self, CallGraph, RecordOptions};
 use hwprof_sampler::output::Output;
 use hwprof_sampler::recorder::Recording;
 use hwprof_sampler::session::SessionOptions;
@@ -60,15 +61,44 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         cpus: None,
     })?;
     let enc = crate::encode::encoder(None, &[])?;
-    let data_pages = crate::recording::ring_pages(Some("2M"))?;
+    let mode = stack_mode(a.call_graph.as_deref())?;
+    let dwarf = matches!(mode, CallGraph::Dwarf { .. });
+    // DWARF samples copy the user stack into the ring: room for bursts of switches.
+    let data_pages = crate::recording::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
     let output = crate::recording::open_output(&data)?;
     let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
+    let command = matches!(target, Target::Command(_));
+    let system_wide = target.is_system_wide();
     let mut rec = Recording::new(crate::encode::parse_all(&enc, &events)?, target);
     rec.options = RecordOptions {
-        call_graph: Some(stack_mode(a.call_graph.as_deref())?),
+        call_graph: Some(mode),
         switch_events: true,
         ..RecordOptions::default()
     };
+    if dwarf && !a.wall {
+        // Without --wall the cpu-clock samples only end blocks: their stacks are never
+        // drawn, so they copy no user stack (4000 a second of 8 KiB would crowd the
+        // ring that the switches' stacks need).
+        config::configure(
+            &mut rec.events,
+            &RecordOptions {
+                command,
+                system_wide,
+                ..rec.options.clone()
+            },
+        );
+        for e in rec
+            .events
+            .events
+            .iter_mut()
+            .filter(|e| e.name == "cpu-clock")
+        {
+            e.attr.sample_type &= !(sample::REGS_USER | sample::STACK_USER);
+            e.attr.sample_regs_user = 0;
+            e.attr.sample_stack_user = 0;
+        }
+        rec.configure = false;
+    }
     rec.session = SessionOptions {
         data_pages,
         inherit: true,
