@@ -89,7 +89,20 @@ enum Tok {
     Sym(&'static str),
 }
 
-fn tokenize(s: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
+/// The two spellings of the language: Intel's files (names are aliases, `[A-Za-z0-9_]`)
+/// and perf's metric expressions (`perf list --details metric`): names are event or
+/// metric names with `.`, `:`, `@` and `\`-escaped characters (`topdown\-be\-bound`,
+/// `cpu_core@ASSISTS.ANY\,umask\=0x1B@`, read unescaped), and `#smt_on` is the SMT
+/// constant (the name `#smt_on`). Perf's grammar (`tools/perf/util/expr.y`) has the
+/// same precedence for what both accept: a conditional's branches and condition are
+/// sums and products, chained `x if c else y if d else z` nests to the right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Syntax {
+    Intel,
+    Perf,
+}
+
+fn tokenize(s: &str, syntax: Syntax) -> Result<Vec<(usize, Tok)>, ParseError> {
     let err = |what: String, pos| ParseError {
         what,
         pos,
@@ -125,6 +138,38 @@ fn tokenize(s: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
                 .parse()
                 .map_err(|_| err(format!("bad number `{text}`"), start))?;
             out.push((start, Tok::Num(v)));
+        } else if syntax == Syntax::Perf
+            && (c.is_ascii_alphabetic() || c == b'_' || c == b'\\' || c == b'#')
+        {
+            let start = i;
+            let mut name = String::new();
+            if c == b'#' {
+                name.push('#');
+                i += 1;
+            }
+            while i < b.len() {
+                let d = b[i];
+                if d == b'\\' {
+                    let Some(ch) = s.get(i + 1..).and_then(|r| r.chars().next()) else {
+                        return Err(err("`\\` at the end of the formula".into(), i));
+                    };
+                    name.push(ch);
+                    i += 1 + ch.len_utf8();
+                } else if d.is_ascii_alphanumeric() || matches!(d, b'_' | b'.' | b':' | b'@' | b'?')
+                {
+                    name.push(char::from(d));
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            if let Some(k) = name.strip_prefix('#') {
+                if !k.eq_ignore_ascii_case("smt_on") {
+                    return Err(err(format!("unsupported constant `{name}`"), start));
+                }
+                name = "#smt_on".to_string();
+            }
+            out.push((start, Tok::Name(name)));
         } else if c.is_ascii_alphabetic() || c == b'_' {
             let start = i;
             while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
@@ -333,9 +378,20 @@ fn is_keyword(n: &str) -> bool {
     )
 }
 
-/// Parses a formula.
+/// Parses a formula of Intel's metrics files.
 pub fn parse(formula: &str) -> Result<Expr, ParseError> {
-    let toks = tokenize(formula)?;
+    parse_with(formula, Syntax::Intel)
+}
+
+/// Parses a metric expression as perf writes it (`perf list --details metric`): names
+/// come out unescaped (`topdown-be-bound`), `#SMT_on` as `#smt_on`. Perf constructs
+/// outside the language (`d_ratio`, `|`, `#num_cpus`, ...) are a [`ParseError`].
+pub fn parse_perf(formula: &str) -> Result<Expr, ParseError> {
+    parse_with(formula, Syntax::Perf)
+}
+
+fn parse_with(formula: &str, syntax: Syntax) -> Result<Expr, ParseError> {
+    let toks = tokenize(formula, syntax)?;
     let mut p = Parser {
         src: formula,
         toks,
@@ -531,6 +587,41 @@ mod tests {
             Err(EvalError::DivisionByZero)
         );
         assert_eq!(ev("(2 if 1 else 1 / 0)", &[]), Ok(2.0));
+    }
+
+    #[test]
+    fn perf_syntax_names_escapes_and_smt() {
+        let e = parse_perf(
+            "topdown\\-be\\-bound / (cpu_core@ASSISTS.ANY\\,umask\\=0x1B@ + X.Y:u) + 0*SLOTS if #SMT_on else 1",
+        )
+        .expect("parses");
+        assert_eq!(
+            e.names(),
+            [
+                "topdown-be-bound",
+                "cpu_core@ASSISTS.ANY,umask=0x1B@",
+                "X.Y:u",
+                "SLOTS",
+                "#smt_on"
+            ]
+        );
+        let v = |n: &str| match n {
+            "topdown-be-bound" => Some(6.0),
+            "#smt_on" => Some(1.0),
+            _ => Some(1.0),
+        };
+        assert_eq!(e.eval(&v), Ok(3.0));
+        for (bad, what) in [
+            ("d_ratio(a, b)", "unsupported function `d_ratio`"),
+            ("a | b", "unsupported character `|`"),
+            ("#num_cpus * 2", "unsupported constant `#num_cpus`"),
+            ("a\\", "at the end"),
+        ] {
+            let e = parse_perf(bad).expect_err(bad);
+            assert!(e.to_string().contains(what), "{bad}: {e}");
+        }
+        // Intel's syntax keeps rejecting perf's names.
+        assert!(parse("a.b").is_err());
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 pub mod counts;
 pub mod expr;
+pub mod perf_tables;
 pub mod schedule;
 
 use std::collections::BTreeMap;
@@ -69,6 +70,9 @@ pub enum Error {
     /// Counts that cannot be read.
     #[error("{0}")]
     Counts(String),
+    /// perf's metric tables (`perf list --details` output) that cannot be used.
+    #[error("{0}")]
+    PerfTables(String),
 }
 
 /// The CPU models with a metrics file in the fixtures.
@@ -309,7 +313,9 @@ impl Constants {
     pub fn get(&self, name: &str) -> Option<f64> {
         let upper = name.to_ascii_uppercase();
         match upper.as_str() {
-            "HYPERTHREADING_ON" | "SMT_ON" => return Some(if self.smt { 1.0 } else { 0.0 }),
+            "HYPERTHREADING_ON" | "SMT_ON" | "#SMT_ON" => {
+                return Some(if self.smt { 1.0 } else { 0.0 });
+            }
             "THREADS_PER_CORE" | "THREADS" => return Some(if self.smt { 2.0 } else { 1.0 }),
             _ => {}
         }
