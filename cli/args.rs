@@ -51,9 +51,12 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct MetricsArgs {
     /// The CPU model the counts come from: skl, skx, icl, spr (or skylake, skylakex,
-    /// icelake, sapphirerapids).
+    /// icelake, sapphirerapids), or adl (alderlake: formulas from the installed perf's tables).
     #[arg(long = "cpu", value_name = "MODEL")]
     pub cpu: String,
+    /// With --cpu adl: the core type the counts are from (default: both).
+    #[arg(long = "core-type", value_name = "core|atom", value_parser = ["core", "atom"])]
+    pub core_type: Option<String>,
     /// Whether SMT (hyper-threading) was on where the counts were taken.
     #[arg(long = "smt", value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     pub smt: String,

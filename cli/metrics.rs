@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use hwprof_analysis::topdown::perf_tables::PerfTables;
 use hwprof_analysis::topdown::{self, Constants, Counts, MetricFile, MetricValue, Model};
 use serde_json::json;
 
@@ -19,10 +20,66 @@ pub const PERFMON_ENV: &str = "HWPROF_PERFMON_DIR";
 pub fn model(name: &str) -> anyhow::Result<Model> {
     Model::from_name(name).ok_or_else(|| {
         Usage(format!(
-            "no TMA metrics for CPU `{name}`: the models are skl, skx, icl and spr (AMD Zen and Alder Lake metric files are not supported yet)"
+            "no TMA metrics for CPU `{name}`: the models are skl, skx, icl, spr and (with `hwprof metrics`) adl (AMD Zen metric files are not supported yet)"
         ))
         .into()
     })
+}
+
+/// Whether `--cpu` names Alder Lake, whose metrics come from perf's tables.
+pub fn is_alder_lake(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "adl" | "alderlake" | "alder-lake"
+    )
+}
+
+/// perf's CPU id of Alder Lake (`GenuineIntel-6-97`; 6-9A has the same tables).
+pub const ADL_CPUID: &str = "GenuineIntel-6-97-0";
+
+/// The most `perf list --details` may print (a few hundred KiB today).
+const MAX_LISTING_BYTES: usize = 64 << 20;
+
+/// perf's metric tables for `cpuid`: `PERF_CPUID=cpuid perf list --details`.
+pub fn perf_tables(cpuid: &str) -> anyhow::Result<PerfTables> {
+    let out = std::process::Command::new("perf")
+        .args(["list", "--details"])
+        .env("PERF_CPUID", cpuid)
+        .env("PERF_PAGER", "cat")
+        .env("COLUMNS", "100000")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+            "Alder Lake metrics are read from perf's tables and perf is not installed: install perf 6.1 or later (Debian: linux-perf)"
+        ),
+        Err(e) => anyhow::bail!("cannot run `perf list --details`: {e}"),
+    };
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first = err
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("");
+        anyhow::bail!("`perf list --details` failed ({}): {first}", out.status);
+    }
+    if out.stdout.len() > MAX_LISTING_BYTES {
+        anyhow::bail!("`perf list --details` printed more than 64 MiB: not a listing");
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let no_tables = || {
+        anyhow::anyhow!(
+            "the installed perf has no Alder Lake metric tables (no cpu_core and cpu_atom TopDown metrics for PERF_CPUID={cpuid}): install perf 6.1 or later"
+        )
+    };
+    let tables = PerfTables::parse(&text).map_err(|_| no_tables())?;
+    let units = tables.units();
+    if !(units.contains(&"cpu_core") && units.contains(&"cpu_atom")) {
+        return Err(no_tables());
+    }
+    Ok(tables)
 }
 
 /// The perfmon checkout: `--perfmon-dir`, else `$HWPROF_PERFMON_DIR`.
@@ -118,20 +175,22 @@ fn read_counts(path: &Path) -> anyhow::Result<Counts> {
 }
 
 pub fn run(a: MetricsArgs) -> anyhow::Result<u8> {
+    if is_alder_lake(&a.cpu) {
+        return run_perf_tables(a);
+    }
+    if a.core_type.is_some() {
+        return Err(Usage(format!(
+            "--core-type is for hybrid models (--cpu adl), not `{}`",
+            a.cpu
+        ))
+        .into());
+    }
     let model = model(&a.cpu)?;
     let smt = a.smt == "on";
     let consts = constants(smt, &a.consts)?;
     let file = load(model, a.metrics_file.as_deref(), a.perfmon_dir.as_deref())?;
     let counts = read_counts(&a.counts)?;
-    let mut consts = consts;
-    // perf's `duration_time` event (ns) gives the files' duration constant.
-    if consts.get("DURATIONTIMEINMILLISECONDS").is_none()
-        && let Some(ns) = counts.get("duration_time")
-    {
-        consts
-            .named
-            .insert("DURATIONTIMEINMILLISECONDS".into(), ns / 1e6);
-    }
+    let consts = with_duration(consts, &counts);
     let levels: Vec<u32> = (1..=a.level).collect();
     let selected = file.select(&levels, a.all);
     let values = MetricFile::evaluate(&selected, &counts, &consts);
@@ -146,6 +205,88 @@ pub fn run(a: MetricsArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(0)
+}
+
+/// `--cpu adl`: the TopDown tree of each core type from perf's tables; values are
+/// what perf's expressions give (fractions: perf stat shows them as percent).
+fn run_perf_tables(a: MetricsArgs) -> anyhow::Result<u8> {
+    if a.metrics_file.is_some() || a.perfmon_dir.is_some() {
+        return Err(Usage(
+            "--cpu adl reads the formulas from the installed perf's tables, not from --metrics-file or --perfmon-dir".into(),
+        )
+        .into());
+    }
+    let consts = constants(a.smt == "on", &a.consts)?;
+    let units: Vec<(&str, &str)> = match a.core_type.as_deref() {
+        Some("core") => vec![("core", "cpu_core")],
+        Some("atom") => vec![("atom", "cpu_atom")],
+        _ => vec![("core", "cpu_core"), ("atom", "cpu_atom")],
+    };
+    let tables = perf_tables(ADL_CPUID)?;
+    let counts = read_counts(&a.counts)?;
+    let consts = with_duration(consts, &counts);
+    let levels: Vec<u32> = (1..=a.level).collect();
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let mut any = false;
+    let mut all_none = true;
+    for (i, (core_type, unit)) in units.iter().enumerate() {
+        let file = tables.metric_file(unit)?;
+        let selected = file.select(&levels, a.all);
+        let values = MetricFile::evaluate(&selected, &counts, &consts);
+        any |= !values.is_empty();
+        all_none &= values.iter().all(|v| v.value.is_none());
+        if a.json {
+            for v in &values {
+                let mut o = json_of(v);
+                o["core_type"] = json!(core_type);
+                writeln!(out, "{o}")?;
+            }
+        } else {
+            if units.len() > 1 {
+                if i > 0 {
+                    writeln!(out)?;
+                }
+                writeln!(out, "{unit} (--core-type {core_type}):")?;
+            }
+            print(&mut out, &values, false)?;
+        }
+    }
+    out.flush()?;
+    if any && all_none {
+        anyhow::bail!(
+            "no metric could be computed from {}: the counts lack the events listed above (count them with `perf stat -j` or `hwprof stat -j`)",
+            a.counts.display()
+        );
+    }
+    Ok(0)
+}
+
+fn with_duration(consts: Constants, counts: &Counts) -> Constants {
+    let mut consts = consts;
+    // perf's `duration_time` event (ns) gives the files' duration constant.
+    if consts.get("DURATIONTIMEINMILLISECONDS").is_none()
+        && let Some(ns) = counts.get("duration_time")
+    {
+        consts
+            .named
+            .insert("DURATIONTIMEINMILLISECONDS".into(), ns / 1e6);
+    }
+    consts
+}
+
+/// One metric as a JSON object.
+fn json_of(v: &MetricValue) -> serde_json::Value {
+    json!({
+        "name": v.name,
+        "level": v.level,
+        "value": v.value,
+        "unit": v.unit,
+        "parent": v.parent,
+        "missing_events": v.missing_events,
+        "missing_constants": v.missing_constants,
+        "error": v.error,
+    })
 }
 
 /// Why a metric has no value, in one phrase.
@@ -171,17 +312,7 @@ pub fn why_not(v: &MetricValue) -> String {
 pub fn print(w: &mut dyn Write, values: &[MetricValue], as_json: bool) -> anyhow::Result<()> {
     if as_json {
         for v in values {
-            let o = json!({
-                "name": v.name,
-                "level": v.level,
-                "value": v.value,
-                "unit": v.unit,
-                "parent": v.parent,
-                "missing_events": v.missing_events,
-                "missing_constants": v.missing_constants,
-                "error": v.error,
-            });
-            writeln!(w, "{o}")?;
+            writeln!(w, "{}", json_of(v))?;
         }
         return Ok(());
     }
