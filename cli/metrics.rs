@@ -20,7 +20,7 @@ pub const PERFMON_ENV: &str = "HWPROF_PERFMON_DIR";
 pub fn model(name: &str) -> anyhow::Result<Model> {
     Model::from_name(name).ok_or_else(|| {
         Usage(format!(
-            "no TMA metrics for CPU `{name}`: the models are skl, skx, icl, spr and (with `hwprof metrics`) adl (AMD Zen metric files are not supported yet)"
+            "no TMA metrics for CPU `{name}`: the models are skl, skx, icl and spr, and adl for `hwprof metrics` (AMD Zen metric files are not supported yet)"
         ))
         .into()
     })
