@@ -322,4 +322,27 @@ fn adl_both_core_types_by_default_and_clear_errors() {
         run.dump()
     );
     assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.dump());
+
+    // A perf without the tables (an old one): one line saying so, exit 1.
+    let fake = dir.join("oldperf");
+    std::fs::create_dir_all(&fake).expect("dir");
+    let script = fake.join("perf");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'List of pre-defined events (to be used in -e):'\n",
+    )
+    .expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut cmd = Command::new(common::hwprof_bin());
+    cmd.args(["metrics", "--cpu", "adl", "--counts", c])
+        .env("PATH", &fake);
+    let run = run_cmd(&mut cmd, std::time::Duration::from_secs(30));
+    assert_eq!(run.code(), 1, "{}", run.dump());
+    assert!(
+        run.stderr.contains("has no Alder Lake metric tables"),
+        "{}",
+        run.dump()
+    );
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.dump());
 }
