@@ -132,13 +132,7 @@ fn text(out: &mut impl Write, r: &Report) -> io::Result<()> {
         "RmtDram",
         "Threads",
     )?;
-    let pct = |x: u64, t: u64| {
-        if t == 0 {
-            0.0
-        } else {
-            100.0 * x as f64 / t as f64
-        }
-    };
+    let pct = hwprof_analysis::percent;
     for (i, l) in r.lines.iter().enumerate() {
         let s = &l.stats;
         writeln!(
@@ -207,13 +201,7 @@ fn line(out: &mut impl Write, i: usize, l: &Line) -> io::Result<()> {
         "Symbol",
         "Object",
     )?;
-    let pct = |x: u64, t: u64| {
-        if t == 0 {
-            0.0
-        } else {
-            100.0 * x as f64 / t as f64
-        }
-    };
+    let pct = hwprof_analysis::percent;
     for a in &l.accesses {
         let c = a.stats.cycles();
         let threads: Vec<String> = a.threads.iter().map(|(p, t)| format!("{p}/{t}")).collect();

@@ -160,25 +160,17 @@ pub struct Row {
 impl Row {
     /// The row's share of all entries, in percent.
     pub fn percent(&self, total: u64) -> f64 {
-        share(self.count, total)
+        crate::percent(self.count, total)
     }
 
     /// The share of the row's entries flagged mispredicted, in percent.
     pub fn mispredict_percent(&self) -> f64 {
-        share(self.mispredicted, self.count)
+        crate::percent(self.mispredicted, self.count)
     }
 
     /// The average cycles of the row's entries that recorded them.
     pub fn avg_cycles(&self) -> Option<f64> {
         (self.timed > 0).then(|| self.cycles_sum as f64 / self.timed as f64)
-    }
-}
-
-fn share(part: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / total as f64
     }
 }
 

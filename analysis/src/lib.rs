@@ -53,3 +53,12 @@ pub mod stats;
 pub mod topdown;
 
 pub use error::{Error, Result};
+
+/// `part` as a percentage of `total` (0 when `total` is 0): every share hwprof prints.
+pub fn percent(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / total as f64
+    }
+}

@@ -13,13 +13,7 @@ fn ms(us: u64) -> String {
     format!("{:.3}", us as f64 / 1e3)
 }
 
-fn pct(part: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / total as f64
-    }
-}
+use hwprof_analysis::percent as pct;
 
 /// The table: functions by inclusive off-CPU time (each stack counts a function once),
 /// then the longest stacks, whole, leaf first.
