@@ -76,7 +76,7 @@ pub fn load(input: &std::path::Path, symfs: Option<PathBuf>) -> anyhow::Result<M
         ..Options::default()
     };
     let p = mem::collect(&pd, &opts)?;
-    if p.samples.is_empty() {
+    if p.is_empty() {
         return usage(format!(
             "{} has no samples with a data source: record loads and stores with \
              `perf mem record` (or an event sampled with -d on a PEBS CPU)",
@@ -101,13 +101,8 @@ fn report(a: MemReportArgs) -> anyhow::Result<u8> {
             .events_with_samples()
             .into_iter()
             .map(|e| {
-                let n = p.samples.iter().filter(|s| s.event == e).count();
-                let w: u64 = p
-                    .samples
-                    .iter()
-                    .filter(|s| s.event == e)
-                    .map(|s| s.cost())
-                    .sum();
+                let t = p.total(e);
+                let (n, w) = (t.samples, t.cost);
                 let tables: serde_json::Map<String, serde_json::Value> = a
                     .sort
                     .iter()
@@ -131,13 +126,8 @@ fn report(a: MemReportArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     for e in p.events_with_samples() {
-        let n = p.samples.iter().filter(|s| s.event == e).count();
-        let w: u64 = p
-            .samples
-            .iter()
-            .filter(|s| s.event == e)
-            .map(|s| s.cost())
-            .sum();
+        let t = p.total(e);
+        let (n, w) = (t.samples, t.cost);
         let name = p.events.get(e as usize).map_or("?", |s| s.as_str());
         writeln!(out, "# Samples: {n}  of event '{name}'")?;
         writeln!(out, "# Total weight : {w}")?;

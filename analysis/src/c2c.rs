@@ -11,10 +11,9 @@
 //! "shared" when it has HITM loads or stores. Lines are shown, as perf does by default,
 //! when they hold at least 0.1% of the shared lines' HITM loads, and sorted by HITM.
 
-use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
-use crate::mem::{CACHE_LINE, MemProfile, MemSample};
+use crate::mem::{MemProfile, MemSample};
 
 /// `PERF_MEM_*` bits used here.
 mod bits {
@@ -319,52 +318,14 @@ pub struct Report {
     pub lines: Vec<Line>,
 }
 
-/// One (offset, ip) of a line while counting: its counters, threads, CPUs, function
-/// and module.
-type AccessAcc = (Stats, Vec<(u32, u32)>, Vec<u32>, String, String);
-
-#[derive(Default)]
-struct LineAcc {
-    stats: Stats,
-    data_symbol: Option<String>,
-    accesses: HashMap<(u64, u64), AccessAcc>,
-}
-
-/// Groups the samples of `p` by cache line (all events together, as perf c2c does).
-/// `all`: show every shared line (perf's `--show-all`).
+/// Groups the samples of `p` by cache line (all events together, as perf c2c does),
+/// from the lines [`MemProfile`] counted. `all`: show every shared line (perf's
+/// `--show-all`).
 pub fn analyze(p: &MemProfile, all: bool) -> Report {
-    let mut total = Stats::default();
-    let mut lines: HashMap<u64, LineAcc> = HashMap::default();
-    for s in &p.samples {
-        total.add(s);
-        if s.addr == 0 {
-            continue;
-        }
-        let addr = s.addr & !(CACHE_LINE - 1);
-        let l = lines.entry(addr).or_default();
-        l.stats.add(s);
-        if l.data_symbol.is_none() {
-            l.data_symbol = s.data_symbol.map(|n| p.name(n).to_string());
-        }
-        let a = l.accesses.entry((s.addr - addr, s.ip)).or_insert_with(|| {
-            (
-                Stats::default(),
-                Vec::new(),
-                Vec::new(),
-                p.name(s.function).to_string(),
-                p.name(s.module).to_string(),
-            )
-        });
-        a.0.add(s);
-        a.1.push((s.pid, s.tid));
-        if let Some(c) = s.cpu {
-            a.2.push(c);
-        }
-    }
     let mut shared = Stats::default();
     let mut shared_lines = 0;
     let mut out: Vec<Line> = Vec::new();
-    for (address, l) in lines {
+    for (&address, l) in &p.lines {
         if !l.stats.shared() {
             continue;
         }
@@ -373,25 +334,22 @@ pub fn analyze(p: &MemProfile, all: bool) -> Report {
         let mut threads = Vec::new();
         let mut accesses: Vec<Access> = l
             .accesses
-            .into_iter()
-            .map(
-                |((offset, ip), (stats, mut th, mut cpus, function, module))| {
-                    th.sort_unstable();
-                    th.dedup();
-                    threads.extend_from_slice(&th);
-                    cpus.sort_unstable();
-                    cpus.dedup();
-                    Access {
-                        offset,
-                        ip,
-                        function,
-                        module,
-                        stats,
-                        threads: th,
-                        cpus: cpus.len() as u64,
-                    }
-                },
-            )
+            .iter()
+            .map(|(&(offset, ip), a)| {
+                let mut th: Vec<(u32, u32)> = a.threads.iter().copied().collect();
+                th.sort_unstable();
+                threads.extend_from_slice(&th);
+                let (function, module) = p.code_names(a.code);
+                Access {
+                    offset,
+                    ip,
+                    function: function.to_string(),
+                    module: module.to_string(),
+                    stats: a.stats,
+                    threads: th,
+                    cpus: a.cpus.len() as u64,
+                }
+            })
             .collect();
         accesses.sort_by(|a, b| {
             a.offset
@@ -404,7 +362,7 @@ pub fn analyze(p: &MemProfile, all: bool) -> Report {
         threads.dedup();
         out.push(Line {
             address,
-            data_symbol: l.data_symbol,
+            data_symbol: l.data_symbol.map(|n| p.name(n).to_string()),
             stats: l.stats,
             accesses,
             threads,
@@ -422,7 +380,7 @@ pub fn analyze(p: &MemProfile, all: bool) -> Report {
             .then(a.address.cmp(&b.address))
     });
     Report {
-        total,
+        total: p.c2c_total,
         shared,
         shared_lines,
         lines: out,
@@ -444,10 +402,8 @@ mod tests {
             data_src,
             weight,
             period: 1,
-            function: 0,
-            module: 1,
+            code: 0,
             data_symbol: Some(2),
-            data_offset: 0,
             data_module: 1,
         }
     }
@@ -460,19 +416,22 @@ mod tests {
 
     #[test]
     fn false_sharing_shows_both_offsets() {
-        let p = MemProfile {
-            events: vec!["e".into()],
-            names: vec!["f".into(), "m".into(), "x".into()],
-            samples: vec![
-                s(1, 0x10, 0x1000, STORE_HIT, 0),
-                s(2, 0x20, 0x1008, STORE_MISS, 0),
-                s(1, 0x10, 0x1000, LCL_HITM, 100),
-                s(2, 0x20, 0x1008, RMT_HITM, 300),
-                s(2, 0x20, 0x1008, RMT_HITM, 500),
-                s(1, 0x30, 0x2000, L1_LOAD, 5),
-                s(1, 0x30, 0x3000, LCL_HITM, 90),
-            ],
-        };
+        let mut p = MemProfile::new(
+            vec!["e".into()],
+            vec!["f".into(), "m".into(), "x".into()],
+            vec![(0, 1)],
+        );
+        for s in [
+            s(1, 0x10, 0x1000, STORE_HIT, 0),
+            s(2, 0x20, 0x1008, STORE_MISS, 0),
+            s(1, 0x10, 0x1000, LCL_HITM, 100),
+            s(2, 0x20, 0x1008, RMT_HITM, 300),
+            s(2, 0x20, 0x1008, RMT_HITM, 500),
+            s(1, 0x30, 0x2000, L1_LOAD, 5),
+            s(1, 0x30, 0x3000, LCL_HITM, 90),
+        ] {
+            p.add(&s);
+        }
         let r = analyze(&p, false);
         assert_eq!(r.total.records, 7);
         assert_eq!(

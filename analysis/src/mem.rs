@@ -6,9 +6,12 @@
 //!
 //! [`collect`] reads a recording once for its samples' data fields (ADDR, DATA_SRC,
 //! WEIGHT / WEIGHT_STRUCT) and the mappings of each process at each sample's time, and
-//! once more through [`Profile::build_reweighted`] for the function of each sample's ip;
-//! data addresses are named with [`DataSymbols`]. [`table`] groups the samples of one
-//! event by a [`Key`].
+//! counts each sample as it is read ([`MemProfile::add`]: per event and data source,
+//! code location, data symbol, and per cache line), so that memory grows with the
+//! distinct rows, not the samples; a merged [`Profile::build_reweighted`] (one sample
+//! per distinct stack) then names the function of each code location. Data addresses
+//! are named with [`DataSymbols`]. [`table`] groups the counts of one event by a
+//! [`Key`].
 //!
 //! Shares are computed as perf's `--mem-mode` does: each sample costs its weight (the
 //! load latency), or 1 when it has none (stores on most CPUs), so the "weight" share of
@@ -16,20 +19,26 @@
 //! what `perf report --sort mem` shows (every PEBS sample has period 1... or the
 //! period it carries).
 
-use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, DataSrc, FileId, misc};
 use hwprof_symbolize::datasym::DataSymbols;
+use hwprof_symbolize::symbolizer::KERNEL_MODULE;
 use hwprof_symbolize::{Locator, Options, Profile};
 
+use crate::c2c::Stats;
 use crate::error::Result;
 
 /// The line size `perf c2c` groups addresses by.
 pub const CACHE_LINE: u64 = 64;
 
-/// One memory sample, decoded and named.
+/// One memory sample, decoded and named: what [`MemProfile::add`] counts (samples are
+/// not kept).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MemSample {
     /// Index in [`MemProfile::events`].
@@ -50,15 +59,11 @@ pub struct MemSample {
     pub weight: u64,
     /// The period.
     pub period: u64,
-    /// The function of the ip (`[unknown]` when none), in [`MemProfile::names`].
-    pub function: u32,
-    /// The module of the ip (file name), in [`MemProfile::names`].
-    pub module: u32,
+    /// The code location of the ip, in [`MemProfile::code`].
+    pub code: u32,
     /// The data symbol of the address (`table`), when one covers it, in
     /// [`MemProfile::names`].
     pub data_symbol: Option<u32>,
-    /// The offset of the address in its data symbol.
-    pub data_offset: u64,
     /// The module the data address is mapped from (file name), `[unknown]` when none,
     /// in [`MemProfile::names`].
     pub data_module: u32,
@@ -76,15 +81,131 @@ impl MemSample {
     }
 }
 
-/// The memory samples of a recording.
-#[derive(Clone, Debug, Default, Serialize)]
+/// The counts of a group of samples: samples, periods, costs and a latency histogram.
+#[derive(Clone, Debug, Default)]
+pub struct Agg {
+    /// Samples.
+    pub samples: u64,
+    /// Sum of periods.
+    pub period: u64,
+    /// Sum of costs (weights, 1 for a sample without).
+    pub cost: u64,
+    /// Samples with a weight.
+    pub weighed: u64,
+    /// Sum of their weights.
+    pub weight_sum: u64,
+    /// Largest weight.
+    pub max: u64,
+    /// Their weights, to 3 significant digits (exact below 2048).
+    hist: Option<Histogram<u64>>,
+}
+
+impl Agg {
+    fn add(&mut self, s: &MemSample) {
+        self.samples += 1;
+        self.period = self.period.saturating_add(s.period);
+        self.cost = self.cost.saturating_add(s.cost());
+        if s.weight > 0 {
+            self.weighed += 1;
+            self.weight_sum = self.weight_sum.saturating_add(s.weight);
+            self.max = self.max.max(s.weight);
+            if self.hist.is_none() {
+                self.hist = Histogram::new(3).ok();
+            }
+            // `record` grows the histogram (`saturating_record` would clamp to its
+            // current top); a value past u64's reach is clamped.
+            if let Some(h) = &mut self.hist
+                && h.record(s.weight).is_err()
+            {
+                h.saturating_record(s.weight);
+            }
+        }
+    }
+
+    fn merge(&mut self, o: &Agg) {
+        self.samples += o.samples;
+        self.period = self.period.saturating_add(o.period);
+        self.cost = self.cost.saturating_add(o.cost);
+        self.weighed += o.weighed;
+        self.weight_sum = self.weight_sum.saturating_add(o.weight_sum);
+        self.max = self.max.max(o.max);
+        match (&mut self.hist, &o.hist) {
+            (Some(h), Some(oh)) => {
+                let _ = h.add(oh);
+            }
+            (None, Some(oh)) => self.hist = Some(oh.clone()),
+            _ => {}
+        }
+    }
+
+    /// The latency percentiles of the samples with a weight.
+    pub fn latency(&self) -> Latency {
+        match &self.hist {
+            Some(h) if self.weighed > 0 => {
+                let q = |p: f64| h.value_at_quantile(p / 100.0).min(self.max);
+                Latency {
+                    n: self.weighed,
+                    mean: self.weight_sum as f64 / self.weighed as f64,
+                    p50: q(50.0),
+                    p90: q(90.0),
+                    p99: q(99.0),
+                    max: self.max,
+                }
+            }
+            _ => Latency::default(),
+        }
+    }
+}
+
+/// One (offset, instruction) of a cache line while counting.
+#[derive(Clone, Debug, Default)]
+pub struct AccessAcc {
+    /// Counters.
+    pub stats: Stats,
+    /// (pid, tid) of the threads.
+    pub threads: HashSet<(u32, u32)>,
+    /// CPUs.
+    pub cpus: HashSet<u32>,
+    /// The code location of its first sample, in [`MemProfile::code`].
+    pub code: u32,
+}
+
+/// One cache line while counting.
+#[derive(Clone, Debug, Default)]
+pub struct LineAcc {
+    /// Counters.
+    pub stats: Stats,
+    /// The data symbol of its first sample with one, in [`MemProfile::names`].
+    pub data_symbol: Option<u32>,
+    /// By (offset, ip).
+    pub accesses: HashMap<(u64, u64), AccessAcc>,
+}
+
+/// The memory samples of a recording, counted: per event the groups of every [`Key`],
+/// and per cache line its counters (for [`crate::c2c`]). Memory grows with the distinct
+/// data sources, code locations, data symbols and lines, not with the samples.
+#[derive(Clone, Debug, Default)]
 pub struct MemProfile {
     /// Event names, by index.
     pub events: Vec<String>,
     /// The names samples refer to (functions, modules, data symbols), each once.
     pub names: Vec<String>,
-    /// The samples (with DATA_SRC) in file order.
-    pub samples: Vec<MemSample>,
+    /// Code locations: (function, module) in [`MemProfile::names`].
+    pub code: Vec<(u32, u32)>,
+    /// Per event: all its samples.
+    pub totals: Vec<Agg>,
+    /// Per (event, data source).
+    by_src: HashMap<(u32, u64), Agg>,
+    /// Per (event, code location).
+    by_code: HashMap<(u32, u32), Agg>,
+    /// Per (event, data symbol or module).
+    by_data: HashMap<(u32, u32), Agg>,
+    /// Per (event, data module).
+    by_data_module: HashMap<(u32, u32), Agg>,
+    /// Counters over all samples (c2c).
+    pub c2c_total: Stats,
+    /// Cache lines by address (c2c).
+    pub lines: HashMap<u64, LineAcc>,
 }
 
 impl MemProfile {
@@ -95,25 +216,78 @@ impl MemProfile {
             .map_or("[unknown]", |s| s.as_str())
     }
 
-    /// The data symbol of `s` with its offset as perf prints it (`table+0x2000`), or
-    /// the address in hex.
-    pub fn data_name(&self, s: &MemSample) -> String {
-        match s.data_symbol {
-            Some(n) => format!("{}+{:#x}", self.name(n), s.data_offset),
-            None => format!("{:#018x}", s.addr),
+    /// An empty profile with these events, names and code locations (for counting
+    /// samples with [`MemProfile::add`]).
+    pub fn new(events: Vec<String>, names: Vec<String>, code: Vec<(u32, u32)>) -> MemProfile {
+        MemProfile {
+            events,
+            names,
+            code,
+            ..MemProfile::default()
         }
+    }
+
+    /// The (function, module) names of code location `code`.
+    pub fn code_names(&self, code: u32) -> (&str, &str) {
+        match self.code.get(code as usize) {
+            Some(&(f, m)) => (self.name(f), self.name(m)),
+            None => ("[unknown]", "[unknown]"),
+        }
+    }
+
+    /// Counts one sample.
+    pub fn add(&mut self, s: &MemSample) {
+        let e = s.event as usize;
+        if self.totals.len() <= e {
+            self.totals.resize(e + 1, Agg::default());
+        }
+        self.totals[e].add(s);
+        self.by_src.entry((s.event, s.data_src)).or_default().add(s);
+        self.by_code.entry((s.event, s.code)).or_default().add(s);
+        let data = s.data_symbol.unwrap_or(s.data_module);
+        self.by_data.entry((s.event, data)).or_default().add(s);
+        self.by_data_module
+            .entry((s.event, s.data_module))
+            .or_default()
+            .add(s);
+        self.c2c_total.add(s);
+        if s.addr == 0 {
+            return;
+        }
+        let addr = s.addr & !(CACHE_LINE - 1);
+        let l = self.lines.entry(addr).or_default();
+        l.stats.add(s);
+        if l.data_symbol.is_none() {
+            l.data_symbol = s.data_symbol;
+        }
+        let a = l
+            .accesses
+            .entry((s.addr - addr, s.ip))
+            .or_insert_with(|| AccessAcc {
+                code: s.code,
+                ..AccessAcc::default()
+            });
+        a.stats.add(s);
+        a.threads.insert((s.pid, s.tid));
+        if let Some(c) = s.cpu {
+            a.cpus.insert(c);
+        }
+    }
+
+    /// Whether no sample was counted.
+    pub fn is_empty(&self) -> bool {
+        self.totals.iter().all(|t| t.samples == 0)
+    }
+
+    /// All the samples of event `e`.
+    pub fn total(&self, e: u32) -> Agg {
+        self.totals.get(e as usize).cloned().unwrap_or_default()
     }
 
     /// The indices of the events that have samples, in event order.
     pub fn events_with_samples(&self) -> Vec<u32> {
-        let mut seen = vec![false; self.events.len()];
-        for s in &self.samples {
-            if let Some(x) = seen.get_mut(s.event as usize) {
-                *x = true;
-            }
-        }
         (0..self.events.len() as u32)
-            .filter(|&e| seen[e as usize])
+            .filter(|&e| self.totals.get(e as usize).is_some_and(|t| t.samples > 0))
             .collect()
     }
 }
@@ -147,31 +321,38 @@ impl Names {
     }
 }
 
-/// What the first pass keeps of one sample.
-struct Raw {
-    event: u32,
-    pid: u32,
-    tid: u32,
-    cpu: Option<u32>,
-    ip: u64,
-    addr: u64,
-    data_src: Option<u64>,
-    weight: u64,
-    period: u64,
-    /// (file name id, file offset) of the data address.
-    data: Option<(u32, u64)>,
-}
+/// Where an ip was mapped from in the first pass: (file name id, file offset, offset
+/// in the mapping), or the bare ip when nothing maps it.
+type CodeKey = (Option<(u32, u64, u64)>, u64);
 
 /// Reads the memory samples of `pd`: every sample that carries DATA_SRC (samples of
 /// other events are left out), with its function (from `opts`' symbolization) and data
-/// symbol.
+/// symbol, counted as they are read.
+///
+/// Functions come from a merged [`Profile::build_reweighted`] (one sample per distinct
+/// stack): its frames, by module and offset, name the code locations this pass found.
 pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
-    let mut raws: Vec<Raw> = Vec::new();
     let mut maps: HashMap<u32, Vec<Map>> = HashMap::default();
-    // Mapped file names (paths), then everything samples name.
+    // Mapped file names (paths).
     let mut files = Names::default();
-    // Build ids of the mapped files: MMAP2's, else HEADER_BUILD_ID's.
+    // Everything samples name.
+    let mut names = Names::default();
+    let unknown = names.id("[unknown]");
+    let mut datasyms = DataSymbols::new(Locator::from_env(opts.symfs.clone()));
+    let mut header_ids: HashMap<String, Vec<u8>> = HashMap::default();
+    for b in &pd.features().build_ids {
+        header_ids
+            .entry(b.filename.clone())
+            .or_insert_with(|| b.build_id.clone());
+    }
+    // Build ids of the mapped files from MMAP2 (they win over HEADER_BUILD_ID's).
     let mut file_build_ids: HashMap<u32, Vec<u8>> = HashMap::default();
+    let mut codes: HashMap<CodeKey, u32> = HashMap::default();
+    let mut code_keys: Vec<CodeKey> = Vec::new();
+    let mut p = MemProfile {
+        events: pd.attrs().iter().map(|a| a.name.clone()).collect(),
+        ..MemProfile::default()
+    };
     pd.for_each_record(|_, rec| {
         if let Body::Mmap2(m) = &rec.body
             && let FileId::BuildId(b) = m.file_id
@@ -206,107 +387,138 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
                 }
             }
             Body::Sample(s) => {
+                let Some(data_src) = s.data_src else {
+                    return Ok(());
+                };
                 let pid = s.pid.unwrap_or(u32::MAX);
                 let addr = s.addr.unwrap_or(0);
+                let ip = s.ip.unwrap_or(0);
                 let user = rec.header.misc & misc::CPUMODE_MASK == misc::USER;
-                let data = if user || addr < 0xffff_8000_0000_0000 {
+                let find = |a: u64| {
                     maps.get(&pid).and_then(|ms| {
                         ms.iter()
                             .rev()
-                            .find(|m| addr >= m.start && addr - m.start < m.len)
-                            .map(|m| (m.name, addr - m.start + m.pgoff))
+                            .find(|m| a >= m.start && a - m.start < m.len)
+                            .map(|m| (m.name, a - m.start + m.pgoff, a - m.start))
                     })
+                };
+                let data = if user || addr < 0xffff_8000_0000_0000 {
+                    find(addr)
                 } else {
                     None
                 };
-                raws.push(Raw {
+                let code_key: CodeKey = (
+                    if user || ip < 0xffff_8000_0000_0000 {
+                        find(ip)
+                    } else {
+                        None
+                    },
+                    ip,
+                );
+                let code = *codes.entry(code_key).or_insert_with(|| {
+                    code_keys.push(code_key);
+                    code_keys.len() as u32 - 1
+                });
+                let (data_symbol, data_module) = match data {
+                    Some((file, off, _)) => {
+                        let path = files.list.get(file as usize).map_or("", |s| s.as_str());
+                        let module = names.id(base(path));
+                        let bid = file_build_ids
+                            .get(&file)
+                            .or_else(|| header_ids.get(path))
+                            .map(|b| b.as_slice());
+                        match datasyms.lookup(path, bid, off) {
+                            Some((name, _)) => (Some(names.id(name)), module),
+                            None => (None, module),
+                        }
+                    }
+                    None => (None, unknown),
+                };
+                p.add(&MemSample {
                     event: rec.attr.unwrap_or(0) as u32,
                     pid,
                     tid: s.tid.unwrap_or(pid),
                     cpu: s.cpu,
-                    ip: s.ip.unwrap_or(0),
+                    ip,
                     addr,
-                    data_src: s.data_src,
+                    data_src,
                     weight: s
                         .weight
                         .or(s.weight_struct.map(|w| u64::from(w.var1_dw)))
                         .unwrap_or(0),
                     period: s.period.unwrap_or(1),
-                    data,
+                    code,
+                    data_symbol,
+                    data_module,
                 });
             }
             _ => {}
         }
         Ok::<(), crate::Error>(())
     })?;
-    // The function of each sample's ip: the profile's period is the sample's number
-    // (+1), so that each profile sample finds its raw sample whatever the order.
+    // The functions: a merged profile (one sample per distinct stack), whose frames
+    // say the function at each (module, offset).
     let opts = Options {
-        merge: false,
+        merge: true,
         inline: false,
         ..opts.clone()
     };
-    let mut reweigh = |n: usize, _period: u64| {
-        raws.get(n)
-            .filter(|r| r.data_src.is_some())
-            .map(|r| (r.event, n as u64 + 1))
-    };
+    let mut reweigh = |_: usize, _period: u64| Some((0, 1));
     let profile = Profile::build_reweighted(pd, &opts, &mut reweigh)?;
-    let mut datasyms = DataSymbols::new(Locator::from_env(opts.symfs.clone()));
-    let mut build_ids: HashMap<&str, &[u8]> = HashMap::default();
-    for b in &pd.features().build_ids {
-        build_ids.entry(b.filename.as_str()).or_insert(&b.build_id);
-    }
-    for (&file, b) in &file_build_ids {
-        if let Some(path) = files.list.get(file as usize) {
-            build_ids.insert(path.as_str(), b);
+    // Each resolved frame's offset is its function's start (or the address itself when
+    // unresolved), and every sampled ip has its frame here: the ip's function is the
+    // frame of its module that starts last at or before it.
+    let mut by_module: HashMap<Option<&str>, BTreeMap<u64, (&str, &str)>> = HashMap::default();
+    for ps in &profile.samples {
+        if let Some(f) = ps.stack.first().map(|&f| profile.frame(f)) {
+            by_module
+                .entry(f.module.as_deref())
+                .or_default()
+                .entry(f.module_offset)
+                .or_insert((f.name(), f.module_name()));
         }
     }
-    let mut names = Names::default();
-    let unknown = names.id("[unknown]");
-    let mut samples = Vec::with_capacity(profile.samples.len());
-    for ps in &profile.samples {
-        let Some(r) = ps
-            .period
-            .checked_sub(1)
-            .and_then(|n| raws.get(usize::try_from(n).ok()?))
-        else {
-            continue;
-        };
-        let leaf = ps.stack.first().map(|&f| profile.frame(f));
-        let (data_symbol, data_offset, data_module) = match r.data {
-            Some((file, off)) => {
-                let path = files.list.get(file as usize).map_or("", |s| s.as_str());
-                let module = names.id(base(path));
-                match datasyms.lookup(path, build_ids.get(path).copied(), off) {
-                    Some((name, o)) => (Some(names.id(name)), o, module),
-                    None => (None, 0, module),
+    let find = |module: Option<&str>, off: u64| {
+        by_module
+            .get(&module)
+            .and_then(|m| m.range(..=off).next_back())
+            .map(|(_, &v)| v)
+    };
+    p.code = code_keys
+        .iter()
+        .map(|&(map, ip)| {
+            let found = match map {
+                Some((file, off, rel)) => {
+                    let path = files.list.get(file as usize).map_or("", |s| s.as_str());
+                    if anon(path) {
+                        find(Some(path), ip)
+                    } else if path.starts_with('/') {
+                        find(Some(path), off)
+                    } else {
+                        find(Some(path), rel)
+                    }
                 }
+                None if ip >= 0xffff_8000_0000_0000 => find(Some(KERNEL_MODULE), ip),
+                None => find(None, ip),
+            };
+            match found {
+                Some((f, m)) => (names.id(f), names.id(m)),
+                None => (unknown, unknown),
             }
-            None => (None, 0, unknown),
-        };
-        samples.push(MemSample {
-            event: r.event,
-            pid: r.pid,
-            tid: r.tid,
-            cpu: r.cpu,
-            ip: r.ip,
-            addr: r.addr,
-            data_src: r.data_src.unwrap_or(0),
-            weight: r.weight,
-            period: r.period,
-            function: leaf.map_or(unknown, |f| names.id(f.name())),
-            module: leaf.map_or(unknown, |f| names.id(f.module_name())),
-            data_symbol,
-            data_offset,
-            data_module,
-        });
-    }
-    Ok(MemProfile {
-        events: profile.events.iter().map(|e| e.name.clone()).collect(),
-        names: names.list,
-        samples,
-    })
+        })
+        .collect();
+    p.names = names.list;
+    Ok(p)
+}
+
+/// Whether the profile names mapping `name` anonymous memory (offsets are addresses).
+fn anon(name: &str) -> bool {
+    name.is_empty()
+        || name == "//anon"
+        || name.starts_with("/dev/zero")
+        || name.starts_with("/anon_hugepage")
+        || name.starts_with("[anon")
+        || name.starts_with("/memfd:")
 }
 
 fn base(path: &str) -> &str {
@@ -344,19 +556,6 @@ pub enum Key {
 }
 
 impl Key {
-    /// The key of sample `s` of `p`.
-    pub fn of(self, p: &MemProfile, s: &MemSample) -> String {
-        match self {
-            Key::Level => s.src().level(),
-            Key::Snoop => s.src().snoop(),
-            Key::Tlb => s.src().tlb(),
-            Key::Lock => s.src().lock().to_string(),
-            Key::Function => p.name(s.function).to_string(),
-            Key::Data => p.name(s.data_symbol.unwrap_or(s.data_module)).to_string(),
-            Key::DataModule => p.name(s.data_module).to_string(),
-        }
-    }
-
     /// The column title.
     pub fn title(self) -> &'static str {
         match self {
@@ -371,7 +570,8 @@ impl Key {
     }
 }
 
-/// Latency percentiles (nearest rank) of a row's weights, in cycles.
+/// Latency percentiles (nearest rank) of a row's weights, in cycles: mean and max are
+/// exact, the percentiles exact below 2048 cycles and to 3 significant digits above.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Latency {
     /// Samples with a weight.
@@ -386,28 +586,6 @@ pub struct Latency {
     pub p99: u64,
     /// Largest.
     pub max: u64,
-}
-
-impl Latency {
-    /// The percentiles of `w` (sorted here); all zero when empty.
-    pub fn of(w: &mut [u64]) -> Latency {
-        if w.is_empty() {
-            return Latency::default();
-        }
-        w.sort_unstable();
-        let rank = |p: f64| {
-            let i = ((p / 100.0) * w.len() as f64).ceil() as usize;
-            w[i.clamp(1, w.len()) - 1]
-        };
-        Latency {
-            n: w.len() as u64,
-            mean: w.iter().sum::<u64>() as f64 / w.len() as f64,
-            p50: rank(50.0),
-            p90: rank(90.0),
-            p99: rank(99.0),
-            max: w[w.len() - 1],
-        }
-    }
 }
 
 /// One row of a [`table`].
@@ -431,19 +609,45 @@ pub struct Row {
 
 /// The samples of `event` grouped by `key`, largest weight share first (then key).
 pub fn table(p: &MemProfile, event: u32, key: Key) -> Vec<Row> {
-    let mut groups: HashMap<String, (u64, u64, u64, Vec<u64>)> = HashMap::default();
-    let (mut tot_period, mut tot_cost) = (0u64, 0u64);
-    for s in p.samples.iter().filter(|s| s.event == event) {
-        let g = groups.entry(key.of(p, s)).or_default();
-        g.0 += 1;
-        g.1 = g.1.saturating_add(s.period);
-        g.2 = g.2.saturating_add(s.cost());
-        if s.weight > 0 {
-            g.3.push(s.weight);
+    let mut groups: HashMap<String, Agg> = HashMap::default();
+    let mut put = |k: String, a: &Agg| groups.entry(k).or_default().merge(a);
+    match key {
+        Key::Level | Key::Snoop | Key::Tlb | Key::Lock => {
+            for (&(e, src), a) in &p.by_src {
+                if e != event {
+                    continue;
+                }
+                let d = DataSrc::from_u64(src);
+                let k = match key {
+                    Key::Level => d.level(),
+                    Key::Snoop => d.snoop(),
+                    Key::Tlb => d.tlb(),
+                    _ => d.lock().to_string(),
+                };
+                put(k, a);
+            }
         }
-        tot_period = tot_period.saturating_add(s.period);
-        tot_cost = tot_cost.saturating_add(s.cost());
+        Key::Function => {
+            for (&(e, code), a) in &p.by_code {
+                if e == event {
+                    put(p.code_names(code).0.to_string(), a);
+                }
+            }
+        }
+        Key::Data | Key::DataModule => {
+            let m = if key == Key::Data {
+                &p.by_data
+            } else {
+                &p.by_data_module
+            };
+            for (&(e, n), a) in m {
+                if e == event {
+                    put(p.name(n).to_string(), a);
+                }
+            }
+        }
     }
+    let total = p.total(event);
     let pct = |x: u64, t: u64| {
         if t == 0 {
             0.0
@@ -453,14 +657,14 @@ pub fn table(p: &MemProfile, event: u32, key: Key) -> Vec<Row> {
     };
     let mut rows: Vec<Row> = groups
         .into_iter()
-        .map(|(k, (n, period, cost, mut w))| Row {
+        .map(|(k, a)| Row {
             key: k,
-            samples: n,
-            period,
-            weight: cost,
-            period_pct: pct(period, tot_period),
-            weight_pct: pct(cost, tot_cost),
-            latency: Latency::of(&mut w),
+            samples: a.samples,
+            period: a.period,
+            weight: a.cost,
+            period_pct: pct(a.period, total.period),
+            weight_pct: pct(a.cost, total.cost),
+            latency: a.latency(),
         })
         .collect();
     rows.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.key.cmp(&b.key)));
@@ -482,12 +686,22 @@ mod tests {
             data_src,
             weight,
             period: 1,
-            function,
-            module: 2,
+            code: function,
             data_symbol: None,
-            data_offset: 0,
             data_module: 2,
         }
+    }
+
+    fn profile(samples: &[MemSample]) -> MemProfile {
+        let mut p = MemProfile::new(
+            vec!["e".into()],
+            vec!["f".into(), "g".into(), "m".into()],
+            vec![(0, 2), (1, 2)],
+        );
+        for s in samples {
+            p.add(s);
+        }
+        p
     }
 
     // mem_op LOAD, mem_lvl L1|HIT or L3|HIT.
@@ -496,11 +710,7 @@ mod tests {
 
     #[test]
     fn shares_by_weight_and_by_period() {
-        let p = MemProfile {
-            events: vec!["loads".into()],
-            names: vec!["f".into(), "g".into(), "m".into()],
-            samples: vec![s(0, L1, 10, 0), s(0, L1, 10, 0), s(0, L3, 80, 1)],
-        };
+        let p = profile(&[s(0, L1, 10, 0), s(0, L1, 10, 0), s(0, L3, 80, 1)]);
         let rows = table(&p, 0, Key::Level);
         assert_eq!(rows[0].key, "L3 hit");
         assert_eq!(rows[0].weight_pct, 80.0);
@@ -513,11 +723,7 @@ mod tests {
 
     #[test]
     fn samples_without_weight_cost_one() {
-        let p = MemProfile {
-            events: vec!["stores".into()],
-            names: vec!["f".into(), "g".into(), "m".into()],
-            samples: vec![s(0, L1, 0, 0), s(0, L3, 0, 0)],
-        };
+        let p = profile(&[s(0, L1, 0, 0), s(0, L3, 0, 0)]);
         let rows = table(&p, 0, Key::Level);
         assert_eq!(rows.iter().map(|r| r.weight_pct).sum::<f64>(), 100.0);
         assert_eq!(rows[0].latency, Latency::default());
@@ -525,10 +731,19 @@ mod tests {
 
     #[test]
     fn percentiles_nearest_rank() {
-        let mut w: Vec<u64> = (1..=100).rev().collect();
-        let l = Latency::of(&mut w);
+        let w: Vec<MemSample> = (1..=100).rev().map(|w| s(0, L1, w, 0)).collect();
+        let l = table(&profile(&w), 0, Key::Level)[0].latency;
         assert_eq!((l.p50, l.p90, l.p99, l.max, l.n), (50, 90, 99, 100, 100));
         assert_eq!(l.mean, 50.5);
+    }
+
+    #[test]
+    fn percentiles_to_three_digits_above_2048() {
+        let w: Vec<MemSample> = (0..100).map(|i| s(0, L1, 100_000 + i, 0)).collect();
+        let l = table(&profile(&w), 0, Key::Level)[0].latency;
+        assert_eq!(l.max, 100_099);
+        assert!(l.p50.abs_diff(100_049) <= 100, "{l:?}");
+        assert!(l.p99 <= l.max);
     }
 }
 

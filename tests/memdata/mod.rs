@@ -294,6 +294,18 @@ pub fn write(path: &Path, bin: &Bin, threads: &[u32], accesses: &[Access]) {
 /// [`write`] with the binary recorded as mapped from `name` (a path that need not
 /// exist here: for `--symfs`).
 pub fn write_as(path: &Path, bin: &Bin, name: &str, threads: &[u32], accesses: &[Access]) {
+    write_stream(path, bin, name, threads, accesses.iter().copied());
+}
+
+/// [`write_as`] from an iterator: the samples are written as they come (for recordings
+/// larger than memory should hold).
+pub fn write_stream(
+    path: &Path,
+    bin: &Bin,
+    name: &str,
+    threads: &[u32],
+    accesses: impl IntoIterator<Item = Access>,
+) {
     let events = events();
     let mut w = Writer::create(path, events.clone()).expect("create perf.data");
     let mut recs = vec![comm(PID, PID, "memshare", true, 1)];
@@ -305,11 +317,12 @@ pub fn write_as(path: &Path, bin: &Bin, name: &str, threads: &[u32], accesses: &
         let end = (vaddr + filesz).next_multiple_of(0x1000);
         recs.push(mmap2(PID, start, end - start, off & !0xfff, exec, name));
     }
-    for (i, a) in accesses.iter().enumerate() {
-        recs.push(sample_rec(a, 1000 + i as u64));
-    }
     for r in &recs {
         w.write_record(r).expect("write record");
+    }
+    for (i, a) in accesses.into_iter().enumerate() {
+        w.write_record(&sample_rec(&a, 1000 + i as u64))
+            .expect("write record");
     }
     let ncpus = 4;
     let features = Features {
