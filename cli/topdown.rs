@@ -7,7 +7,7 @@
 use anyhow::Context;
 use hwprof_analysis::topdown::schedule::{self, GroupKind, Privilege};
 use hwprof_analysis::topdown::{Constants, Counts, MetricFile, Model};
-use hwprof_pmu::cpu::{self, CpuId};
+use hwprof_pmu::cpu::CpuId;
 use hwprof_pmu::stat::{self, Counting};
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::{Encoder, EventList};
@@ -20,16 +20,15 @@ use crate::outfile::Sink;
 pub const NO_PMU: &str = "TopDown needs a hardware PMU, and this machine exposes none (no /sys/bus/event_source/devices/cpu; usual in VMs and containers): count the events where there is one with `perf stat -x,` and evaluate them with `hwprof metrics --cpu MODEL --counts FILE`";
 
 fn topdown_model(id: &CpuId) -> anyhow::Result<Model> {
-    let m = match id.table_model() {
-        Some(cpu::Model::Skylake) => Model::Skylake,
-        Some(cpu::Model::SkylakeX) => Model::SkylakeX,
-        Some(cpu::Model::IceLake) => Model::IceLake,
-        Some(cpu::Model::SapphireRapids) => Model::SapphireRapids,
+    let m = match id.table_model().map(Model::try_from) {
+        Some(Ok(m)) => m,
         other => anyhow::bail!(
             "TopDown metric files are read for Skylake, Skylake-X, Ice Lake and Sapphire Rapids; this CPU is {} ({}{}), which has none yet",
             id.brand,
             id.perf_cpuid(),
-            other.map_or(String::new(), |m| format!(", {}", m.name()))
+            other
+                .and_then(Result::err)
+                .map_or(String::new(), |m| format!(", {}", m.name()))
         ),
     };
     Ok(m)
@@ -159,6 +158,7 @@ pub fn run(a: &StatArgs, stop: &Stop) -> anyhow::Result<u8> {
 mod tests {
     use super::*;
     use hwprof_analysis::topdown::schedule::general_counters;
+    use hwprof_pmu::cpu;
 
     /// The events of levels 1 and 2 of Skylake, Ice Lake and Sapphire Rapids encode, in
     /// groups by the kernel's rules: `slots` leads the PERF_METRICS group (config
@@ -170,12 +170,8 @@ mod tests {
             return;
         };
         let dir = root.parent().expect("perfmon dir");
-        for (model, cpu) in [
-            (Model::Skylake, cpu::Model::Skylake),
-            (Model::SkylakeX, cpu::Model::SkylakeX),
-            (Model::IceLake, cpu::Model::IceLake),
-            (Model::SapphireRapids, cpu::Model::SapphireRapids),
-        ] {
+        for model in Model::ALL {
+            let cpu = cpu::Model::from(model);
             let file = crate::metrics::load(model, None, Some(dir)).expect("metrics file");
             let mut enc = Encoder::for_model(cpu);
             enc.add_event_file(&core_events_file(model, Some(dir)).expect("core events"))

@@ -22,6 +22,7 @@ pub mod schedule;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use hwprof_pmu::cpu;
 use serde::Deserialize;
 
 pub use counts::Counts;
@@ -75,7 +76,8 @@ pub enum Error {
     PerfTables(String),
 }
 
-/// The CPU models with a metrics file in the fixtures.
+/// The CPU models with a TMA metrics file in perfmon: a subset of pmu's
+/// [`cpu::Model`], whose names, aliases and CPUID mapping they share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
     /// Skylake client (perfmon `SKL`).
@@ -88,6 +90,29 @@ pub enum Model {
     SapphireRapids,
 }
 
+impl From<Model> for cpu::Model {
+    fn from(m: Model) -> cpu::Model {
+        match m {
+            Model::Skylake => cpu::Model::Skylake,
+            Model::SkylakeX => cpu::Model::SkylakeX,
+            Model::IceLake => cpu::Model::IceLake,
+            Model::SapphireRapids => cpu::Model::SapphireRapids,
+        }
+    }
+}
+
+impl TryFrom<cpu::Model> for Model {
+    type Error = cpu::Model;
+
+    /// The model's TMA model; the model itself back when perfmon has no TMA file for it.
+    fn try_from(m: cpu::Model) -> Result<Model, cpu::Model> {
+        Model::ALL
+            .into_iter()
+            .find(|&t| cpu::Model::from(t) == m)
+            .ok_or(m)
+    }
+}
+
 impl Model {
     /// Every model.
     pub const ALL: [Model; 4] = [
@@ -97,17 +122,10 @@ impl Model {
         Model::SapphireRapids,
     ];
 
-    /// From `skl`, `SKL`, `skylake` and the like.
+    /// From `skl`, `SKL`, `skylake` and the like: pmu's `--cpu` names
+    /// ([`cpu::Model::from_name`]), for the models with a TMA file.
     pub fn from_name(name: &str) -> Option<Model> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "skl" | "skylake" => Model::Skylake,
-            "skx" | "skylakex" | "skylake-x" | "clx" | "cascadelake" | "cascadelakex" => {
-                Model::SkylakeX
-            }
-            "icl" | "icelake" => Model::IceLake,
-            "spr" | "sapphirerapids" | "emr" | "emeraldrapids" => Model::SapphireRapids,
-            _ => return None,
-        })
+        cpu::Model::from_name(name).ok()?.try_into().ok()
     }
 
     /// The perfmon folder (`SKL`).
@@ -120,14 +138,9 @@ impl Model {
         }
     }
 
-    /// The CPU name (`skylake`), as in perfmon's file names.
+    /// The CPU name (`skylake`), as in perfmon's file names (pmu's name of the model).
     pub fn name(self) -> &'static str {
-        match self {
-            Model::Skylake => "skylake",
-            Model::SkylakeX => "skylakex",
-            Model::IceLake => "icelake",
-            Model::SapphireRapids => "sapphirerapids",
-        }
+        cpu::Model::from(self).name()
     }
 
     /// The metrics file inside a perfmon checkout.
