@@ -1,12 +1,23 @@
-//! The formula language of Intel's TMA metrics files: numbers, names (the aliases of
-//! the metric's events and constants), `+ - * /`, unary minus, comparisons
-//! (`< > <= >= == !=`), Python's conditional `x if cond else y`, and `min(..)` /
-//! `max(..)`. That is every construct of the SKL, SKX, ICL and SPR files; anything
-//! else is a [`ParseError`] that says what and where.
+//! The formula languages of TopDown metrics, in two spellings ([`parse`], [`parse_perf`]).
 //!
-//! Evaluation follows Python, as the formulas are written for it: only the branch the
-//! condition picks is evaluated, comparisons are 1 or 0, and a division by zero is an
-//! error ([`EvalError::DivisionByZero`]), never a made-up number.
+//! Intel's TMA metrics files write Python expressions: numbers, names (the aliases of
+//! the metric's events and constants), `+ - * /`, unary minus, comparisons
+//! (`< > <= >= == !=`, not chained), Python's `and`, `or`, `not`, the conditional
+//! `x if cond else y`, and `min(..)` / `max(..)`. The SKL, SKX, ICL and SPR files use
+//! all of these but `<= >= == !=` and `and`/`or`/`not` (they compare with `<` and `>`
+//! only); those follow Python all the same.
+//!
+//! perf's metric expressions (`tools/perf/util/expr.y`) have the same arithmetic,
+//! conditional and `min`/`max`, the comparisons `<` and `>`, the integer operators
+//! `|`, `^`, `&` and `%` (on the values truncated to integers, as perf casts to `long`),
+//! and `d_ratio(a, b)` (`a / b`, 0 when `b` is 0). Their precedence is perf's: the
+//! conditional binds loosest, then `|`, `^`, `&`, the comparisons, `+ -`, `* / %`.
+//!
+//! Anything else is a [`ParseError`] that says what and where. Evaluation follows the
+//! languages: only the branch the condition picks is evaluated, `and`/`or` stop at the
+//! first operand that decides them and give that operand (Python's rule), comparisons
+//! and `not` are 1 or 0, and a division by zero (`/`, `%`) is an error
+//! ([`EvalError::DivisionByZero`]), never a made-up number.
 
 use std::fmt;
 
@@ -19,6 +30,10 @@ pub enum Expr {
     Var(String),
     /// `-x`.
     Neg(Box<Expr>),
+    /// Python's `not x`: 1 when `x` is 0, else 0.
+    Not(Box<Expr>),
+    /// perf's `d_ratio(a, b)`: `a / b`, or 0 when `b` is 0.
+    DRatio(Box<Expr>, Box<Expr>),
     /// A binary operation.
     Bin(Op, Box<Expr>, Box<Expr>),
     /// `then if cond else otherwise`.
@@ -57,6 +72,18 @@ pub enum Op {
     Eq,
     /// `!=`
     Ne,
+    /// Python's `and`: the left value when it is 0, else the right one.
+    And,
+    /// Python's `or`: the left value when it is not 0, else the right one.
+    Or,
+    /// perf's `|` on the values as integers.
+    BitOr,
+    /// perf's `&` on the values as integers.
+    BitAnd,
+    /// perf's `^` on the values as integers.
+    BitXor,
+    /// perf's `%` on the values as integers.
+    Mod,
 }
 
 /// A formula that is not in the language.
@@ -200,6 +227,12 @@ fn tokenize(s: &str, syntax: Syntax) -> Result<Vec<(usize, Tok)>, ParseError> {
                 b'(' => "(",
                 b')' => ")",
                 b',' => ",",
+                b'|' | b'&' | b'^' | b'%' if syntax == Syntax::Perf => match c {
+                    b'|' => "|",
+                    b'&' => "&",
+                    b'^' => "^",
+                    _ => "%",
+                },
                 _ => {
                     let ch = s[i..].chars().next().unwrap_or('?');
                     return Err(err(format!("unsupported character `{ch}`"), i));
@@ -212,10 +245,14 @@ fn tokenize(s: &str, syntax: Syntax) -> Result<Vec<(usize, Tok)>, ParseError> {
     Ok(out)
 }
 
+/// One precedence level of the parser.
+type Level<'a> = fn(&mut Parser<'a>) -> Result<Expr, ParseError>;
+
 struct Parser<'a> {
     src: &'a str,
     toks: Vec<(usize, Tok)>,
     at: usize,
+    syntax: Syntax,
 }
 
 impl Parser<'_> {
@@ -253,11 +290,11 @@ impl Parser<'_> {
         }
     }
 
-    /// `cmp ['if' cmp 'else' test]` (Python's `test`).
+    /// `or ['if' or 'else' test]` (Python's `test`; perf's `if_expr`).
     fn test(&mut self) -> Result<Expr, ParseError> {
-        let then = self.comparison()?;
+        let then = self.or()?;
         if self.eat_word("if") {
-            let cond = self.comparison()?;
+            let cond = self.or()?;
             if !self.eat_word("else") {
                 return Err(self.err("expected `else` after `x if condition`"));
             }
@@ -271,26 +308,79 @@ impl Parser<'_> {
         Ok(then)
     }
 
-    fn comparison(&mut self) -> Result<Expr, ParseError> {
-        let left = self.sum()?;
-        let op = match self.peek() {
+    /// Intel: Python's `and_test ('or' and_test)*`. perf: `|`, loosest of its
+    /// operators.
+    fn or(&mut self) -> Result<Expr, ParseError> {
+        let (sub, op, word): (Level<'_>, Op, &str) = match self.syntax {
+            Syntax::Intel => (Self::and, Op::Or, "or"),
+            Syntax::Perf => (Self::bit_xor, Op::BitOr, "|"),
+        };
+        self.left_assoc(sub, op, word)
+    }
+
+    /// Python's `not_test ('and' not_test)*`.
+    fn and(&mut self) -> Result<Expr, ParseError> {
+        self.left_assoc(Self::not, Op::And, "and")
+    }
+
+    /// Python's `'not' not_test | comparison`.
+    fn not(&mut self) -> Result<Expr, ParseError> {
+        if self.eat_word("not") {
+            return Ok(Expr::Not(Box::new(self.not()?)));
+        }
+        self.comparison()
+    }
+
+    /// perf's `^`, between `|` and `&`.
+    fn bit_xor(&mut self) -> Result<Expr, ParseError> {
+        self.left_assoc(Self::bit_and, Op::BitXor, "^")
+    }
+
+    /// perf's `&`, above the comparisons.
+    fn bit_and(&mut self) -> Result<Expr, ParseError> {
+        self.left_assoc(Self::comparison, Op::BitAnd, "&")
+    }
+
+    /// `sub (op sub)*`, `op` being a symbol or a word.
+    fn left_assoc(
+        &mut self,
+        sub: fn(&mut Self) -> Result<Expr, ParseError>,
+        op: Op,
+        spelled: &str,
+    ) -> Result<Expr, ParseError> {
+        let mut left = sub(self)?;
+        while self.eat_sym(spelled) || self.eat_word(spelled) {
+            let right = sub(self)?;
+            left = Expr::Bin(op, Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn comparison_op(&self) -> Option<Op> {
+        Some(match self.peek() {
             Some(Tok::Sym("<")) => Op::Lt,
             Some(Tok::Sym(">")) => Op::Gt,
             Some(Tok::Sym("<=")) => Op::Le,
             Some(Tok::Sym(">=")) => Op::Ge,
             Some(Tok::Sym("==")) => Op::Eq,
             Some(Tok::Sym("!=")) => Op::Ne,
-            _ => return Ok(left),
-        };
-        self.at += 1;
-        let right = self.sum()?;
-        if matches!(
-            self.peek(),
-            Some(Tok::Sym("<" | ">" | "<=" | ">=" | "==" | "!="))
-        ) {
-            return Err(self.err("chained comparisons are not supported"));
+            _ => return None,
+        })
+    }
+
+    /// A comparison: one in Intel's (Python's chained comparisons are refused), a
+    /// left-associative chain in perf's (`a < b < c` is `(a < b) < c` there).
+    fn comparison(&mut self) -> Result<Expr, ParseError> {
+        let mut left = self.sum()?;
+        while let Some(op) = self.comparison_op() {
+            self.at += 1;
+            let right = self.sum()?;
+            left = Expr::Bin(op, Box::new(left), Box::new(right));
+            if self.syntax == Syntax::Intel && self.comparison_op().is_some() {
+                return Err(self.err("chained comparisons are not supported"));
+            }
         }
-        Ok(Expr::Bin(op, Box::new(left), Box::new(right)))
+        Ok(left)
     }
 
     fn sum(&mut self) -> Result<Expr, ParseError> {
@@ -315,6 +405,8 @@ impl Parser<'_> {
                 Op::Mul
             } else if self.eat_sym("/") {
                 Op::Div
+            } else if self.eat_sym("%") {
+                Op::Mod
             } else {
                 return Ok(left);
             };
@@ -358,6 +450,15 @@ impl Parser<'_> {
                 self.expect(")")?;
                 Ok(Expr::MinMax(n == "max", args))
             }
+            Tok::Name(n) if n == "d_ratio" && self.syntax == Syntax::Perf => {
+                self.at += 1;
+                self.expect("(")?;
+                let a = self.test()?;
+                self.expect(",")?;
+                let b = self.test()?;
+                self.expect(")")?;
+                Ok(Expr::DRatio(Box::new(a), Box::new(b)))
+            }
             Tok::Name(n) if is_keyword(&n) => Err(self.err(format!("unsupported keyword `{n}`"))),
             Tok::Name(n) => {
                 self.at += 1;
@@ -385,7 +486,7 @@ pub fn parse(formula: &str) -> Result<Expr, ParseError> {
 
 /// Parses a metric expression as perf writes it (`perf list --details metric`): names
 /// come out unescaped (`topdown-be-bound`), `#SMT_on` as `#smt_on`. Perf constructs
-/// outside the language (`d_ratio`, `|`, `#num_cpus`, ...) are a [`ParseError`].
+/// outside the language (`source_count(..)`, `#num_cpus`, ...) are a [`ParseError`].
 pub fn parse_perf(formula: &str) -> Result<Expr, ParseError> {
     parse_with(formula, Syntax::Perf)
 }
@@ -396,12 +497,18 @@ fn parse_with(formula: &str, syntax: Syntax) -> Result<Expr, ParseError> {
         src: formula,
         toks,
         at: 0,
+        syntax,
     };
     let e = p.test()?;
     if p.at != p.toks.len() {
         return Err(p.err("unexpected text after the formula"));
     }
     Ok(e)
+}
+
+/// A comparison's value: 1 or 0.
+fn truth(c: bool) -> f64 {
+    if c { 1.0 } else { 0.0 }
 }
 
 impl Expr {
@@ -411,21 +518,51 @@ impl Expr {
             Expr::Num(v) => *v,
             Expr::Var(n) => lookup(n).ok_or_else(|| EvalError::Unbound(n.clone()))?,
             Expr::Neg(e) => -e.eval(lookup)?,
+            Expr::Not(e) => truth(e.eval(lookup)? == 0.0),
+            Expr::DRatio(a, b) => {
+                let (a, b) = (a.eval(lookup)?, b.eval(lookup)?);
+                if b == 0.0 { 0.0 } else { a / b }
+            }
+            Expr::Bin(op @ (Op::And | Op::Or), l, r) => {
+                // Python: the operand that decides, the right one unevaluated.
+                let a = l.eval(lookup)?;
+                if (a != 0.0) == (*op == Op::Or) {
+                    a
+                } else {
+                    r.eval(lookup)?
+                }
+            }
             Expr::Bin(op, l, r) => {
                 let (a, b) = (l.eval(lookup)?, r.eval(lookup)?);
-                let t = |c: bool| if c { 1.0 } else { 0.0 };
+                // perf's `(long)x`: truncation toward zero.
+                let int = |x: f64| x as i64;
+                let bits = |f: fn(i64, i64) -> i64| {
+                    if a.is_nan() || b.is_nan() {
+                        f64::NAN
+                    } else {
+                        f(int(a), int(b)) as f64
+                    }
+                };
                 match op {
                     Op::Add => a + b,
                     Op::Sub => a - b,
                     Op::Mul => a * b,
                     Op::Div if b == 0.0 => return Err(EvalError::DivisionByZero),
                     Op::Div => a / b,
-                    Op::Lt => t(a < b),
-                    Op::Gt => t(a > b),
-                    Op::Le => t(a <= b),
-                    Op::Ge => t(a >= b),
-                    Op::Eq => t(a == b),
-                    Op::Ne => t(a != b),
+                    Op::Lt => truth(a < b),
+                    Op::Gt => truth(a > b),
+                    Op::Le => truth(a <= b),
+                    Op::Ge => truth(a >= b),
+                    Op::Eq => truth(a == b),
+                    Op::Ne => truth(a != b),
+                    Op::BitOr => bits(|x, y| x | y),
+                    Op::BitAnd => bits(|x, y| x & y),
+                    Op::BitXor => bits(|x, y| x ^ y),
+                    Op::Mod if b.is_nan() || int(b) == 0 => {
+                        return Err(EvalError::DivisionByZero);
+                    }
+                    Op::Mod => bits(i64::wrapping_rem),
+                    Op::And | Op::Or => unreachable!("handled above"),
                 }
             }
             Expr::If {
@@ -471,8 +608,17 @@ impl Expr {
                     out.push(n);
                 }
             }
-            Expr::Neg(e) => e.collect_unbound(lookup, out),
-            Expr::Bin(_, l, r) => {
+            Expr::Neg(e) | Expr::Not(e) => e.collect_unbound(lookup, out),
+            Expr::Bin(op @ (Op::And | Op::Or), l, r) => match l.eval(lookup) {
+                // The right operand only when the left one does not decide.
+                Ok(a) if (a != 0.0) == (*op == Op::Or) => {}
+                Ok(_) => r.collect_unbound(lookup, out),
+                Err(_) => {
+                    l.collect_unbound(lookup, out);
+                    r.collect_unbound(lookup, out);
+                }
+            },
+            Expr::Bin(_, l, r) | Expr::DRatio(l, r) => {
                 l.collect_unbound(lookup, out);
                 r.collect_unbound(lookup, out);
             }
@@ -508,8 +654,8 @@ impl Expr {
                     out.push(n);
                 }
             }
-            Expr::Neg(e) => e.collect(out),
-            Expr::Bin(_, l, r) => {
+            Expr::Neg(e) | Expr::Not(e) => e.collect(out),
+            Expr::Bin(_, l, r) | Expr::DRatio(l, r) => {
                 l.collect(out);
                 r.collect(out);
             }
@@ -540,6 +686,12 @@ impl fmt::Display for Op {
             Op::Ge => ">=",
             Op::Eq => "==",
             Op::Ne => "!=",
+            Op::And => "and",
+            Op::Or => "or",
+            Op::BitOr => "|",
+            Op::BitAnd => "&",
+            Op::BitXor => "^",
+            Op::Mod => "%",
         })
     }
 }
@@ -612,8 +764,9 @@ mod tests {
         };
         assert_eq!(e.eval(&v), Ok(3.0));
         for (bad, what) in [
-            ("d_ratio(a, b)", "unsupported function `d_ratio`"),
-            ("a | b", "unsupported character `|`"),
+            ("source_count(a)", "unsupported function `source_count`"),
+            ("a ! b", "unsupported character `!`"),
+            ("not a", "unsupported keyword `not`"),
             ("#num_cpus * 2", "unsupported constant `#num_cpus`"),
             ("a\\", "at the end"),
         ] {
@@ -638,9 +791,11 @@ mod tests {
         );
         for (bad, what) in [
             ("a ** 2", "unexpected `*`"),
-            ("a and b", "unexpected text"),
+            ("a and", "unexpected end"),
             ("abs(a)", "unsupported function `abs`"),
+            ("d_ratio(a, b)", "unsupported function `d_ratio`"),
             ("a % 2", "unsupported character `%`"),
+            ("a | 2", "unsupported character `|`"),
             ("(a + 1", "expected `)`"),
             ("a if b", "expected `else`"),
             ("1 < 2 < 3", "chained comparisons"),
@@ -648,5 +803,123 @@ mod tests {
             let e = parse(bad).expect_err(bad);
             assert!(e.to_string().contains(what), "{bad}: {e}");
         }
+    }
+
+    /// Each operator, by its spelling: the operator it parses to, how it prints, and
+    /// its value on pairs chosen so that any two operators differ on one of them (and
+    /// on the equal pair, where `<` and `<=` part). A one-line change to the
+    /// tokenizer, the parser's table, the evaluation or the printing of any operator
+    /// fails here.
+    #[test]
+    fn every_operator_has_its_own_truth_table() {
+        type Case = (&'static str, Op, [f64; 4]);
+        // Pairs (a, b): (1, 2), (2, 2), (3, 2), (0, 5).
+        const PAIRS: [(f64, f64); 4] = [(1.0, 2.0), (2.0, 2.0), (3.0, 2.0), (0.0, 5.0)];
+        let intel: [Case; 12] = [
+            ("+", Op::Add, [3.0, 4.0, 5.0, 5.0]),
+            ("-", Op::Sub, [-1.0, 0.0, 1.0, -5.0]),
+            ("*", Op::Mul, [2.0, 4.0, 6.0, 0.0]),
+            ("/", Op::Div, [0.5, 1.0, 1.5, 0.0]),
+            ("<", Op::Lt, [1.0, 0.0, 0.0, 1.0]),
+            (">", Op::Gt, [0.0, 0.0, 1.0, 0.0]),
+            ("<=", Op::Le, [1.0, 1.0, 0.0, 1.0]),
+            (">=", Op::Ge, [0.0, 1.0, 1.0, 0.0]),
+            ("==", Op::Eq, [0.0, 1.0, 0.0, 0.0]),
+            ("!=", Op::Ne, [1.0, 0.0, 1.0, 1.0]),
+            // Python: `a and b` is a when a is false, else b; `or` the other way.
+            ("and", Op::And, [2.0, 2.0, 2.0, 0.0]),
+            ("or", Op::Or, [1.0, 2.0, 3.0, 5.0]),
+        ];
+        // perf: on the values as C `long`s.
+        let perf: [Case; 4] = [
+            ("|", Op::BitOr, [3.0, 2.0, 3.0, 5.0]),
+            ("&", Op::BitAnd, [0.0, 2.0, 2.0, 0.0]),
+            ("^", Op::BitXor, [3.0, 0.0, 1.0, 5.0]),
+            ("%", Op::Mod, [1.0, 0.0, 1.0, 0.0]),
+        ];
+        for (syntax, cases) in [(Syntax::Intel, &intel[..]), (Syntax::Perf, &perf[..])] {
+            for &(spelled, op, want) in cases {
+                assert_eq!(op.to_string(), spelled);
+                let e = parse_with(&format!("a {spelled} b"), syntax).expect(spelled);
+                assert_eq!(
+                    e,
+                    Expr::Bin(
+                        op,
+                        Box::new(Expr::Var("a".into())),
+                        Box::new(Expr::Var("b".into()))
+                    ),
+                    "{spelled}"
+                );
+                for ((a, b), w) in PAIRS.iter().zip(want) {
+                    let v = e.eval(&|n| match n {
+                        "a" => Some(*a),
+                        _ => Some(*b),
+                    });
+                    assert_eq!(v, Ok(w), "{a} {spelled} {b}");
+                }
+            }
+        }
+        // The comparisons in perf's spelling too (perf itself has `<` and `>` only).
+        for &(spelled, op, want) in &intel[4..10] {
+            let e = parse_perf(&format!("x {spelled} y")).expect(spelled);
+            assert!(matches!(e, Expr::Bin(o, ..) if o == op), "{spelled}");
+            for ((a, b), w) in PAIRS.iter().zip(want) {
+                let v = e.eval(&|n| if n == "x" { Some(*a) } else { Some(*b) });
+                assert_eq!(v, Ok(w), "{a} {spelled} {b}");
+            }
+        }
+        // Python's `not`: 1 for 0, else 0 (also for negatives and fractions).
+        for (x, w) in [(0.0, 1.0), (2.0, 0.0), (-0.5, 0.0)] {
+            assert_eq!(ev("not a", &[("a", x)]), Ok(w), "not {x}");
+        }
+        // perf truncates toward zero, as C's `(long)` cast, and `%` keeps C's sign.
+        let p = |f: &str| parse_perf(f).expect(f).eval(&|_| None);
+        assert_eq!(p("2.9 | 1.2"), Ok(3.0));
+        assert_eq!(p("2.9 & 1.2"), Ok(0.0));
+        assert_eq!(p("-7 % 2"), Ok(-1.0));
+        assert_eq!(p("7.9 % 2.5"), Ok(1.0));
+        assert_eq!(p("5 % 0.5"), Err(EvalError::DivisionByZero));
+        assert_eq!(p("5 % 0"), Err(EvalError::DivisionByZero));
+        // d_ratio: the ratio, 0 over a zero denominator (perf's definition).
+        assert_eq!(p("d_ratio(6, 3)"), Ok(2.0));
+        assert_eq!(p("d_ratio(6, 0)"), Ok(0.0));
+        assert_eq!(p("d_ratio(0, 0) + 1"), Ok(1.0));
+        assert_eq!(p("d_ratio(1, 4) * 8"), Ok(2.0));
+        assert_eq!(p("d_ratio(1, 0) + 1 / 0"), Err(EvalError::DivisionByZero));
+    }
+
+    #[test]
+    fn precedence_of_logic_and_integer_operators() {
+        // Python: `not` > `and` > `or`, all below the comparisons.
+        assert_eq!(ev("1 or 0 and 0", &[]), Ok(1.0));
+        assert_eq!(ev("0 and 0 or 3", &[]), Ok(3.0));
+        assert_eq!(ev("not 2 == 1", &[]), Ok(1.0));
+        assert_eq!(ev("not 0 and 0", &[]), Ok(0.0));
+        assert_eq!(ev("1 < 2 and 3 >= 3", &[]), Ok(1.0));
+        assert_eq!(ev("4 if 1 <= 0 or 2 != 2 else 5", &[]), Ok(5.0));
+        assert_eq!(ev("4 if not 1 > 2 else 5", &[]), Ok(4.0));
+        // Only the deciding operand is evaluated, and only its names are needed.
+        assert_eq!(ev("0 and 1 / 0", &[]), Ok(0.0));
+        assert_eq!(ev("2 or 1 / 0", &[]), Ok(2.0));
+        assert_eq!(ev("1 and 1 / 0", &[]), Err(EvalError::DivisionByZero));
+        assert_eq!(ev("0 or 1 / 0", &[]), Err(EvalError::DivisionByZero));
+        let e = parse("a and x or y").expect("parses");
+        let only_a = |v: f64| move |n: &str| (n == "a").then_some(v);
+        assert_eq!(e.unbound(&only_a(0.0)), ["y"]);
+        assert_eq!(e.unbound(&only_a(1.0)), ["x", "y"]);
+        assert_eq!(e.unbound(&|_: &str| None), ["a", "x", "y"]);
+        // perf: `|` < `^` < `&` < comparisons < `+ -` < `* / %`.
+        let p = |f: &str| parse_perf(f).expect(f).eval(&|_| None);
+        assert_eq!(p("1 | 0 & 0"), Ok(1.0));
+        assert_eq!(p("1 ^ 1 & 0"), Ok(1.0));
+        assert_eq!(p("1 | 1 ^ 1"), Ok(1.0));
+        assert_eq!(p("2 < 3 & 1"), Ok(1.0));
+        assert_eq!(p("1 + 2 < 4"), Ok(1.0));
+        assert_eq!(p("2 * 7 % 4"), Ok(2.0));
+        assert_eq!(p("7 % 4 * 2"), Ok(6.0));
+        assert_eq!(p("3 > 2 > 0"), Ok(1.0));
+        assert_eq!(p("1 < 2 < 1"), Ok(0.0));
+        assert_eq!(p("5 if 1 | 0 else 6"), Ok(5.0));
+        assert_eq!(p("5 if 0 & 1 else 6"), Ok(6.0));
     }
 }

@@ -328,6 +328,11 @@ impl<'a> Expander<'a> {
             Expr::Var(n) if self.lookup(&n).is_some() => self.expand(&n, stack)?,
             Expr::Num(_) | Expr::Var(_) => e,
             Expr::Neg(a) => Expr::Neg(Box::new(self.substitute(*a, stack)?)),
+            Expr::Not(a) => Expr::Not(Box::new(self.substitute(*a, stack)?)),
+            Expr::DRatio(a, b) => Expr::DRatio(
+                Box::new(self.substitute(*a, stack)?),
+                Box::new(self.substitute(*b, stack)?),
+            ),
             Expr::Bin(op, a, b) => Expr::Bin(
                 op,
                 Box::new(self.substitute(*a, stack)?),
@@ -359,8 +364,8 @@ fn count_nodes(e: &Expr, n: &mut usize) {
     }
     match e {
         Expr::Num(_) | Expr::Var(_) => {}
-        Expr::Neg(a) => count_nodes(a, n),
-        Expr::Bin(_, a, b) => {
+        Expr::Neg(a) | Expr::Not(a) => count_nodes(a, n),
+        Expr::Bin(_, a, b) | Expr::DRatio(a, b) => {
             count_nodes(a, n);
             count_nodes(b, n);
         }
@@ -498,14 +503,14 @@ tma_backend_bound_group:
         assert!((v[1].value.expect("value") - 0.65).abs() < 1e-12);
         k.smt = false;
         assert_eq!(MetricFile::evaluate(&all, &c, &k)[1].value, Some(1.0));
-        let bad = LISTING.replace("[5 * CLKS]", "[d_ratio(CLKS, 2)]");
+        let bad = LISTING.replace("[5 * CLKS]", "[source_count(CLKS)]");
         let e = PerfTables::parse(&bad)
             .expect("parses")
             .metric_file("cpu_atom")
-            .expect_err("d_ratio");
+            .expect_err("source_count");
         assert!(
             e.to_string()
-                .contains("metric SLOTS: unsupported function `d_ratio`"),
+                .contains("metric SLOTS: unsupported function `source_count`"),
             "{e}"
         );
         assert!(PerfTables::parse("cycles\n").is_err());
