@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_analysis::topdown::perf_tables::PerfTables;
-use hwprof_analysis::topdown::{self, Constants, Counts, MetricFile, MetricValue, Model};
+use hwprof_analysis::topdown::source::{self, Loaded, Source};
+use hwprof_analysis::topdown::{self, Constants, Counts, MetricFile, MetricValue, Model, fetch};
 use serde_json::json;
 
 use crate::args::MetricsArgs;
@@ -20,7 +21,7 @@ pub const PERFMON_ENV: &str = "HWPROF_PERFMON_DIR";
 pub fn model(name: &str) -> anyhow::Result<Model> {
     Model::from_name(name).ok_or_else(|| {
         Usage(format!(
-            "no TMA metrics for CPU `{name}`: the models are skl, skx, icl and spr, and adl for `hwprof metrics` (AMD Zen metric files are not supported yet)"
+            "no TopDown metrics for CPU `{name}`: the models are skl, skx, icl, spr, zen4 and zen5, and adl for `hwprof metrics` (Zen 3 and older have no pipeline metrics)"
         ))
         .into()
     })
@@ -37,44 +38,23 @@ pub fn is_alder_lake(name: &str) -> bool {
 /// perf's CPU id of Alder Lake (`GenuineIntel-6-97`; 6-9A has the same tables).
 pub const ADL_CPUID: &str = "GenuineIntel-6-97-0";
 
-/// The most `perf list --details` may print (a few hundred KiB today).
-const MAX_LISTING_BYTES: usize = 64 << 20;
-
-/// perf's metric tables for `cpuid`: `PERF_CPUID=cpuid perf list --details`.
-pub fn perf_tables(cpuid: &str) -> anyhow::Result<PerfTables> {
-    let out = std::process::Command::new("perf")
-        .args(["list", "--details"])
-        .env("PERF_CPUID", cpuid)
-        .env("PERF_PAGER", "cat")
-        .env("COLUMNS", "100000")
-        .stdin(std::process::Stdio::null())
-        .output();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
-            "Alder Lake metrics are read from perf's tables and perf is not installed: install perf 6.1 or later (Debian: linux-perf)"
-        ),
-        Err(e) => anyhow::bail!("cannot run `perf list --details`: {e}"),
-    };
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let first = err
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("");
-        anyhow::bail!("`perf list --details` failed ({}): {first}", out.status);
-    }
-    if out.stdout.len() > MAX_LISTING_BYTES {
-        anyhow::bail!("`perf list --details` printed more than 64 MiB: not a listing");
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
+/// perf's Alder Lake tables, or one line on why not.
+fn adl_tables() -> anyhow::Result<PerfTables> {
     let no_tables = || {
         anyhow::anyhow!(
-            "the installed perf has no Alder Lake metric tables (no cpu_core and cpu_atom TopDown metrics for PERF_CPUID={cpuid}): install perf 6.1 or later"
+            "the installed perf has no Alder Lake metric tables (no cpu_core and cpu_atom TopDown metrics for PERF_CPUID={ADL_CPUID}): install perf 6.1 or later"
         )
     };
-    let tables = PerfTables::parse(&text).map_err(|_| no_tables())?;
+    let tables = match PerfTables::from_perf(ADL_CPUID) {
+        Ok(t) => t,
+        Err(topdown::Error::NoPerf) => anyhow::bail!(
+            "Alder Lake metrics are read from perf's tables and perf is not installed: install perf 6.1 or later (Debian: linux-perf)"
+        ),
+        Err(topdown::Error::PerfTables(e)) if e.contains("Metric Groups") => {
+            return Err(no_tables());
+        }
+        Err(e) => return Err(e.into()),
+    };
     let units = tables.units();
     if !(units.contains(&"cpu_core") && units.contains(&"cpu_atom")) {
         return Err(no_tables());
@@ -91,25 +71,34 @@ pub fn perfmon_dir(flag: Option<&Path>) -> Option<PathBuf> {
     })
 }
 
-/// Loads the metrics file of `model`: `--metrics-file`, else the model's file in the
-/// perfmon checkout.
+/// Loads the formulas of `model` from the first source that has them
+/// ([`source::load`]): `--metrics-file`, the perfmon folder, perf's tables for
+/// `perf_cpuid`, the verified cached copy. `events`: also the event files (to count).
 pub fn load(
     model: Model,
     metrics_file: Option<&Path>,
     perfmon: Option<&Path>,
-) -> anyhow::Result<MetricFile> {
-    let path = match metrics_file {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let not_found = || topdown::Error::NotFound {
-                model: model.dir().to_string(),
-                file: model.metrics_file(),
-            };
-            let dir = perfmon_dir(perfmon).ok_or_else(not_found)?;
-            topdown::find_file(&dir, model)?
-        }
-    };
-    Ok(MetricFile::load(&path)?)
+    perf_cpuid: &str,
+    events: bool,
+) -> anyhow::Result<Loaded> {
+    let dir = perfmon_dir(perfmon);
+    let fetch = fetch::Config::from_env();
+    Ok(source::load(&source::Request {
+        model,
+        metrics_file,
+        perfmon_dir: dir.as_deref(),
+        perf_cpuid,
+        fetch: &fetch,
+        events,
+    })?)
+}
+
+/// The one line on stderr that says where the formulas came from.
+pub fn say_source(model: &str, source: &Source) {
+    eprintln!(
+        "hwprof: TopDown formulas for {model}: {}",
+        source.describe()
+    );
 }
 
 fn constants(smt: bool, given: &[String]) -> anyhow::Result<Constants> {
@@ -188,15 +177,22 @@ pub fn run(a: MetricsArgs) -> anyhow::Result<u8> {
     let model = model(&a.cpu)?;
     let smt = a.smt == "on";
     let consts = constants(smt, &a.consts)?;
-    let file = load(model, a.metrics_file.as_deref(), a.perfmon_dir.as_deref())?;
+    let loaded = load(
+        model,
+        a.metrics_file.as_deref(),
+        a.perfmon_dir.as_deref(),
+        model.perf_cpuid(),
+        false,
+    )?;
     let counts = read_counts(&a.counts)?;
     let consts = with_duration(consts, &counts);
     let levels: Vec<u32> = (1..=a.level).collect();
-    let selected = file.select(&levels, a.all);
+    let selected = loaded.file.select(&levels, a.all);
     let values = MetricFile::evaluate(&selected, &counts, &consts);
+    say_source(model.dir(), &loaded.source);
     let out = std::io::stdout();
     let mut out = out.lock();
-    print(&mut out, &values, a.json)?;
+    print(&mut out, &values, a.json, &loaded.source)?;
     out.flush()?;
     if !values.is_empty() && values.iter().all(|v| v.value.is_none()) {
         anyhow::bail!(
@@ -222,23 +218,25 @@ fn run_perf_tables(a: MetricsArgs) -> anyhow::Result<u8> {
         Some("atom") => vec![("atom", "cpu_atom")],
         _ => vec![("core", "cpu_core"), ("atom", "cpu_atom")],
     };
-    let tables = perf_tables(ADL_CPUID)?;
+    let tables = adl_tables()?;
     let counts = read_counts(&a.counts)?;
+    let source = Source::Perf(ADL_CPUID.to_string());
     let consts = with_duration(consts, &counts);
     let levels: Vec<u32> = (1..=a.level).collect();
     let out = std::io::stdout();
     let mut out = out.lock();
     let mut any = false;
     let mut all_none = true;
+    say_source("ADL", &source);
     for (i, (core_type, unit)) in units.iter().enumerate() {
-        let file = tables.metric_file(unit)?;
+        let file = tables.metric_file(Some(unit))?;
         let selected = file.select(&levels, a.all);
         let values = MetricFile::evaluate(&selected, &counts, &consts);
         any |= !values.is_empty();
         all_none &= values.iter().all(|v| v.value.is_none());
         if a.json {
             for v in &values {
-                let mut o = json_of(v);
+                let mut o = json_of(v, &source);
                 o["core_type"] = json!(core_type);
                 writeln!(out, "{o}")?;
             }
@@ -249,7 +247,7 @@ fn run_perf_tables(a: MetricsArgs) -> anyhow::Result<u8> {
                 }
                 writeln!(out, "{unit} (--core-type {core_type}):")?;
             }
-            print(&mut out, &values, false)?;
+            print(&mut out, &values, false, &source)?;
         }
     }
     out.flush()?;
@@ -275,8 +273,8 @@ fn with_duration(consts: Constants, counts: &Counts) -> Constants {
     consts
 }
 
-/// One metric as a JSON object.
-fn json_of(v: &MetricValue) -> serde_json::Value {
+/// One metric as a JSON object, with where its formula came from.
+fn json_of(v: &MetricValue, source: &Source) -> serde_json::Value {
     json!({
         "name": v.name,
         "level": v.level,
@@ -286,6 +284,8 @@ fn json_of(v: &MetricValue) -> serde_json::Value {
         "missing_events": v.missing_events,
         "missing_constants": v.missing_constants,
         "error": v.error,
+        "source": source.kind(),
+        "source_detail": source.detail(),
     })
 }
 
@@ -309,10 +309,15 @@ pub fn why_not(v: &MetricValue) -> String {
 
 /// Prints the metrics, as a TopDown tree (children indented under their parent) or
 /// JSON lines.
-pub fn print(w: &mut dyn Write, values: &[MetricValue], as_json: bool) -> anyhow::Result<()> {
+pub fn print(
+    w: &mut dyn Write,
+    values: &[MetricValue],
+    as_json: bool,
+    source: &Source,
+) -> anyhow::Result<()> {
     if as_json {
         for v in values {
-            writeln!(w, "{}", json_of(v))?;
+            writeln!(w, "{}", json_of(v, source))?;
         }
         return Ok(());
     }

@@ -404,9 +404,9 @@ fn errors_are_one_line() {
     let e = empty.display().to_string();
     let cases: [(&[&str], i32, &str); 5] = [
         (
-            &["metrics", "--cpu", "zen4", "--counts", &e],
+            &["metrics", "--cpu", "zen3", "--counts", &e],
             2,
-            "the models are skl, skx, icl and spr",
+            "the models are skl, skx, icl, spr, zen4 and zen5",
         ),
         (
             &[

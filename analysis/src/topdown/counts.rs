@@ -1,6 +1,8 @@
 //! Event counts measured elsewhere: `perf stat -x,` output (`value,unit,event,...`
-//! lines, also with `-I` timestamps or `-A` CPUs in front) or `hwprof stat -j` output
-//! (one JSON object per event, `scaled` being the multiplexing-scaled count).
+//! lines, also with `-I` timestamps or `-A` CPUs in front; an event written with PMU
+//! terms, `cpu/event,cmask=0x6/`, keeps its commas), `hwprof stat -j` output (one JSON
+//! object per event, `scaled` being the multiplexing-scaled count) or `perf stat -j`
+//! output (`counter-value`).
 //!
 //! Counts of the same event (per CPU, per interval) are summed. Events perf could not
 //! count (`<not counted>`, `<not supported>`, `"supported": false`) are left out, so
@@ -41,13 +43,68 @@ pub fn perf_name(intel: &str) -> Option<&'static str> {
     PERF_NAMES.iter().find(|p| p.0 == intel).map(|p| p.1)
 }
 
-/// The `cpu` PMU config of a PERF_METRICS event (`slots`, `topdown-*`) as the kernel
-/// defines it, for Ice Lake and later.
-pub fn perf_metrics_config(intel: &str) -> Option<u64> {
+/// The `cpu` PMU config of a PERF_METRICS event as the kernel defines it, for Ice Lake
+/// and later: by Intel's name (`PERF_METRICS.RETIRING`, `TOPDOWN.SLOTS`) or perf's
+/// (`topdown-retiring`, `slots`).
+pub fn perf_metrics_config(name: &str) -> Option<u64> {
     PERF_NAMES
         .iter()
-        .find(|p| p.0 == intel)
+        .find(|p| p.0 == name || p.1 == name)
         .map(|p| u64::from(p.2) << 8)
+}
+
+/// The fields of a `perf stat -x,` line, an event with PMU terms kept whole:
+/// `5,,cpu/ev,cmask=0x6/u,100,...` has `cpu/ev,cmask=0x6/u` as its third field.
+fn fields(line: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for f in line.split(',') {
+        match out.last_mut() {
+            Some(last) if open => {
+                last.push(',');
+                last.push_str(f);
+            }
+            _ => out.push(f.to_string()),
+        }
+        if f.matches('/').count() % 2 == 1 {
+            open = !open;
+        }
+    }
+    out
+}
+
+/// One spelling of an event with PMU terms, `pmu/terms/mods` or perf's
+/// `pmu@terms@`: lower case, numbers in decimal (`cmask=0x6` is `cmask=6`).
+fn canonical(name: &str) -> Option<String> {
+    let (pmu, rest) = name.split_once(['/', '@'])?;
+    let close = if name.as_bytes()[pmu.len()] == b'/' {
+        '/'
+    } else {
+        '@'
+    };
+    let (terms, mods) = rest.rsplit_once(close)?;
+    let terms: Vec<String> = terms
+        .split(',')
+        .map(|t| {
+            let t = t.trim().to_ascii_lowercase();
+            match t.split_once('=') {
+                Some((k, v)) => {
+                    let n = match v.strip_prefix("0x") {
+                        Some(h) => u64::from_str_radix(h, 16).ok(),
+                        None => v.parse::<u64>().ok(),
+                    };
+                    n.map_or_else(|| t.clone(), |n| format!("{k}={n}"))
+                }
+                None => t,
+            }
+        })
+        .collect();
+    Some(format!(
+        "{}/{}/{}",
+        pmu.to_ascii_lowercase(),
+        terms.join(","),
+        mods.to_ascii_lowercase()
+    ))
 }
 
 impl Counts {
@@ -89,6 +146,14 @@ impl Counts {
                 })
             })
             .or_else(|| name.strip_suffix(":perf_metrics").and_then(ci))
+            .or_else(|| {
+                // perf's `cpu@ev\,cmask\=0x6@` is `cpu/ev,cmask=6/` as counted.
+                let want = canonical(name)?;
+                self.by_name
+                    .iter()
+                    .find(|(k, _)| canonical(k).as_deref() == Some(want.as_str()))
+                    .map(|(_, v)| *v)
+            })
     }
 
     /// Number of events.
@@ -145,10 +210,16 @@ impl Counts {
             if v.get("supported").and_then(|s| s.as_bool()) == Some(false) {
                 continue;
             }
+            // perf stat -j: "counter-value" : "123.000000" (or "<not counted>").
+            let perf_value = v.get("counter-value").and_then(|c| match c {
+                serde_json::Value::String(s) => s.trim().parse::<f64>().ok(),
+                c => c.as_f64(),
+            });
             let value = v
                 .get("scaled")
                 .and_then(|s| s.as_f64())
-                .or_else(|| v.get("value").and_then(|s| s.as_f64()));
+                .or_else(|| v.get("value").and_then(|s| s.as_f64()))
+                .or(perf_value);
             if let Some(value) = value {
                 c.add(event, value);
             }
@@ -164,7 +235,8 @@ impl Counts {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let f: Vec<&str> = line.split(',').collect();
+            let f = fields(line);
+            let f: Vec<&str> = f.iter().map(String::as_str).collect();
             // value,unit,event,...  or  (time|CPUn),value,unit,event,...
             // value,unit,event,run,pct,...; `-I` or `-A` put a time or CPU in front
             // (then the fourth field is the event, not the run time, a number); the
@@ -240,6 +312,44 @@ mod tests {
         assert_eq!(c.len(), 8, "{c:?}");
         let e = Counts::parse("hello world\n").expect_err("not csv");
         assert!(e.to_string().contains("not a `perf stat -x,` line"), "{e}");
+    }
+
+    #[test]
+    fn events_with_pmu_terms_keep_their_commas_and_match_perfs_spelling() {
+        let text = "100,,cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/,1000,100.00,,\n\
+            7,,cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/u,1000,100.00,,\n\
+            CPU3,5,,cpu/event=0xc1/,1000,100.00,,\n\
+            9,,ex_ret_ops,1000,100.00,,\n";
+        let c = Counts::parse(text).expect("parses");
+        assert_eq!(c.len(), 4, "{c:?}");
+        assert_eq!(
+            c.get("cpu@de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6@"),
+            Some(100.0)
+        );
+        assert_eq!(
+            c.get("cpu@de_no_dispatch_per_slot.no_ops_from_frontend,cmask=6@"),
+            Some(100.0)
+        );
+        assert_eq!(
+            c.get("cpu@de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x8@"),
+            None
+        );
+        assert_eq!(
+            c.get("cpu@INT_MISC.RECOVERY_CYCLES,cmask=1,edge@u"),
+            Some(7.0)
+        );
+        assert_eq!(c.get("cpu@INT_MISC.RECOVERY_CYCLES,cmask=1,edge@"), None);
+        assert_eq!(c.get("cpu/event=0xc1/"), Some(5.0));
+        // perf stat -j.
+        let j = r#"{"counter-value" : "1234.000000", "unit" : "", "event" : "cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/", "event-runtime" : 1, "pcnt-running" : 100.00}
+{"counter-value" : "<not counted>", "unit" : "", "event" : "ex_ret_ops", "event-runtime" : 0, "pcnt-running" : 0.00}
+"#;
+        let c = Counts::parse(j).expect("perf json");
+        assert_eq!(
+            c.get("cpu@de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6@"),
+            Some(1234.0)
+        );
+        assert_eq!(c.get("ex_ret_ops"), None);
     }
 
     #[test]

@@ -191,10 +191,13 @@ fn tokenize(s: &str, syntax: Syntax) -> Result<Vec<(usize, Tok)>, ParseError> {
                 }
             }
             if let Some(k) = name.strip_prefix('#') {
-                if !k.eq_ignore_ascii_case("smt_on") {
+                // perf's literals of the counting setup: SMT on, and whether every
+                // thread of each core is counted (`perf stat -a`).
+                let k = k.to_ascii_lowercase();
+                if k != "smt_on" && k != "core_wide" {
                     return Err(err(format!("unsupported constant `{name}`"), start));
                 }
-                name = "#smt_on".to_string();
+                name = format!("#{k}");
             }
             out.push((start, Tok::Name(name)));
         } else if c.is_ascii_alphabetic() || c == b'_' {

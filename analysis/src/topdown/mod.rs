@@ -16,8 +16,10 @@
 
 pub mod counts;
 pub mod expr;
+pub mod fetch;
 pub mod perf_tables;
 pub mod schedule;
+pub mod source;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,15 +60,31 @@ pub enum Error {
         /// Why.
         source: ParseError,
     },
-    /// No metrics file for this model was found.
+    /// The perfmon folder given has no metrics file for this model.
     #[error(
-        "no TMA metrics file for {model}: pass --metrics-file FILE or --perfmon-dir DIR (or set HWPROF_PERFMON_DIR) to a checkout of https://github.com/intel/perfmon, which has {file}"
+        "no TopDown metrics file for {model} in {dir}: --perfmon-dir (or HWPROF_PERFMON_DIR) names {what}, which has {file}"
     )]
     NotFound {
         /// The model.
         model: String,
-        /// The file the model needs, inside perfmon.
+        /// The folder.
+        dir: PathBuf,
+        /// What the folder should be.
+        what: &'static str,
+        /// The file the model needs, inside it.
         file: String,
+    },
+    /// No source had the model's formulas.
+    #[error("no TopDown formulas for {model}: {perf}, and {download}: {hint}")]
+    NoSource {
+        /// The model.
+        model: String,
+        /// Why perf's tables were not used.
+        perf: String,
+        /// Why the pinned copy could not be had.
+        download: String,
+        /// What to do.
+        hint: String,
     },
     /// Counts that cannot be read.
     #[error("{0}")]
@@ -74,10 +92,15 @@ pub enum Error {
     /// perf's metric tables (`perf list --details` output) that cannot be used.
     #[error("{0}")]
     PerfTables(String),
+    /// perf is not installed.
+    #[error("perf is not installed")]
+    NoPerf,
 }
 
-/// The CPU models with a TMA metrics file in perfmon: a subset of pmu's
-/// [`cpu::Model`], whose names, aliases and CPUID mapping they share.
+/// The CPU models with TopDown metrics: Intel's with a TMA metrics file in perfmon, and
+/// AMD's with pipeline-utilization metrics in the kernel's `pmu-events` files. A
+/// subset of pmu's [`cpu::Model`], whose names, aliases and CPUID mapping they share.
+/// (Alder Lake's come from perf's tables only: see [`perf_tables`].)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
     /// Skylake client (perfmon `SKL`).
@@ -88,6 +111,10 @@ pub enum Model {
     IceLake,
     /// Sapphire Rapids (perfmon `SPR`).
     SapphireRapids,
+    /// AMD Zen 4 (the kernel's `amdzen4`).
+    Zen4,
+    /// AMD Zen 5 (the kernel's `amdzen5`).
+    Zen5,
 }
 
 impl From<Model> for cpu::Model {
@@ -97,6 +124,8 @@ impl From<Model> for cpu::Model {
             Model::SkylakeX => cpu::Model::SkylakeX,
             Model::IceLake => cpu::Model::IceLake,
             Model::SapphireRapids => cpu::Model::SapphireRapids,
+            Model::Zen4 => cpu::Model::Zen4,
+            Model::Zen5 => cpu::Model::Zen5,
         }
     }
 }
@@ -104,7 +133,7 @@ impl From<Model> for cpu::Model {
 impl TryFrom<cpu::Model> for Model {
     type Error = cpu::Model;
 
-    /// The model's TMA model; the model itself back when perfmon has no TMA file for it.
+    /// The model's TopDown model; the model itself back when it has no TopDown files.
     fn try_from(m: cpu::Model) -> Result<Model, cpu::Model> {
         Model::ALL
             .into_iter()
@@ -115,26 +144,45 @@ impl TryFrom<cpu::Model> for Model {
 
 impl Model {
     /// Every model.
-    pub const ALL: [Model; 4] = [
+    pub const ALL: [Model; 6] = [
+        Model::Skylake,
+        Model::SkylakeX,
+        Model::IceLake,
+        Model::SapphireRapids,
+        Model::Zen4,
+        Model::Zen5,
+    ];
+
+    /// The Intel models (perfmon TMA files).
+    pub const INTEL: [Model; 4] = [
         Model::Skylake,
         Model::SkylakeX,
         Model::IceLake,
         Model::SapphireRapids,
     ];
 
-    /// From `skl`, `SKL`, `skylake` and the like: pmu's `--cpu` names
-    /// ([`cpu::Model::from_name`]), for the models with a TMA file.
+    /// From `skl`, `SKL`, `skylake`, `zen4` and the like: pmu's `--cpu` names
+    /// ([`cpu::Model::from_name`]), for the models with TopDown files.
     pub fn from_name(name: &str) -> Option<Model> {
         cpu::Model::from_name(name).ok()?.try_into().ok()
     }
 
-    /// The perfmon folder (`SKL`).
+    /// Whether it is an AMD model (formulas in perf's language, events in the kernel's
+    /// JSON).
+    pub fn is_amd(self) -> bool {
+        matches!(self, Model::Zen4 | Model::Zen5)
+    }
+
+    /// The perfmon folder (`SKL`), or the kernel's `pmu-events/arch/x86` folder
+    /// (`amdzen4`).
     pub fn dir(self) -> &'static str {
         match self {
             Model::Skylake => "SKL",
             Model::SkylakeX => "SKX",
             Model::IceLake => "ICL",
             Model::SapphireRapids => "SPR",
+            Model::Zen4 => "amdzen4",
+            Model::Zen5 => "amdzen5",
         }
     }
 
@@ -143,9 +191,50 @@ impl Model {
         cpu::Model::from(self).name()
     }
 
-    /// The metrics file inside a perfmon checkout.
+    /// The metrics file inside a perfmon checkout (`SKL/metrics/skylake_metrics.json`),
+    /// or inside the kernel's `tools/perf/pmu-events/arch/x86` (`amdzen4/pipeline.json`).
     pub fn metrics_file(self) -> String {
+        if self.is_amd() {
+            return format!("{}/pipeline.json", self.dir());
+        }
         format!("{}/metrics/{}_metrics.json", self.dir(), self.name())
+    }
+
+    /// The event files whose encodings the metrics' events need, in the same tree:
+    /// perfmon's `SKL/events/skylake_core.json`; the kernel's `amdzen4/core.json`,
+    /// `branch.json` and `other.json` (Zen 5: none pinned; its events are in pmu's
+    /// built-in table).
+    pub fn event_files(self) -> Vec<String> {
+        match self {
+            Model::Zen4 => ["core", "branch", "other"]
+                .iter()
+                .map(|f| format!("amdzen4/{f}.json"))
+                .collect(),
+            Model::Zen5 => Vec::new(),
+            _ => vec![format!("{}/events/{}_core.json", self.dir(), self.name())],
+        }
+    }
+
+    /// A CPUID of the model as perf spells it (`PERF_CPUID`), for reading its tables
+    /// from the installed perf when the counts come from another machine.
+    pub fn perf_cpuid(self) -> &'static str {
+        match self {
+            Model::Skylake => "GenuineIntel-6-5E-3",
+            Model::SkylakeX => "GenuineIntel-6-55-4",
+            Model::IceLake => "GenuineIntel-6-7E-5",
+            Model::SapphireRapids => "GenuineIntel-6-8F-4",
+            Model::Zen4 => "AuthenticAMD-25-11-1",
+            Model::Zen5 => "AuthenticAMD-26-2-0",
+        }
+    }
+
+    /// What `--perfmon-dir` names for this model.
+    pub fn tree_description(self) -> &'static str {
+        if self.is_amd() {
+            "the kernel's tools/perf/pmu-events/arch/x86 folder"
+        } else {
+            "a checkout of https://github.com/intel/perfmon"
+        }
     }
 
     /// Whether the model has the PERF_METRICS MSR (Ice Lake and later): level 1 (and
@@ -170,7 +259,7 @@ impl Model {
                     .is_some_and(|rest| rest.starts_with('-'));
             if matches {
                 let dir = f[2].trim_start_matches('/').split('/').next()?;
-                return Model::ALL.into_iter().find(|m| m.dir() == dir);
+                return Model::INTEL.into_iter().find(|m| m.dir() == dir);
             }
         }
         None
@@ -180,8 +269,17 @@ impl Model {
 /// Where to look for the model's file: `dir/SKL/metrics/skylake_metrics.json`.
 pub fn find_file(perfmon_dir: &Path, model: Model) -> Result<PathBuf, Error> {
     let p = perfmon_dir.join(model.metrics_file());
-    if p.is_file() {
-        return Ok(p);
+    if p.is_file() || model.is_amd() {
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(Error::NotFound {
+                model: model.dir().to_string(),
+                dir: perfmon_dir.to_path_buf(),
+                what: model.tree_description(),
+                file: model.metrics_file(),
+            })
+        };
     }
     // Any `*_metrics.json` of the folder (perfmon renames files now and then).
     let folder = perfmon_dir.join(model.dir()).join("metrics");
@@ -197,6 +295,8 @@ pub fn find_file(perfmon_dir: &Path, model: Model) -> Result<PathBuf, Error> {
     }
     Err(Error::NotFound {
         model: model.dir().to_string(),
+        dir: perfmon_dir.to_path_buf(),
+        what: model.tree_description(),
         file: model.metrics_file(),
     })
 }
@@ -314,10 +414,12 @@ pub struct MetricValue {
 /// Values of the constants of the files.
 #[derive(Debug, Clone, Default)]
 pub struct Constants {
-    /// SMT (hyper-threading) on: `HYPERTHREADING_ON` = 1, `THREADS_PER_CORE` = 2.
+    /// SMT (hyper-threading) on: `HYPERTHREADING_ON` = 1, `THREADS_PER_CORE` = 2, perf's
+    /// `#smt_on` = 1.
     pub smt: bool,
     /// Other constants by name (`SYSTEM_TSC_FREQ`, `SOCKET_COUNT`,
-    /// `DURATIONTIMEINMILLISECONDS`), case-insensitive.
+    /// `DURATIONTIMEINMILLISECONDS`, `CORE_WIDE` for perf's `#core_wide`, 0 when not
+    /// given), upper case.
     pub named: BTreeMap<String, f64>,
 }
 
@@ -330,6 +432,11 @@ impl Constants {
                 return Some(if self.smt { 1.0 } else { 0.0 });
             }
             "THREADS_PER_CORE" | "THREADS" => return Some(if self.smt { 2.0 } else { 1.0 }),
+            // perf's `#core_wide`: every thread of each core counted (`perf stat -a`),
+            // which `--const CORE_WIDE=1` says; counting a command or PIDs is not.
+            "#CORE_WIDE" | "CORE_WIDE" => {
+                return Some(self.named.get("CORE_WIDE").copied().unwrap_or(0.0));
+            }
             _ => {}
         }
         if let Ok(v) = name.trim().parse::<f64>() {
@@ -517,7 +624,10 @@ mod tests {
     fn model_names_and_mapfile() {
         assert_eq!(Model::from_name("SKX"), Some(Model::SkylakeX));
         assert_eq!(Model::from_name("icelake"), Some(Model::IceLake));
-        assert_eq!(Model::from_name("zen4"), None);
+        assert_eq!(Model::from_name("zen4"), Some(Model::Zen4));
+        assert_eq!(Model::from_name("ZEN5"), Some(Model::Zen5));
+        assert_eq!(Model::from_name("zen3"), None);
+        assert_eq!(Model::from_name("adl"), None);
         let map = "Family-model,Version,Filename,EventType\n\
                    GenuineIntel-6-55-[01234],V1.0,/SKX/metrics/skylakex_metrics.json,metrics,,,\n\
                    GenuineIntel-6-8F,V1.0,/SPR/events/sapphirerapids_core.json,core,,,\n\

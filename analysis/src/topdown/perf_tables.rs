@@ -1,8 +1,12 @@
-//! TopDown metrics from the tables compiled into perf, for models whose Intel metrics
-//! file is not in the fixtures (Alder Lake, hybrid: `cpu_core` and `cpu_atom`).
+//! TopDown metrics in perf's metric language: the tables compiled into the installed
+//! perf ([`PerfTables::from_perf`], for Alder Lake and, when this perf has them,
+//! Skylake to Sapphire Rapids and AMD Zen 4/5), and the kernel's `pmu-events` metric
+//! JSON files those tables are built from ([`PerfTables::from_json`]: AMD's
+//! `amdzen4/pipeline.json`, `amdzen5/pipeline.json`).
 //!
-//! perf's `pmu-events` tables are generated from Intel's perfmon files. `perf list
-//! --details` (with `PERF_CPUID` naming the model) prints them: under `Metric Groups:`,
+//! perf's `pmu-events` tables are generated from Intel's perfmon files and AMD's
+//! published metrics. `perf list --details` (with `PERF_CPUID` naming the model) prints
+//! them: under `Metric Groups:`,
 //! each group (`TopdownL1`, `tma_frontend_bound_group`, ...) and its metrics, each as
 //!
 //! ```text
@@ -12,16 +16,21 @@
 //! ```
 //!
 //! [`PerfTables::parse`] reads that text; [`PerfTables::metric_file`] gives the TopDown
-//! tree of one unit (core type) as a [`MetricFile`], the model the Intel JSON reader
-//! gives: the level is the `TopdownL<n>` group, the parent the metric `tma_X` of a
-//! `tma_X_group` the metric is in. Expressions are parsed with
+//! tree of one unit (core type, or none on a model with one core PMU) as a
+//! [`MetricFile`], the model the Intel JSON reader gives: the level is the `TopdownL<n>`
+//! group (AMD: `PipelineL<n>`), the parent the metric `X` of an `X_group` the metric is
+//! in (`tma_frontend_bound_group`, AMD's `frontend_bound_group`). Expressions are parsed with
 //! [`expr::parse_perf`]; a name that is another metric of the same unit (`SLOTS`,
 //! `tma_fetch_latency`) is replaced by that metric's expression, recursively, with a
 //! cycle guard, so what is left are events (named as the expression spells them,
 //! unescaped) and `#smt_on`. Nothing is retyped: every formula comes from perf's text.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde::Deserialize;
 
 use super::expr::{self, Expr};
 use super::{Error, Metric, MetricFile};
@@ -45,11 +54,17 @@ pub struct PerfMetric {
 }
 
 impl PerfMetric {
-    /// The TopDown level: `n` of a `TopdownL<n>` group.
+    /// The TopDown level: `n` of a `TopdownL<n>` group (Intel) or a `PipelineL<n>`
+    /// group (AMD).
     pub fn level(&self) -> Option<u32> {
         self.groups
             .iter()
-            .filter_map(|g| g.strip_prefix("TopdownL")?.parse().ok())
+            .filter_map(|g| {
+                g.strip_prefix("TopdownL")
+                    .or_else(|| g.strip_prefix("PipelineL"))?
+                    .parse()
+                    .ok()
+            })
             .min()
     }
 }
@@ -77,7 +92,119 @@ fn split_unit(desc: &str) -> (String, Option<String>) {
     (d.to_string(), None)
 }
 
+/// One metric of a kernel `pmu-events` JSON file.
+#[derive(Deserialize)]
+struct JsonMetric {
+    #[serde(rename = "MetricName")]
+    name: String,
+    #[serde(rename = "MetricExpr")]
+    expr: String,
+    #[serde(rename = "MetricGroup", default)]
+    groups: Option<String>,
+    #[serde(rename = "BriefDescription", default)]
+    description: Option<String>,
+    #[serde(rename = "Unit", default)]
+    unit: Option<String>,
+}
+
+/// The most `perf list --details` may print (a few hundred KiB today).
+const MAX_LISTING_BYTES: u64 = 64 << 20;
+
 impl PerfTables {
+    /// The metrics of the kernel's `pmu-events` metric JSON files
+    /// (`tools/perf/pmu-events/arch/x86/amdzen4/pipeline.json`): arrays of objects
+    /// with `MetricName`, `MetricExpr`, `MetricGroup` (`;`-separated),
+    /// `BriefDescription` and, on hybrid models, `Unit`. Objects without a
+    /// `MetricName` (event files) are an error naming the file.
+    pub fn from_json(texts: &[(&str, &str)]) -> Result<PerfTables, Error> {
+        let mut out = PerfTables::default();
+        for (name, text) in texts {
+            let list: Vec<JsonMetric> = serde_json::from_str(text)
+                .map_err(|e| perf_err(format!("{name} is not a perf metrics JSON file: {e}")))?;
+            for m in list {
+                out.metrics.push(PerfMetric {
+                    name: m.name,
+                    unit: m.unit.filter(|u| !u.is_empty()),
+                    description: m.description.unwrap_or_default(),
+                    expr: m.expr,
+                    groups: m
+                        .groups
+                        .unwrap_or_default()
+                        .split(';')
+                        .map(str::trim)
+                        .filter(|g| !g.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The tables of the installed perf for `cpuid` (`GenuineIntel-6-7E-5`):
+    /// `PERF_CPUID=cpuid perf list --details`, read within 64 MiB. Errors: perf is not
+    /// installed, it fails, or it prints no metric groups.
+    pub fn from_perf(cpuid: &str) -> Result<PerfTables, Error> {
+        let child = Command::new("perf")
+            .args(["list", "--details"])
+            .env("PERF_CPUID", cpuid)
+            .env("PERF_PAGER", "cat")
+            .env("COLUMNS", "100000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::NoPerf);
+            }
+            Err(e) => return Err(perf_err(format!("cannot run `perf list --details`: {e}"))),
+        };
+        // stderr in a thread, so that a perf filling it cannot block the reading of stdout.
+        let stderr = child.stderr.take().map(|e| {
+            std::thread::spawn(move || {
+                let mut e = e;
+                let mut err = Vec::new();
+                let _ = (&mut e).take(64 << 10).read_to_end(&mut err);
+                let _ = std::io::copy(&mut e, &mut std::io::sink());
+                err
+            })
+        });
+        let mut text = Vec::new();
+        let read = child
+            .stdout
+            .take()
+            .map(|o| o.take(MAX_LISTING_BYTES + 1).read_to_end(&mut text));
+        if text.len() as u64 > MAX_LISTING_BYTES {
+            let _ = child.kill();
+        }
+        let status = child
+            .wait()
+            .map_err(|e| perf_err(format!("waiting for `perf list --details`: {e}")))?;
+        let err = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+        if let Some(Err(e)) = read {
+            return Err(perf_err(format!("reading `perf list --details`: {e}")));
+        }
+        if text.len() as u64 > MAX_LISTING_BYTES {
+            return Err(perf_err(
+                "`perf list --details` printed more than 64 MiB: not a listing",
+            ));
+        }
+        if !status.success() {
+            let err = String::from_utf8_lossy(&err);
+            let first = err
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("");
+            return Err(perf_err(format!(
+                "`perf list --details` failed ({status}): {first}"
+            )));
+        }
+        PerfTables::parse(&String::from_utf8_lossy(&text))
+    }
+
     /// Reads the `Metric Groups:` part of `perf list --details` output.
     pub fn parse(listing: &str) -> Result<PerfTables, Error> {
         struct Entry {
@@ -179,30 +306,31 @@ impl PerfTables {
         u
     }
 
-    /// The TopDown tree (metrics of a `TopdownL<n>` group) of `unit` (`cpu_core`) as a
+    /// The TopDown tree (metrics of a `TopdownL<n>` or `PipelineL<n>` group) of `unit`
+    /// (`cpu_core`; None: the metrics without a unit, on models with one core PMU) as a
     /// [`MetricFile`], in tree order (each node followed by its children).
-    pub fn metric_file(&self, unit: &str) -> Result<MetricFile, Error> {
+    pub fn metric_file(&self, unit: Option<&str>) -> Result<MetricFile, Error> {
         // The metrics a name refers to: those of the unit, else those with no unit.
         let mut by_name: BTreeMap<&str, &PerfMetric> = BTreeMap::new();
         for m in self.metrics.iter().filter(|m| m.unit.is_none()) {
             by_name.insert(&m.name, m);
         }
-        for m in self
-            .metrics
-            .iter()
-            .filter(|m| m.unit.as_deref() == Some(unit))
-        {
+        for m in self.metrics.iter().filter(|m| m.unit.as_deref() == unit) {
             by_name.insert(&m.name, m);
         }
         let tree: Vec<&PerfMetric> = self
             .metrics
             .iter()
-            .filter(|m| m.unit.as_deref() == Some(unit) && m.level().is_some())
+            .filter(|m| m.unit.as_deref() == unit && m.level().is_some())
             .collect();
         if tree.is_empty() {
-            return Err(perf_err(format!(
-                "perf's tables have no TopDown metrics (TopdownL1...) for {unit}"
-            )));
+            return Err(perf_err(match unit {
+                Some(unit) => {
+                    format!("perf's tables have no TopDown metrics (TopdownL1...) for {unit}")
+                }
+                None => "perf's tables have no TopDown metrics (TopdownL1... or PipelineL1...)"
+                    .to_string(),
+            }));
         }
         let mut x = Expander {
             by_name: &by_name,
@@ -214,12 +342,12 @@ impl PerfTables {
             let names = formula.names();
             let events: Vec<(String, String)> = names
                 .iter()
-                .filter(|n| **n != "#smt_on")
+                .filter(|n| !n.starts_with('#'))
                 .map(|n| (n.to_string(), n.to_string()))
                 .collect();
             let constants: Vec<(String, String)> = names
                 .iter()
-                .filter(|n| **n == "#smt_on")
+                .filter(|n| n.starts_with('#'))
                 .map(|n| (n.to_string(), n.to_string()))
                 .collect();
             let parent = m
@@ -275,7 +403,7 @@ struct Expander<'a> {
 
 impl<'a> Expander<'a> {
     fn lookup(&self, name: &str) -> Option<&'a PerfMetric> {
-        if name == "#smt_on" {
+        if name.starts_with('#') {
             return None;
         }
         let by_name = self.by_name;
@@ -440,7 +568,7 @@ tma_backend_bound_group:
             be.expr,
             "topdown\\-be\\-bound / (topdown\\-fe\\-bound + topdown\\-be\\-bound) + 0*SLOTS"
         );
-        let atom = t.metric_file("cpu_atom").expect("atom");
+        let atom = t.metric_file(Some("cpu_atom")).expect("atom");
         assert_eq!(atom.metrics.len(), 1);
         assert_eq!(
             atom.metrics[0].events,
@@ -462,7 +590,7 @@ tma_backend_bound_group:
         let v = MetricFile::evaluate(&atom.select(&[1], false), &c, &Constants::default());
         assert_eq!(v[0].value, Some(0.5));
         // The core's tree: tma_core_bound refers to a cycle.
-        let e = t.metric_file("cpu_core").expect_err("cycle");
+        let e = t.metric_file(Some("cpu_core")).expect_err("cycle");
         assert!(
             e.to_string()
                 .contains("refers to itself (tma_core_bound -> tma_loop -> tma_loop2 -> tma_loop)"),
@@ -474,7 +602,7 @@ tma_backend_bound_group:
     fn core_tree_with_smt_and_unknown_constructs() {
         let text = LISTING.replace("tma_backend_bound - tma_loop", "tma_backend_bound - 0.1");
         let t = PerfTables::parse(&text).expect("parses");
-        let core = t.metric_file("cpu_core").expect("core");
+        let core = t.metric_file(Some("cpu_core")).expect("core");
         let names: Vec<(&str, u32, Option<&str>)> = core
             .metrics
             .iter()
@@ -506,7 +634,7 @@ tma_backend_bound_group:
         let bad = LISTING.replace("[5 * CLKS]", "[source_count(CLKS)]");
         let e = PerfTables::parse(&bad)
             .expect("parses")
-            .metric_file("cpu_atom")
+            .metric_file(Some("cpu_atom"))
             .expect_err("source_count");
         assert!(
             e.to_string()
@@ -514,6 +642,6 @@ tma_backend_bound_group:
             "{e}"
         );
         assert!(PerfTables::parse("cycles\n").is_err());
-        assert!(t.metric_file("cpu_x").is_err());
+        assert!(t.metric_file(Some("cpu_x")).is_err());
     }
 }

@@ -8,11 +8,16 @@
 //! - The fixed counters (`INST_RETIRED.ANY`, `CPU_CLK_UNHALTED.THREAD` and `.THREAD_ANY`,
 //!   `CPU_CLK_UNHALTED.REF_TSC`) take no general counter either.
 //! - Every other event takes a general counter: at most 4 per group with SMT on (the
-//!   sibling thread has the other 4), 8 with SMT off. The events of a metric are kept in
-//!   one group where they fit, so its ratio comes from one time slice; groups are then
-//!   multiplexed and scaled.
+//!   sibling thread has the other 4), 8 with SMT off. AMD Zen 4 and Zen 5 have 6 core
+//!   counters per thread, SMT or not, and no fixed counter for these events. The events
+//!   of a metric are kept in one group where they fit, so its ratio comes from one time
+//!   slice; groups are then multiplexed and scaled.
+//!
+//! Events are named as the formulas name them: Intel's files (`PERF_METRICS.RETIRING`,
+//! `TOPDOWN.SLOTS:perf_metrics`) or perf's language (`topdown-retiring`,
+//! `TOPDOWN.SLOTS`, `cpu@INT_MISC.RECOVERY_CYCLES,cmask=1,edge@`).
 
-use super::{Constants, Metric, Model, counts::perf_name};
+use super::{Constants, Metric, Model, counts::perf_metrics_config, counts::perf_name};
 
 /// What a group holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,30 +51,40 @@ impl Group {
 }
 
 /// General counters per group.
-pub fn general_counters(smt: bool) -> usize {
-    if smt { 4 } else { 8 }
+pub fn general_counters(model: Model, smt: bool) -> usize {
+    if model.is_amd() {
+        6
+    } else if smt {
+        4
+    } else {
+        8
+    }
 }
 
-fn is_fixed(event: &str) -> bool {
-    matches!(
-        event,
-        "INST_RETIRED.ANY"
-            | "CPU_CLK_UNHALTED.THREAD"
-            | "CPU_CLK_UNHALTED.THREAD_P"
-            | "CPU_CLK_UNHALTED.THREAD_ANY"
-            | "CPU_CLK_UNHALTED.REF_TSC"
-    )
+fn is_fixed(event: &str, model: Model) -> bool {
+    !model.is_amd()
+        && matches!(
+            event,
+            "INST_RETIRED.ANY"
+                | "CPU_CLK_UNHALTED.THREAD"
+                | "CPU_CLK_UNHALTED.THREAD_P"
+                | "CPU_CLK_UNHALTED.THREAD_ANY"
+                | "CPU_CLK_UNHALTED.REF_TSC"
+        )
 }
 
 fn is_perf_metrics(event: &str, model: Model) -> bool {
-    model.has_perf_metrics()
-        && (event.starts_with("PERF_METRICS.") || event.starts_with("TOPDOWN.SLOTS"))
+    model.has_perf_metrics() && perf_metrics_config(event).is_some()
+}
+
+fn is_slots(event: &str) -> bool {
+    perf_metrics_config(event) == Some(0x400)
 }
 
 /// Groups the events of `metrics` for `model`: those their formulas need with this SMT
 /// setting (a Skylake formula with SMT off needs no `CPU_CLK_UNHALTED.THREAD_ANY`).
 pub fn schedule(metrics: &[&Metric], model: Model, smt: bool) -> Vec<Group> {
-    let cap = general_counters(smt);
+    let cap = general_counters(model, smt);
     let mut topdown: Vec<String> = Vec::new();
     let mut fixed: Vec<String> = Vec::new();
     let mut bundles: Vec<Vec<String>> = Vec::new();
@@ -85,7 +100,7 @@ pub fn schedule(metrics: &[&Metric], model: Model, smt: bool) -> Vec<Group> {
                 if !topdown.iter().any(|t| t == e) {
                     topdown.push(e.to_string());
                 }
-            } else if is_fixed(e) {
+            } else if is_fixed(e, model) {
                 if !fixed.iter().any(|t| t == e) {
                     fixed.push(e.to_string());
                 }
@@ -103,10 +118,10 @@ pub fn schedule(metrics: &[&Metric], model: Model, smt: bool) -> Vec<Group> {
         // `slots` leads; the topdown events follow in the file's order.
         let slots = topdown
             .iter()
-            .position(|e| e.starts_with("TOPDOWN.SLOTS"))
+            .position(|e| is_slots(e))
             .map(|i| topdown.remove(i))
             .unwrap_or_else(|| "TOPDOWN.SLOTS:perf_metrics".to_string());
-        topdown.retain(|e| !e.starts_with("TOPDOWN.SLOTS"));
+        topdown.retain(|e| !is_slots(e));
         let mut events = vec![slots];
         events.extend(topdown);
         groups.push(Group {
@@ -270,6 +285,38 @@ mod tests {
         );
         assert!(apply_modifiers(0x3c, "filter1=0x40433").is_err());
         assert!(apply_modifiers(0x3c, "c300").is_err());
+    }
+
+    #[test]
+    fn perf_names_and_amd_counters() {
+        let m = metric(&[
+            "topdown-fe-bound",
+            "TOPDOWN.SLOTS",
+            "topdown-retiring",
+            "INT_MISC.UOP_DROPPING",
+            "cpu@INT_MISC.RECOVERY_CYCLES,cmask=1,edge@",
+        ]);
+        let g = schedule(&[&m], Model::IceLake, true);
+        assert_eq!(g[0].kind, GroupKind::PerfMetrics);
+        assert_eq!(
+            g[0].events,
+            ["TOPDOWN.SLOTS", "topdown-fe-bound", "topdown-retiring"]
+        );
+        assert_eq!(g[1].events.len(), 2);
+        // Zen: 6 counters whatever SMT, `ls_not_halted_cyc` on one of them.
+        let names: Vec<String> = (0..8).map(|i| format!("e{i}")).collect();
+        let mut evs: Vec<&str> = names.iter().map(String::as_str).collect();
+        evs.push("CPU_CLK_UNHALTED.THREAD");
+        let m = metric(&evs);
+        for smt in [true, false] {
+            let g = schedule(&[&m], Model::Zen4, smt);
+            assert!(g.iter().all(|g| g.kind == GroupKind::General), "{g:?}");
+            assert_eq!(
+                g.iter().map(|g| g.events.len()).collect::<Vec<_>>(),
+                [6, 3],
+                "{g:?}"
+            );
+        }
     }
 
     #[test]
