@@ -22,6 +22,7 @@ const CPUID: &str = "GenuineIntel-6-97-0";
 const REFERENCE_PY: &str = r##"
 import json, random, re, sys
 listing, outdir, nsets = sys.argv[1], sys.argv[2], int(sys.argv[3])
+units = [u if u else None for u in sys.argv[4].split(",")]
 text = open(listing).read()
 text = text[text.index("Metric Groups:"):]
 metrics = {}  # (name, unit) -> {"expr", "groups"}
@@ -59,6 +60,8 @@ def to_python(expr):
             return t
         if t.lower() == "#smt_on":
             return "SMT"
+        if t.lower() == "#core_wide":
+            return "0"
         return "V(%r)" % re.sub(r"\\(.)", r"\1", t)
     return TOKEN.sub(sub, expr)
 
@@ -77,7 +80,7 @@ def evaluate(unit, name, counts, smt, depth=0):
 def events(unit, name, out, depth=0):
     d = lookup(unit, name)
     for t in TOKEN.findall(d["expr"]):
-        if t in ("if", "else", "min", "max") or t.lower() == "#smt_on":
+        if t in ("if", "else", "min", "max") or t.lower() in ("#smt_on", "#core_wide"):
             continue
         n = re.sub(r"\\(.)", r"\1", t)
         if lookup(unit, n) is not None:
@@ -90,7 +93,7 @@ def level(d):
     return min(ls) if ls else None
 
 tree = {}
-for unit in ("cpu_core", "cpu_atom"):
+for unit in units:
     names = {n for (n, u), d in by.items() if u == unit and level(d) in (1, 2)}
     tree[unit] = {}
     for n in names:
@@ -111,39 +114,49 @@ for k in range(nsets):
     with open(path, "w") as f:
         for e, v in counts.items():
             key = e.lower() if rng.random() < 0.3 else e
+            # perf's `cpu@ev,cmask=1@` as perf stat names it: `cpu/ev,cmask=0x1/`.
+            m = re.fullmatch(r"(\w+)@(.*)@", e)
+            if m and rng.random() < 0.5:
+                terms = [re.sub(r"=(\d+)$", lambda d: "=%#x" % int(d.group(1)), t) for t in m.group(2).split(",")]
+                key = "%s/%s/" % (m.group(1), ",".join(terms))
             f.write(json.dumps({"event": key, "value": v, "scaled": v, "supported": True}) + "\n")
     want = {}
     for unit in tree:
-        want[unit] = {}
+        want[unit or "none"] = {}
         for n, (lv, parent) in tree[unit].items():
             try:
                 v = evaluate(unit, n, counts, 1 if smt else 0)
             except ZeroDivisionError:
                 v = None
-            want[unit][n] = [lv, parent, v]
+            want[unit or "none"][n] = [lv, parent, v]
     print(json.dumps({"counts": path, "smt": "on" if smt else "off", "want": want}))
 "##;
 
 fn perf_listing() -> Option<String> {
+    perf_listing_of(CPUID, "Unit: cpu_atom", "Alder Lake")
+}
+
+/// `PERF_CPUID=cpuid perf list --details`, when it has `mark` (else a skip).
+fn perf_listing_of(cpuid: &str, mark: &str, what: &str) -> Option<String> {
     if !common::perf_available() {
         skip(
             Why::Setup,
-            "perf is not installed (Alder Lake's formulas are read from its tables)",
+            format!("perf is not installed ({what}'s formulas are read from its tables)"),
         );
         return None;
     }
     let out = Command::new("perf")
         .args(["list", "--details"])
-        .env("PERF_CPUID", CPUID)
+        .env("PERF_CPUID", cpuid)
         .env("PERF_PAGER", "cat")
         .env("COLUMNS", "100000")
         .output()
         .expect("run perf list");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !text.contains("Unit: cpu_atom") {
+    if !text.contains(mark) {
         skip(
             Why::Setup,
-            "the installed perf has no Alder Lake metric tables (perf 6.1 or later has them)",
+            format!("the installed perf has no {what} metric tables (perf 6.1 or later has them)"),
         );
         return None;
     }
@@ -182,6 +195,7 @@ fn adl_levels_1_and_2_of_both_core_types_match_perfs_expressions_evaluated_by_py
         .arg(&listing_path)
         .arg(&dir)
         .arg("12")
+        .arg("cpu_core,cpu_atom")
         .output()
         .expect("run python3");
     assert!(
@@ -345,4 +359,106 @@ fn adl_both_core_types_by_default_and_clear_errors() {
         run.dump()
     );
     assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.dump());
+}
+
+/// Skylake, Skylake-X, Ice Lake and Sapphire Rapids from the installed perf's tables:
+/// what `hwprof metrics --cpu MODEL` uses when no `--perfmon-dir` is given and perf has
+/// them. Levels 1 and 2, checked against perf's expression text evaluated by Python
+/// (`#core_wide` is 0: counts of a command), with the `cpu@..@` events given in perf
+/// stat's spelling (`cpu/ev,cmask=0x1,edge/`) half the time.
+#[test]
+fn intel_models_from_perfs_tables_match_perfs_expressions_evaluated_by_python() {
+    if !python3() {
+        return;
+    }
+    let dir = common::scratch_path("metrics_perf_intel");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    for (cpu, cpuid) in [
+        ("skl", "GenuineIntel-6-5E-3"),
+        ("skx", "GenuineIntel-6-55-4"),
+        ("icl", "GenuineIntel-6-7E-5"),
+        ("spr", "GenuineIntel-6-8F-4"),
+    ] {
+        let Some(listing) = perf_listing_of(cpuid, "TopdownL2:", cpu) else {
+            return;
+        };
+        let listing_path = dir.join(format!("{cpu}.txt"));
+        std::fs::write(&listing_path, &listing).expect("write listing");
+        let sets = dir.join(cpu);
+        std::fs::create_dir_all(&sets).expect("sets dir");
+        let py = Command::new("python3")
+            .arg("-c")
+            .arg(REFERENCE_PY)
+            .arg(&listing_path)
+            .arg(&sets)
+            .arg("8")
+            .arg("")
+            .output()
+            .expect("run python3");
+        assert!(
+            py.status.success(),
+            "python3 failed: {}",
+            String::from_utf8_lossy(&py.stderr)
+        );
+        let mut compared = [0usize; 3];
+        for line in String::from_utf8_lossy(&py.stdout).lines() {
+            let set: Value = serde_json::from_str(line).expect("reference line");
+            let counts = set["counts"].as_str().expect("counts");
+            let smt = set["smt"].as_str().expect("smt");
+            let want = set["want"]["none"].as_object().expect("no unit");
+            let mut cmd = Command::new(common::hwprof_bin());
+            cmd.args([
+                "metrics", "--cpu", cpu, "--smt", smt, "--level", "2", "--json", "--counts", counts,
+            ])
+            .env_remove("HWPROF_PERFMON_DIR");
+            let run = run_cmd(&mut cmd, common::TIMEOUT);
+            run.assert_ok();
+            assert!(
+                run.stderr.contains(&format!("PERF_CPUID={cpuid}")),
+                "the source is said: {}",
+                run.dump()
+            );
+            let got: BTreeMap<String, Value> = run
+                .stdout
+                .lines()
+                .map(|l| {
+                    let v: Value = serde_json::from_str(l).expect("json line");
+                    assert_eq!(v["source"], "perf", "{l}");
+                    (v["name"].as_str().expect("name").to_string(), v)
+                })
+                .collect();
+            let mut want_names: Vec<&String> = want.keys().collect();
+            want_names.sort();
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                want_names,
+                "{cpu}: the metrics"
+            );
+            assert_eq!(want.len(), 12, "{cpu}: 4 + 8 TopDown nodes");
+            for (name, w) in want {
+                let g = &got[name];
+                assert_eq!(g["level"], w[0], "{cpu} {name}: level");
+                assert_eq!(g["parent"], w[1], "{cpu} {name}: parent");
+                match (w[2].as_f64(), g["value"].as_f64()) {
+                    (Some(a), Some(b)) => {
+                        assert!(
+                            (a - b).abs() * 100.0 <= 0.01,
+                            "{cpu} {name} (smt {smt}, {counts}): perf's expression {a}, hwprof {b}"
+                        );
+                        compared[w[0].as_u64().unwrap_or(0) as usize] += 1;
+                    }
+                    (None, None) => {}
+                    (a, b) => panic!("{cpu} {name}: python {a:?}, hwprof {b:?}: {g}"),
+                }
+            }
+        }
+        assert!(
+            compared[1] >= 8 * 3 && compared[2] >= 8 * 6,
+            "{cpu}: {compared:?}"
+        );
+        common::report_line(&format!(
+            "metrics {cpu} from perf's tables: {} level-1 and {} level-2 values agree with Python",
+            compared[1], compared[2]
+        ));
+    }
 }
