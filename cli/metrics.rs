@@ -189,7 +189,7 @@ pub fn run(a: MetricsArgs) -> anyhow::Result<u8> {
     let levels: Vec<u32> = (1..=a.level).collect();
     let selected = loaded.file.select(&levels, a.all);
     let values = MetricFile::evaluate(&selected, &counts, &consts);
-    say_source(model.dir(), &loaded.source);
+    say_source(model.label(), &loaded.source);
     let out = std::io::stdout();
     let mut out = out.lock();
     print(&mut out, &values, a.json, &loaded.source)?;

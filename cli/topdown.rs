@@ -158,7 +158,7 @@ pub fn run(a: &StatArgs, stop: &Stop) -> anyhow::Result<u8> {
         ..Constants::default()
     };
     let values = MetricFile::evaluate(&selected, &counts, &consts);
-    crate::metrics::say_source(model.dir(), &loaded.source);
+    crate::metrics::say_source(model.label(), &loaded.source);
     let mut sink = Sink::open(a.output.as_deref())?;
     crate::metrics::print(sink.w(), &values, a.json, &loaded.source)?;
     sink.commit()?;

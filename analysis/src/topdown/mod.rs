@@ -186,6 +186,15 @@ impl Model {
         }
     }
 
+    /// How messages name the model: perfmon's folder (`SKL`), or `zen4`.
+    pub fn label(self) -> &'static str {
+        if self.is_amd() {
+            self.name()
+        } else {
+            self.dir()
+        }
+    }
+
     /// The CPU name (`skylake`), as in perfmon's file names (pmu's name of the model).
     pub fn name(self) -> &'static str {
         cpu::Model::from(self).name()
@@ -274,7 +283,7 @@ pub fn find_file(perfmon_dir: &Path, model: Model) -> Result<PathBuf, Error> {
             Ok(p)
         } else {
             Err(Error::NotFound {
-                model: model.dir().to_string(),
+                model: model.label().to_string(),
                 dir: perfmon_dir.to_path_buf(),
                 what: model.tree_description(),
                 file: model.metrics_file(),
@@ -294,7 +303,7 @@ pub fn find_file(perfmon_dir: &Path, model: Model) -> Result<PathBuf, Error> {
         }
     }
     Err(Error::NotFound {
-        model: model.dir().to_string(),
+        model: model.label().to_string(),
         dir: perfmon_dir.to_path_buf(),
         what: model.tree_description(),
         file: model.metrics_file(),

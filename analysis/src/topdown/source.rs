@@ -229,7 +229,7 @@ pub fn load(r: &Request<'_>) -> Result<Loaded, Error> {
                         "pass --perfmon-dir DIR (a checkout of https://github.com/intel/perfmon) or install perf 6.1 or later"
                     };
                     return Err(Error::NoSource {
-                        model: model.dir().to_string(),
+                        model: model.label().to_string(),
                         perf,
                         download: format!("the pinned copy cannot be had: {download}"),
                         hint: hint.to_string(),
