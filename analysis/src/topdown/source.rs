@@ -166,14 +166,19 @@ fn from_perf(cpuid: &str) -> Result<MetricFile, String> {
         Error::NoPerf => "perf is not installed".to_string(),
         e => format!("perf's tables cannot be used ({e})"),
     })?;
-    tables.metric_file(None).map_err(|e| {
-        format!("the installed perf has no TopDown metrics for PERF_CPUID={cpuid} ({e})")
+    tables.metric_file(None).map_err(|e| match e {
+        Error::PerfTables(m) if m.starts_with("perf's tables have no TopDown") => {
+            format!("the installed perf has no TopDown metrics for PERF_CPUID={cpuid}")
+        }
+        e => format!(
+            "the installed perf's TopDown metrics for PERF_CPUID={cpuid} cannot be used ({e})"
+        ),
     })
 }
 
 fn fetched(model: Model, rel: &str, c: &fetch::Config) -> Result<Fetched, String> {
-    let p =
-        fetch::pinned(rel).ok_or_else(|| format!("no pinned copy of {rel} for {}", model.dir()))?;
+    let p = fetch::pinned(rel)
+        .ok_or_else(|| format!("no pinned copy of {rel} for {}", model.label()))?;
     fetch::fetch(p, c).map_err(|e| e.to_string())
 }
 
