@@ -319,9 +319,15 @@ mod tests {
         let text = "100,,cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/,1000,100.00,,\n\
             7,,cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/u,1000,100.00,,\n\
             CPU3,5,,cpu/event=0xc1/,1000,100.00,,\n\
-            9,,ex_ret_ops,1000,100.00,,\n";
+            9,,ex_ret_ops,1000,100.00,,\n\
+            3,,cpu/x.y,cmask=012/,1000,100.00,,\n";
         let c = Counts::parse(text).expect("parses");
-        assert_eq!(c.len(), 4, "{c:?}");
+        assert_eq!(c.len(), 5, "{c:?}");
+        assert_eq!(
+            c.get("cpu@x.y,cmask=0xc@"),
+            Some(3.0),
+            "numbers compared as numbers"
+        );
         assert_eq!(
             c.get("cpu@de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6@"),
             Some(100.0)
