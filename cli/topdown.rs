@@ -148,7 +148,7 @@ pub fn run(a: &StatArgs, stop: &Stop) -> anyhow::Result<u8> {
         ..Constants::default()
     };
     let values = MetricFile::evaluate(&selected, &counts, &consts);
-    let mut sink = Sink::open(a.output.as_deref())?;
+    let mut sink = Sink::open(a.output.as_deref(), stop)?;
     crate::metrics::print(sink.w(), &values, a.json)?;
     sink.commit()?;
     Ok(run.exit.map_or(0, |x| u8::try_from(x.code).unwrap_or(1)))
