@@ -37,7 +37,9 @@ pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
 /// Errors that carry a source often print it in their own message too (`cannot write
 /// X: No such file or directory`, then the I/O error itself), so a cause whose text is
 /// already in the line is left out; and Rust's ` (os error N)` after an OS error's text
-/// is dropped (the text says it). Every error hwprof prints goes through here.
+/// is dropped (the text says it). Every error hwprof prints goes through here, and
+/// what it quotes (a path, a comm name, an input line) is escaped
+/// ([`crate::render::escape`]): the line holds no control character.
 pub fn error_line(err: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for e in err.chain() {
@@ -57,7 +59,7 @@ pub fn error_line(err: &anyhow::Error) -> String {
         }
         parts.push(text.to_string());
     }
-    parts.join(": ")
+    crate::render::escape(&parts.join(": ")).into_owned()
 }
 
 /// Whether `err` comes from writing into a pipe whose reader has gone (`| head`): such
@@ -162,6 +164,17 @@ mod tests {
         let inner = hwprof_sampler::Error::io("writing f", io());
         let err = anyhow::Error::from(inner).context("writing f");
         assert_eq!(error_line(&err), "writing f: No such file or directory");
+    }
+
+    /// What an error quotes (a comm, a path, an input line) cannot put a control
+    /// character on the terminal.
+    #[test]
+    fn error_lines_hold_no_control_characters() {
+        let err = anyhow::anyhow!("no sample of 'a\x1b[31mb\nc;d'").context("reading x\ty");
+        let line = error_line(&err);
+        // Line breaks join an error's lines (some span several); the rest is escaped.
+        assert_eq!(line, "reading x\\ty: no sample of 'a\\x1b[31mb c;d'");
+        assert!(!line.chars().any(char::is_control), "{line:?}");
     }
 
     /// A closed pipe is recognised whatever wrote into it: serde_json hides its

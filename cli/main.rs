@@ -46,6 +46,7 @@ fn main() -> ExitCode {
                 .next()
                 .unwrap_or("bad arguments")
                 .trim_start_matches("error: ");
+            let first = render::escape(first);
             eprintln!("hwprof: {first} (see `hwprof --help`)");
             return ExitCode::from(2);
         }

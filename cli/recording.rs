@@ -84,7 +84,7 @@ pub fn record(
 ) -> anyhow::Result<Recorded> {
     let note = |n: &String| {
         if !quiet {
-            eprintln!("hwprof: note: {n}");
+            eprintln!("hwprof: note: {}", crate::render::escape(n));
         }
     };
     let recorder = match Recorder::open(rec) {
