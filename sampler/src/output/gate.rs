@@ -126,10 +126,7 @@ impl Gate {
     fn given_up(&self) -> io::Error {
         io::Error::other(Stopped::new(
             &self.stop,
-            format!(
-                "stopped while the reader was not reading (nothing taken for {} s after the stop): the output is incomplete",
-                GRACE.as_secs()
-            ),
+            "stopped while the reader was not reading: the output is incomplete",
         ))
     }
 
@@ -177,9 +174,21 @@ impl Gate {
         let deadline = Instant::now() + GRACE;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || self.stop.times() > seen {
+            let why = if left.is_zero() {
+                format!("it took nothing for {} s after the stop", GRACE.as_secs())
+            } else if self.stop.times() > seen {
+                "stopped a second time".to_string()
+            } else {
+                String::new()
+            };
+            if !why.is_empty() {
                 self.abandoned = true;
-                return Err(self.given_up());
+                return Err(io::Error::other(Stopped::new(
+                    &self.stop,
+                    format!(
+                        "stopped while the reader was not reading ({why}): the output is incomplete"
+                    ),
+                )));
             }
             let mut fds = [PollFd::from_borrowed_fd(out, PollFlags::OUT)];
             match poll(&mut fds, Some(&timespec(left.min(RETRY_MAX)))) {
