@@ -31,7 +31,10 @@ const DEFAULT_EVENTS: &str =
 /// Runs `hwprof bench`.
 pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     run_checked(a, stop).map_err(|e| {
-        if crate::error::exit_code_of(&e) == 2 || crate::error::is_broken_pipe(&e) {
+        if crate::error::exit_code_of(&e) == 2
+            || crate::error::is_broken_pipe(&e)
+            || crate::error::stopped(&e).is_some()
+        {
             e
         } else {
             ExitWith(3, crate::error::error_line(&e)).into()
@@ -72,7 +75,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     // The baseline's output is opened now: it cannot be saved → nothing runs.
     let mut saver = match &a.save {
-        Some(name) => Some(prepare_save(name, &a.baseline_dir)?),
+        Some(name) => Some(prepare_save(name, &a.baseline_dir, stop)?),
         None => None,
     };
     let enc = crate::encode::encoder(None, &a.event_file)?;
@@ -102,7 +105,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     // The report's stdout, taken before any run: the command's own stdout then goes to
     // stderr (--show-output), so the report stays clean.
-    let report = crate::outfile::open_for_target(Path::new("-"), &crate::outfile::REPORT)?;
+    let report = crate::outfile::open_for_target(Path::new("-"), &crate::outfile::REPORT, stop)?;
     let runner = Runner::new(events, a.show_output, a.ignore_failure);
 
     let mut sides: Vec<Vec<String>> = Vec::new();
@@ -204,7 +207,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
 /// renamed into place by [`save`], or a device or FIFO written directly). That is the
 /// check that it can be saved; dropped unsaved (a failed or interrupted run), nothing
 /// is left behind.
-fn prepare_save(name: &str, dir: &Path) -> anyhow::Result<(PathBuf, Output)> {
+fn prepare_save(name: &str, dir: &Path, stop: &Stop) -> anyhow::Result<(PathBuf, Output)> {
     let path = doc::baseline_path(name, dir);
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -216,7 +219,7 @@ fn prepare_save(name: &str, dir: &Path) -> anyhow::Result<(PathBuf, Output)> {
         std::fs::create_dir_all(&parent)
             .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
     }
-    let out = crate::outfile::create(&path, &crate::outfile::REPORT)
+    let out = crate::outfile::create(&path, &crate::outfile::REPORT, stop)
         .with_context(|| format!("cannot save baseline '{name}'"))?;
     Ok((path, out))
 }

@@ -37,7 +37,9 @@ pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
 /// Errors that carry a source often print it in their own message too (`cannot write
 /// X: No such file or directory`, then the I/O error itself), so a cause whose text is
 /// already in the line is left out; and Rust's ` (os error N)` after an OS error's text
-/// is dropped (the text says it). Every error hwprof prints goes through here.
+/// is dropped (the text says it). Every error hwprof prints goes through here, and
+/// what it quotes (a path, a comm name, an input line) is escaped
+/// ([`crate::render::escape`]): the line holds no control character.
 pub fn error_line(err: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for e in err.chain() {
@@ -46,9 +48,18 @@ pub fn error_line(err: &anyhow::Error) -> String {
         if text.is_empty() || parts.iter().any(|p| p.contains(text)) {
             continue;
         }
+        // `writing X`, then a cause that says `writing X: ...` itself: said once.
+        if let Some(last) = parts.last_mut()
+            && text
+                .strip_prefix(last.as_str())
+                .is_some_and(|rest| rest.starts_with(": "))
+        {
+            *last = text.to_string();
+            continue;
+        }
         parts.push(text.to_string());
     }
-    parts.join(": ")
+    crate::render::escape(&parts.join(": ")).into_owned()
 }
 
 /// Whether `err` comes from writing into a pipe whose reader has gone (`| head`): such
@@ -75,8 +86,25 @@ fn cause_is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
         .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
 }
 
-/// 2 for errors in the user's input (events, flags), 1 for everything else.
+/// The [`Stopped`](hwprof_sampler::output::Stopped) behind `err`: an output whose
+/// reader was missing or stalled, given up on Ctrl-C or SIGTERM.
+pub fn stopped(err: &anyhow::Error) -> Option<&hwprof_sampler::output::Stopped> {
+    use hwprof_sampler::output::Stopped;
+    err.chain().find_map(|e| {
+        e.downcast_ref::<Stopped>()
+            .or_else(|| e.downcast_ref::<std::io::Error>().and_then(Stopped::find))
+    })
+}
+
+/// 2 for errors in the user's input (events, flags), 128 + the signal for an output
+/// given up on a signal (130 when it is not known), 1 for everything else.
 pub fn exit_code_of(err: &anyhow::Error) -> u8 {
+    if let Some(s) = stopped(err) {
+        return s
+            .signal
+            .and_then(|n| u8::try_from(128 + n).ok())
+            .unwrap_or(130);
+    }
     for e in err.chain() {
         if e.downcast_ref::<Usage>().is_some() {
             return 2;
@@ -132,6 +160,21 @@ mod tests {
         assert_eq!(error_line(&plain), "reading x: No such file or directory");
         let text = anyhow::anyhow!("a (os error x) b (os error 12) c (os error 3");
         assert_eq!(error_line(&text), "a (os error x) b c (os error 3");
+        // A cause that repeats its context's words first says them once.
+        let inner = hwprof_sampler::Error::io("writing f", io());
+        let err = anyhow::Error::from(inner).context("writing f");
+        assert_eq!(error_line(&err), "writing f: No such file or directory");
+    }
+
+    /// What an error quotes (a comm, a path, an input line) cannot put a control
+    /// character on the terminal.
+    #[test]
+    fn error_lines_hold_no_control_characters() {
+        let err = anyhow::anyhow!("no sample of 'a\x1b[31mb\nc;d'").context("reading x\ty");
+        let line = error_line(&err);
+        // Line breaks join an error's lines (some span several); the rest is escaped.
+        assert_eq!(line, "reading x\\ty: no sample of 'a\\x1b[31mb c;d'");
+        assert!(!line.chars().any(char::is_control), "{line:?}");
     }
 
     /// A closed pipe is recognised whatever wrote into it: serde_json hides its

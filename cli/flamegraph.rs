@@ -399,6 +399,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let early = Some(crate::outfile::open_for_target(
         dest,
         &crate::outfile::REPORT,
+        stop,
     )?);
     let dir = if folded_to_stdout(a) {
         std::env::temp_dir()
@@ -431,7 +432,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         ..RecordOptions::default()
     };
     let data_pages = crate::recording::ring_pages(None)?;
-    let output = crate::recording::open_output(&data)?;
+    let output = crate::recording::open_output(&data, stop)?;
     let list = if default_event {
         EventList::default()
     } else {
@@ -502,7 +503,7 @@ impl std::error::Error for NoSamples {}
 pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = match early {
         Some(o) => o,
-        None => crate::outfile::open(path, &crate::outfile::REPORT)?,
+        None => crate::outfile::open_unwatched(path, &crate::outfile::REPORT)?,
     };
     out.write_all(bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;

@@ -35,7 +35,7 @@ pub fn open(path: &Path) -> anyhow::Result<PerfData> {
         Err(e) => return Err(e).context(format!("reading {}", path.display())),
     };
     for w in data.warnings() {
-        eprintln!("hwprof: warning: {w}");
+        eprintln!("hwprof: warning: {}", crate::render::escape(w));
     }
     Ok(data)
 }
@@ -44,6 +44,6 @@ pub fn open(path: &Path) -> anyhow::Result<PerfData> {
 /// downloads, servers that could not be reached), once each.
 pub fn notices(p: &Profile) {
     for n in &p.notices {
-        eprintln!("hwprof: note: {n}");
+        eprintln!("hwprof: note: {}", crate::render::escape(n));
     }
 }

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
                 .next()
                 .unwrap_or("bad arguments")
                 .trim_start_matches("error: ");
+            let first = render::escape(first);
             eprintln!("hwprof: {first} (see `hwprof --help`)");
             return ExitCode::from(2);
         }
@@ -104,6 +105,9 @@ fn stop_on_signals() -> anyhow::Result<Stop> {
     let installing = || "installing the SIGINT handler";
     let stop = Stop::new().context("creating the stop token")?;
     for sig in [SIGINT, SIGTERM] {
+        // Which signal, then the flag, then the fd (see `Stop::signal_slot`).
+        signal_hook::flag::register_usize(sig, stop.signal_slot(), sig as usize)
+            .context(installing())?;
         signal_hook::flag::register(sig, stop.flag()).context(installing())?;
         let waker = stop.waker().context(installing())?;
         signal_hook::low_level::pipe::register(sig, waker).context(installing())?;

@@ -47,6 +47,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     let early = Some(crate::outfile::open_for_target(
         dest,
         &crate::outfile::REPORT,
+        stop,
     )?);
     let (data, scratch) =
         crate::outfile::recording_path(a.data_file.as_deref(), &std::env::temp_dir())?;
@@ -65,7 +66,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     let dwarf = matches!(mode, CallGraph::Dwarf { .. });
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
     let data_pages = crate::recording::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
-    let output = crate::recording::open_output(&data)?;
+    let output = crate::recording::open_output(&data, stop)?;
     let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
     let command = matches!(target, Target::Command(_));
     let system_wide = target.is_system_wide();

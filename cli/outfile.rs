@@ -3,16 +3,29 @@
 //! perf.data and `0666 & ~umask` for reports), with its errors turned into the binary's:
 //! a path that cannot be an output (a directory, a socket, a missing directory) is a
 //! usage error (exit 2), anything else a failure (exit 1).
+//!
+//! A FIFO without a reader is waited for (as perf does) before any workload starts, and
+//! only until the stop (Ctrl-C, SIGTERM): then nothing has run, and hwprof exits with
+//! 128 + the signal. Writes into a FIFO, a device or a pipe on stdout whose reader
+//! stalls end the same way (see [`hwprof_sampler::output::gate`]).
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
+use hwprof_pmu::stop::Stop;
 use hwprof_sampler::output::{self, Error, Options, Output, ScratchDir};
 
 /// Opens `path` as an output (see the module docs): call it before any workload starts.
-pub fn create(path: &Path, opts: &Options) -> anyhow::Result<Output> {
-    Output::create(path, opts).map_err(convert)
+/// A FIFO without a reader is waited for until `stop`, with a note on stderr.
+pub fn create(path: &Path, opts: &Options, stop: &Stop) -> anyhow::Result<Output> {
+    let mut waiting = |p: &Path| {
+        eprintln!(
+            "hwprof: note: waiting for a reader of the FIFO {} (Ctrl-C to give up)",
+            crate::render::escape(&p.display().to_string())
+        );
+    };
+    Output::create_until(path, opts, stop, &mut waiting).map_err(convert)
 }
 
 /// Finishes `out` (rename into place, or flush).
@@ -38,12 +51,26 @@ pub fn stdout() -> anyhow::Result<Output> {
     Ok(Output::from_stream(std::fs::File::from(data), "-"))
 }
 
-/// Opens a data output: `-` is [`stdout`], anything else [`create`].
-pub fn open(path: &Path, opts: &Options) -> anyhow::Result<Output> {
+/// Opens a data output: `-` is [`stdout`] (its writes into a pipe watched by `stop`),
+/// anything else [`create`].
+pub fn open(path: &Path, opts: &Options, stop: &Stop) -> anyhow::Result<Output> {
+    if path.as_os_str() == "-" {
+        let mut out = stdout()?;
+        out.stop_on(stop).map_err(convert)?;
+        Ok(out)
+    } else {
+        create(path, opts, stop)
+    }
+}
+
+/// [`open`] without a stop, for outputs opened after the target has run by a command
+/// whose Ctrl-C keeps its default action (drawing a recording): a FIFO blocks until a
+/// reader opens it, as with perf, and the signal ends hwprof.
+pub fn open_unwatched(path: &Path, opts: &Options) -> anyhow::Result<Output> {
     if path.as_os_str() == "-" {
         stdout()
     } else {
-        create(path, opts)
+        Output::create(path, opts).map_err(convert)
     }
 }
 
@@ -54,21 +81,21 @@ pub fn open(path: &Path, opts: &Options) -> anyhow::Result<Output> {
 /// never mixes with hwprof's data (`flamegraph --folded`, `offcpu --folded`,
 /// `bench --json --show-output`, `stat -o -`, `probe -o -`), as perf does for its
 /// workload in pipe mode.
-pub fn open_for_target(path: &Path, opts: &Options) -> anyhow::Result<Output> {
-    let out = open(path, opts)?;
+pub fn open_for_target(path: &Path, opts: &Options, stop: &Stop) -> anyhow::Result<Output> {
+    let out = open(path, opts, stop)?;
     keep_stdout_clean(&out)?;
     Ok(out)
 }
 
 /// stdout as a stream for binary data (`record -o -`): refused on a terminal, then
 /// opened as [`open_for_target`] does (fd 1 pointed at stderr).
-pub fn binary_stdout() -> anyhow::Result<Output> {
+pub fn binary_stdout(stop: &Stop) -> anyhow::Result<Output> {
     if std::io::stdout().is_terminal() {
         return crate::error::usage(
             "-o -: stdout is a terminal; pipe it into a reader (`| perf report -i -`, `| hwprof report -i -`) or redirect it to a file",
         );
     }
-    open_for_target(Path::new("-"), &PERF_DATA)
+    open_for_target(Path::new("-"), &PERF_DATA, stop)
 }
 
 /// When `out` is the very file stdout is (`-o -`, `-o /dev/stdout`), points fd 1 at
@@ -123,11 +150,14 @@ pub enum Sink {
 }
 
 impl Sink {
-    /// stderr, or `path` opened now (call it before the target starts).
-    pub fn open(path: Option<&Path>) -> anyhow::Result<Sink> {
+    /// stderr, or `path` opened now (call it before the target starts; a FIFO is
+    /// waited for until `stop`).
+    pub fn open(path: Option<&Path>, stop: &Stop) -> anyhow::Result<Sink> {
         match path {
             None => Ok(Sink::Stderr(std::io::stderr())),
-            Some(dest) => Ok(Sink::File(BufWriter::new(open_for_target(dest, &REPORT)?))),
+            Some(dest) => Ok(Sink::File(BufWriter::new(open_for_target(
+                dest, &REPORT, stop,
+            )?))),
         }
     }
 

@@ -142,7 +142,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         dwarf_stack,
     );
     // The result's output first: a wrong -o fails before anything runs.
-    let mut sink = crate::outfile::Sink::open(a.output.as_deref())?;
+    let mut sink = crate::outfile::Sink::open(a.output.as_deref(), stop)?;
     // JSON on stderr: notes would break it.
     let quiet = a.json && a.output.is_none();
     let sopts = SessionOptions {

@@ -54,7 +54,7 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     let output = if a.dry_run {
         None
     } else {
-        Some(recording::open_output(&a.output)?)
+        Some(recording::open_output(&a.output, stop)?)
     };
     let branch_flag = recording::branch_flag(
         a.branch_filter.as_deref(),

@@ -58,12 +58,12 @@ pub fn ring_pages(m: Option<&str>) -> anyhow::Result<usize> {
 }
 
 /// The perf.data output: stdout for `-`, else a new file (0600, `.old` kept); when it
-/// cannot seek, the target's stdout goes to stderr.
-pub fn open_output(path: &std::path::Path) -> anyhow::Result<Output> {
+/// cannot seek, the target's stdout goes to stderr. A FIFO is waited for until `stop`.
+pub fn open_output(path: &std::path::Path, stop: &Stop) -> anyhow::Result<Output> {
     if path.as_os_str() == "-" {
-        return crate::outfile::binary_stdout();
+        return crate::outfile::binary_stdout(stop);
     }
-    let out = crate::outfile::create(path, &crate::outfile::PERF_DATA)?;
+    let out = crate::outfile::create(path, &crate::outfile::PERF_DATA, stop)?;
     if !out.is_seekable() {
         crate::outfile::keep_stdout_clean(&out)?;
     }
@@ -84,7 +84,7 @@ pub fn record(
 ) -> anyhow::Result<Recorded> {
     let note = |n: &String| {
         if !quiet {
-            eprintln!("hwprof: note: {n}");
+            eprintln!("hwprof: note: {}", crate::render::escape(n));
         }
     };
     let recorder = match Recorder::open(rec) {

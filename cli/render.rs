@@ -19,6 +19,11 @@ pub enum Format {
 
 pub use hwprof_pmu::stat::Line;
 
+/// The one escaping of names from outside in text output (comm names, paths, symbols,
+/// input lines echoed in messages): control characters as `\n`, `\x1b`...; see
+/// [`hwprof_analysis::text`].
+pub use hwprof_analysis::text::{escape, escape_bytes};
+
 /// A number's text with thousands separators in its integer part: `1234567` ->
 /// `1,234,567`, `format_args!("{:.2}", -1234.567)` -> `-1,234.57`. The one thousands
 /// separator of hwprof (stat's tables, flame graph titles, bench reports).

@@ -2,7 +2,9 @@
 //!
 //! Output goes through one locked, buffered stdout; numbers are formatted by hand (no
 //! `fmt`, no per-record serde) because this command is meant to be several times faster
-//! than `perf script` on large files.
+//! than `perf script` on large files. In text, names from the recording (comm names,
+//! paths, event and header strings) are escaped ([`crate::render::escape`]): a record
+//! is one line whatever they hold.
 
 mod out;
 
@@ -15,6 +17,8 @@ use hwprof_sampler::record::{Body, DataSrc, FileId, Record, Sample, kind, misc};
 
 use hwprof_pmu::attr::sample as sample_type;
 use hwprof_symbolize::Locator;
+
+use crate::render::{escape as esc, escape_bytes as esc_bytes};
 use hwprof_symbolize::unwind::{Arch, StreamUnwinder, stream};
 
 use crate::args::{ScriptArgs, ScriptFormat};
@@ -131,14 +135,14 @@ impl Printer {
                 ("cpuid", &f.cpuid),
             ] {
                 if let Some(v) = v {
-                    writeln!(b, "# {k} : {v}")?;
+                    writeln!(b, "# {k} : {}", esc(v))?;
                 }
             }
             if let Some((avail, online)) = f.nr_cpus {
                 writeln!(b, "# nrcpus online : {online}\n# nrcpus avail : {avail}")?;
             }
             if let Some(c) = &f.cmdline {
-                writeln!(b, "# cmdline : {}", c.join(" "))?;
+                writeln!(b, "# cmdline : {}", esc(&c.join(" ")))?;
             }
             for e in data.attrs() {
                 let a = &e.attr;
@@ -147,7 +151,7 @@ impl Printer {
                     "# event : name = {}, type = {}, config = {:#x}, sample_type = {:#x}, \
                      read_format = {:#x}, sample_period = {}, freq = {}, sample_id_all = {}, \
                      ids = {:?}",
-                    e.name,
+                    esc(&e.name),
                     a.type_,
                     a.config,
                     a.sample_type,
@@ -161,7 +165,7 @@ impl Printer {
             for id in &f.build_ids {
                 b.extend_from_slice(b"# build id ");
                 out::hex_bytes(b, &id.build_id);
-                writeln!(b, " {}", id.filename)?;
+                writeln!(b, " {}", esc(&id.filename))?;
             }
         }
         Ok(())
@@ -452,7 +456,7 @@ impl Printer {
                 } else {
                     'k'
                 },
-                String::from_utf8_lossy(m.filename)
+                esc_bytes(m.filename)
             ),
             Body::Mmap2(m) => {
                 let _ = write!(
@@ -474,12 +478,7 @@ impl Printer {
                         out::hex_bytes(b, id);
                     }
                 }
-                write!(
-                    b,
-                    "]: {} {}",
-                    prot_str(m.prot),
-                    String::from_utf8_lossy(m.filename)
-                )
+                write!(b, "]: {} {}", prot_str(m.prot), esc_bytes(m.filename))
             }
             Body::Comm {
                 pid,
@@ -490,7 +489,7 @@ impl Printer {
                 b,
                 "{} {}: {}/{}",
                 if *exec { " EXEC" } else { "" },
-                String::from_utf8_lossy(comm),
+                esc_bytes(comm),
                 crate::render::id(*pid),
                 crate::render::id(*tid)
             ),
@@ -549,13 +548,9 @@ impl Printer {
             Body::Compressed { data } => write!(b, " data size {}", data.len()),
             Body::Ksymbol {
                 addr, len, name, ..
-            } => write!(
-                b,
-                " addr {addr:#x} len {len} name {}",
-                String::from_utf8_lossy(name)
-            ),
+            } => write!(b, " addr {addr:#x} len {len} name {}", esc_bytes(name)),
             Body::Cgroup { id, path } => {
-                write!(b, " cgroup: {id} {}", String::from_utf8_lossy(path))
+                write!(b, " cgroup: {id} {}", esc_bytes(path))
             }
             Body::Other { payload } => {
                 write!(b, " type {} size {}", rec.header.type_, payload.len())
@@ -589,9 +584,10 @@ fn time(b: &mut Vec<u8>, t: u64) {
 /// One sample; `chain`: its callchain with the user part unwound, printed instead of
 /// the recorded one.
 fn text_sample(b: &mut Vec<u8>, comm: &[u8], event: &str, s: &Sample, chain: Option<&[u64]>) {
+    let comm = esc_bytes(comm);
     let pad = 16usize.saturating_sub(comm.len());
     b.resize(b.len() + pad, b' ');
-    b.extend_from_slice(comm);
+    b.extend_from_slice(comm.as_bytes());
     b.push(b' ');
     if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
         id_pad(b, pid, 6);
@@ -618,7 +614,7 @@ fn text_sample(b: &mut Vec<u8>, comm: &[u8], event: &str, s: &Sample, chain: Opt
         dec_pad(b, p, 11);
     }
     b.push(b' ');
-    b.extend_from_slice(event.as_bytes());
+    b.extend_from_slice(esc(event).as_bytes());
     b.push(b':');
     if let Some(ip) = s.ip {
         hex_pad(b, ip, 17);

@@ -54,7 +54,7 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     } else {
         crate::encode::parse_all(&enc, &a.events)?
     };
-    let mut sink = Sink::open(a.output.as_deref())?;
+    let mut sink = Sink::open(a.output.as_deref(), stop)?;
     let quiet_notices = !matches!(fmt, Format::Human) && a.output.is_none();
     let interval = a.interval.map(Duration::from_millis);
     let opts = Opts {

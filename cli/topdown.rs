@@ -159,7 +159,7 @@ pub fn run(a: &StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let values = MetricFile::evaluate(&selected, &counts, &consts);
     crate::metrics::say_source(model.label(), &loaded.source);
-    let mut sink = Sink::open(a.output.as_deref())?;
+    let mut sink = Sink::open(a.output.as_deref(), stop)?;
     crate::metrics::print(sink.w(), &values, a.json, &loaded.source)?;
     sink.commit()?;
     Ok(run.exit.map_or(0, |x| u8::try_from(x.code).unwrap_or(1)))

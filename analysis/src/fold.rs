@@ -10,7 +10,9 @@
 //!   unresolved addresses of one module add up in one frame;
 //! - kernel frames end in `_[k]`, inlined functions in `_[i]`, JIT frames in `_[j]`
 //!   (inferno's annotations: the palette colours them and the labels hide the suffix);
-//! - `;` and line breaks inside names become `:` and spaces (they would split frames or lines).
+//! - `;` inside names becomes `:` (it would split frames), and control characters are
+//!   escaped as everywhere ([`crate::text::escape`]: `\n`, `\x1b`), so a line is one
+//!   stack whatever a name holds.
 //!
 //! What a sample adds to its stack is its [`Weight`]: 1, its period, its sampled weight,
 //! or the µs of an off-CPU profile. Identical stacks are added up on interned name ids
@@ -206,10 +208,11 @@ pub fn deannotate(s: &str) -> &str {
 }
 
 fn clean(s: &str) -> String {
-    if s.contains([';', '\n', '\r']) {
-        s.replace(';', ":").replace(['\n', '\r'], " ")
+    let s = crate::text::escape(s);
+    if s.contains(';') {
+        s.replace(';', ":")
     } else {
-        s.to_string()
+        s.into_owned()
     }
 }
 
@@ -636,7 +639,7 @@ pub(crate) mod tests {
     #[test]
     fn labels() {
         let mut f = frame(Some("a;b\nc"), FrameKind::Jit, false);
-        assert_eq!(frame_label(&f), "a:b c_[j]");
+        assert_eq!(frame_label(&f), "a:b\\nc_[j]");
         f.function = None;
         assert_eq!(frame_label(&f), "[libfoo.so]_[j]");
         f.module = Some("[vdso]".into());

@@ -19,6 +19,8 @@
 //! - [`stats`]: the statistics of `hwprof bench` (median, MAD, bootstrap intervals,
 //!   Mann-Whitney U, Holm) and its verdicts ([`stats::verdict`]).
 //! - [`topdown`]: TopDown (TMA) metrics from Intel's metric files, over counts.
+//! - [`text`]: the one escaping of names from outside (control characters) in every
+//!   text output.
 //! - [`bench`](mod@bench): the rest of `hwprof bench` that is not printing: its JSON document and
 //!   baselines, runs to metrics, comparisons and gates.
 //!
@@ -50,6 +52,7 @@ pub mod mem;
 pub mod offcpu;
 pub mod report;
 pub mod stats;
+pub mod text;
 pub mod topdown;
 
 pub use error::{Error, Result};

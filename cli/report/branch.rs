@@ -78,7 +78,7 @@ pub fn text(ts: &[EventBranches], lost: u64, hide_comm: bool, limit: f64) -> Str
             out,
             "# Samples: {} of event '{}'\n# Event count (approx.): {}\n#\n",
             short_count(t.total),
-            e.name,
+            crate::render::escape(&e.name),
             t.total
         );
         let mut cols = Vec::new();

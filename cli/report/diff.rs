@@ -16,7 +16,7 @@ pub fn text(ds: &[EventDiff], sort: &[SortKey], hide_comm: bool, limit: f64) -> 
         }
         out.push_str(&format!(
             "# Event '{}'\n#\n# Baseline: {}, event count {}\n# New:      {}, event count {}\n#\n",
-            d.name,
+            crate::render::escape(&d.name),
             crate::render::plural(d.base.0, "sample"),
             d.base.1,
             crate::render::plural(d.new.0, "sample"),

@@ -62,8 +62,23 @@ fn pad(out: &mut String, text: &str, width: usize, right: bool, last: bool) {
 
 /// Writes the header, the dotted line, `#`, and the rows of `cols` as perf does: a `# `
 /// (header) or two-space (rows) margin, two spaces between columns, every header padded
-/// to its column's width, rows without trailing blanks.
+/// to its column's width, rows without trailing blanks. Cells are escaped
+/// ([`crate::render::escape`]): a comm, path or symbol cannot break a row.
 pub fn columns(out: &mut String, cols: &[Col]) {
+    let escaped: Vec<Col> = cols
+        .iter()
+        .map(|c| Col {
+            header: c.header.clone(),
+            right: c.right,
+            min: c.min,
+            cells: c
+                .cells
+                .iter()
+                .map(|s| crate::render::escape(s).into_owned())
+                .collect(),
+        })
+        .collect();
+    let cols = &escaped[..];
     let widths: Vec<usize> = cols.iter().map(Col::width).collect();
     out.push_str("# ");
     for (i, (c, &w)) in cols.iter().zip(&widths).enumerate() {
@@ -190,7 +205,7 @@ pub fn tables(
             out,
             "# Samples: {} of event '{}'\n# Event count (approx.): {}\n#\n",
             short_count(t.samples),
-            t.name,
+            crate::render::escape(&t.name),
             t.period
         );
         let rows = t.shown(limit);

@@ -15,12 +15,17 @@
 //! is never read: once stopped, the fd stays readable, so any later `poll` or `epoll_wait`
 //! on it returns at once. A loop that goes on waiting after it has seen the stop (for a
 //! command to exit by itself, say) leaves the fd out of its later waits.
+//!
+//! Each signal (and each [`Stop::stop`]) adds one byte, so [`Stop::times`] tells a
+//! second Ctrl-C from the first (a write waiting on a stalled reader gives up at once
+//! on the second); [`Stop::signal`] says which signal stopped it, when the program
+//! registered [`Stop::signal_slot`] (exit codes 128 + N).
 
 use std::io::{self, Write};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// A stop token: an atomic flag and a self-pipe that becomes readable when the flag is
 /// set (see the module docs).
@@ -28,8 +33,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Stop {
     /// Set once stopped.
     flag: Arc<AtomicBool>,
+    /// The signal that stopped it (0: none known).
+    signal: Arc<AtomicUsize>,
     /// The read end: readable once stopped (never drained).
-    read: OwnedFd,
+    read: UnixStream,
     /// The write end (non-blocking), for [`Stop::stop`].
     write: UnixStream,
 }
@@ -42,8 +49,20 @@ impl Stop {
         write.set_nonblocking(true)?;
         Ok(Stop {
             flag: Arc::new(AtomicBool::new(false)),
-            read: OwnedFd::from(read),
+            signal: Arc::new(AtomicUsize::new(0)),
+            read,
             write,
+        })
+    }
+
+    /// Another handle on the same token (new descriptors, the same flag): stopping
+    /// either stops both. For a part that keeps the token (an output's writes).
+    pub fn try_clone(&self) -> io::Result<Stop> {
+        Ok(Stop {
+            flag: Arc::clone(&self.flag),
+            signal: Arc::clone(&self.signal),
+            read: self.read.try_clone()?,
+            write: self.write.try_clone()?,
         })
     }
 
@@ -77,6 +96,29 @@ impl Stop {
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.read.as_fd()
     }
+
+    /// How many times it was stopped (signals and [`Stop::stop`] calls, as many as the
+    /// socket held): a loop that goes on after the first stop tells a second one by
+    /// this count growing.
+    pub fn times(&self) -> usize {
+        crate::sys::unread_bytes(self.read.as_fd()).unwrap_or(0)
+    }
+
+    /// Where a signal handler stores its signal number
+    /// (`signal_hook::flag::register_usize(SIG, slot, SIG as usize)`), registered before
+    /// the flag, so that [`Stop::signal`] names it.
+    pub fn signal_slot(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.signal)
+    }
+
+    /// The signal that stopped the token, when its handler stored it in
+    /// [`Stop::signal_slot`].
+    pub fn signal(&self) -> Option<i32> {
+        match self.signal.load(Ordering::SeqCst) {
+            0 => None,
+            n => i32::try_from(n).ok(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -101,6 +143,22 @@ mod tests {
         assert!(readable(&s, 0));
         s.stop();
         assert!(readable(&s, 0));
+    }
+
+    /// A clone is the same token; each stop is counted; the signal slot names one.
+    #[test]
+    fn clones_share_the_stop_and_stops_are_counted() {
+        let s = Stop::new().expect("stop");
+        let c = s.try_clone().expect("clone");
+        assert_eq!((s.times(), c.times()), (0, 0));
+        c.stop();
+        assert!(s.is_stopped() && readable(&s, 0));
+        assert_eq!(s.times(), 1);
+        s.stop();
+        assert_eq!(c.times(), 2);
+        assert_eq!(s.signal(), None);
+        c.signal_slot().store(15, Ordering::SeqCst);
+        assert_eq!(s.signal(), Some(15));
     }
 
     /// A stop from another thread (as a signal handler's write) wakes a poll that

@@ -619,6 +619,16 @@ pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout_ms: i32) -> io::Result<Vec<
     }
 }
 
+/// How many bytes are waiting to be read on a socket or pipe (`FIONREAD`), without
+/// reading them.
+pub fn unread_bytes(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which points at `n`.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut n) };
+    check(r.into())?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 /// Sends `sig` to `pid`.
 pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
     // SAFETY: kill takes two integers.

@@ -19,10 +19,16 @@
 //! [`Output::commit`]: on every error path nothing is left behind.
 //!
 //! A process killed with SIGKILL cannot remove its temporary file; while it lives the
-//! file carries an exclusive `flock`. The next [`Output::create`] for the same name in
-//! the same directory removes such leftovers: only names of exactly our pattern, only
-//! regular files (never symlinks), only when their PID is dead here AND nobody holds
-//! their lock (a writer in another PID namespace keeps its lock, and so its file).
+//! file carries an exclusive `flock`. The next [`Output::create`] or [`ScratchDir::new`]
+//! in the same directory, whatever its output's name, removes such leftovers
+//! ([`sweep`]: only names of exactly our pattern, this user's, regular files or scratch
+//! directories (never symlinks), nobody holding their lock, their PID dead here or
+//! reused by a later process).
+//!
+//! A FIFO without a reader: [`Output::create`] blocks in `open(2)` until one comes, as
+//! perf does; [`Output::create_until`] waits for it as long as a [`Stop`] allows, and
+//! its writes (into a FIFO, a device, a pipe on stdout with [`Output::stop_on`]) wait
+//! for a reader that stalls only as long as the stop allows ([`gate`]).
 //!
 //! [`ScratchDir`] is the same for private working directories (the recordings that
 //! `flamegraph` and `offcpu` draw from): mode 0700, random name, removed on drop.
@@ -33,8 +39,15 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use hwprof_pmu::stop::Stop;
 use rustix::fs::{FlockOperation, flock};
 use tempfile::{Builder, TempDir, TempPath};
+
+pub mod gate;
+mod sweep;
+
+pub use gate::Stopped;
+pub use sweep::{SCRATCH_STEM, sweep, temp_owner};
 
 /// Random characters in a temporary name (62^8 names: unguessable and collision-free).
 const RAND_LEN: usize = 8;
@@ -147,6 +160,9 @@ impl Options {
     };
 }
 
+/// The stop a FIFO's reader is waited for until, and what to call while waiting.
+type Until<'a> = Option<(&'a Stop, &'a mut dyn FnMut(&Path))>;
+
 /// An output being written. Implements [`Write`] and [`Seek`] (seeking fails on a
 /// FIFO or stream: see [`Output::is_seekable`]). Dropped without [`Output::commit`],
 /// its temporary file is removed and the path is untouched.
@@ -162,6 +178,9 @@ pub struct Output {
     kind: Kind,
     seekable: bool,
     keep_old: bool,
+    /// Stop-aware writes (FIFOs and devices of [`Output::create_until`], streams
+    /// given [`Output::stop_on`]).
+    gate: Option<gate::Gate>,
 }
 
 impl Output {
@@ -173,6 +192,19 @@ impl Output {
         Self::create_with(path, opts, &mut |_| {})
     }
 
+    /// [`Output::create`], where a FIFO without a reader is waited for only until
+    /// `stop` ([`Error::Io`] carrying [`Stopped`]), calling `waiting` once if there is
+    /// none yet; writes into a FIFO or device then wait for a stalled reader only as
+    /// long as `stop` allows ([`gate`]).
+    pub fn create_until(
+        path: &Path,
+        opts: &Options,
+        stop: &Stop,
+        waiting: &mut dyn FnMut(&Path),
+    ) -> Result<Output> {
+        Self::create_inner(path, opts, &mut |_| {}, Some((stop, waiting)))
+    }
+
     /// [`Output::create`] with a hook called with each candidate temporary name just
     /// before it is opened (tests plant files and symlinks there).
     #[doc(hidden)]
@@ -180,6 +212,15 @@ impl Output {
         path: &Path,
         opts: &Options,
         before_open: &mut dyn FnMut(&Path),
+    ) -> Result<Output> {
+        Self::create_inner(path, opts, before_open, None)
+    }
+
+    fn create_inner(
+        path: &Path,
+        opts: &Options,
+        before_open: &mut dyn FnMut(&Path),
+        until: Until<'_>,
     ) -> Result<Output> {
         let shown = path.display();
         if path.as_os_str().is_empty() {
@@ -211,7 +252,7 @@ impl Output {
                 format!("{shown} is a socket: hwprof writes files, devices and FIFOs"),
                 Some(io::Error::from_raw_os_error(libc::ENXIO)),
             )),
-            Ok(_) => Self::direct(path),
+            Ok(m) => Self::direct(path, m.file_type().is_fifo(), until),
             // `-o DIR/` for a DIR that does not exist: the rename at the end would fail
             // (ENOTDIR) after the whole run; say it now.
             Err(e)
@@ -253,7 +294,25 @@ impl Output {
             kind: Kind::Stream,
             seekable,
             keep_old: false,
+            gate: None,
         }
+    }
+
+    /// From now on, writes that find a pipe full wait for its reader only as long as
+    /// `stop` allows ([`gate`]): for a stream on a pipe or FIFO (stdout), whose flags
+    /// are shared and left alone. Nothing changes for other outputs, or for a FIFO or
+    /// device of [`Output::create_until`] (already watched).
+    pub fn stop_on(&mut self, stop: &Stop) -> Result<()> {
+        if self.gate.is_some() || self.kind != Kind::Stream {
+            return Ok(());
+        }
+        let fifo = self.file.metadata().is_ok_and(|m| m.file_type().is_fifo());
+        if fifo {
+            let g = gate::Gate::new(stop, false)
+                .map_err(|e| Error::io(format!("writing {}", self.dest.display()), e))?;
+            self.gate = Some(g);
+        }
+        Ok(())
     }
 
     fn replace(
@@ -293,7 +352,7 @@ impl Output {
             }
         }
         let stem = temp_stem(name);
-        remove_stale(&dir, &stem, false);
+        sweep(&dir);
         let prefix = format!(".{stem}.hwprof-{}-", std::process::id());
         let tmp = Builder::new()
             .prefix(&prefix)
@@ -324,22 +383,40 @@ impl Output {
             kind: Kind::Replace,
             seekable: true,
             keep_old: opts.keep_old,
+            gate: None,
         })
     }
 
-    fn direct(dest: &Path) -> Result<Output> {
+    /// Opens a device or FIFO. With a stop (`until`), without blocking: a FIFO waits
+    /// for its reader as long as the stop allows, and the descriptor stays
+    /// `O_NONBLOCK` under a [`gate::Gate`].
+    fn direct(dest: &Path, fifo: bool, until: Until<'_>) -> Result<Output> {
         let shown = dest.display();
-        let file = OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
-            .open(dest)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::ENXIO) => Error::bad(
-                    format!("cannot write {shown}: no device or reader behind it"),
-                    Some(e),
-                ),
-                _ => Error::io(format!("cannot write {shown}"), e),
-            })?;
+        let opened = match until {
+            None => OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
+                .open(dest)
+                .map(|f| (f, None)),
+            Some((stop, waiting)) => {
+                let file = if fifo {
+                    gate::open_fifo(dest, stop, waiting)
+                } else {
+                    OpenOptions::new()
+                        .write(true)
+                        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+                        .open(dest)
+                };
+                file.and_then(|f| Ok((f, Some(gate::Gate::new(stop, true)?))))
+            }
+        };
+        let (file, gate) = opened.map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => Error::bad(
+                format!("cannot write {shown}: no device or reader behind it"),
+                Some(e),
+            ),
+            _ => Error::io(format!("cannot write {shown}"), e),
+        })?;
         let m = file
             .metadata()
             .map_err(|e| Error::io(format!("cannot write {shown}"), e))?;
@@ -360,6 +437,7 @@ impl Output {
             kind: Kind::Direct,
             seekable,
             keep_old: false,
+            gate,
         })
     }
 
@@ -457,11 +535,10 @@ impl Output {
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file.write(buf)
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.file.write_all(buf)
+        match &mut self.gate {
+            Some(g) => g.write(&mut self.file, buf),
+            None => self.file.write(buf),
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -501,9 +578,8 @@ impl ScratchDir {
         } else {
             parent
         };
-        let stem = "hwprof-scratch";
-        remove_stale(parent, stem, true);
-        let prefix = format!(".{stem}.hwprof-{}-", std::process::id());
+        sweep(parent);
+        let prefix = format!(".{SCRATCH_STEM}.hwprof-{}-", std::process::id());
         let dir = Builder::new()
             .prefix(&prefix)
             .suffix(".tmp")
@@ -564,89 +640,6 @@ fn strip_path(e: io::Error) -> io::Error {
         Some(n) => io::Error::from_raw_os_error(n),
         None => e,
     }
-}
-
-/// The PID in a temporary name of ours for output `stem`:
-/// `.STEM.hwprof-PID-RANDOM.tmp`, RANDOM being [`RAND_LEN`] ASCII letters and digits.
-pub fn temp_owner(file_name: &str, stem: &str) -> Option<i32> {
-    let rest = file_name
-        .strip_prefix('.')?
-        .strip_prefix(stem)?
-        .strip_prefix(".hwprof-")?
-        .strip_suffix(".tmp")?;
-    let (pid, rand) = rest.split_once('-')?;
-    let ok = !pid.is_empty()
-        && pid.len() <= 10
-        && pid.bytes().all(|b| b.is_ascii_digit())
-        && rand.len() == RAND_LEN
-        && rand.bytes().all(|b| b.is_ascii_alphanumeric());
-    if !ok {
-        return None;
-    }
-    pid.parse::<i32>().ok().filter(|&p| p > 0)
-}
-
-/// True unless `pid` is certainly dead here (ESRCH); EPERM means it lives.
-fn pid_alive(pid: i32) -> bool {
-    match rustix::process::Pid::from_raw(pid) {
-        Some(p) => !matches!(
-            rustix::process::test_kill_process(p),
-            Err(e) if e == rustix::io::Errno::SRCH
-        ),
-        None => true,
-    }
-}
-
-/// Removes leftovers `.STEM.hwprof-PID-RANDOM.tmp` in `dir` of dead processes: regular
-/// files (`dirs`: directories) only, never through a symlink, and only when nobody holds
-/// their `flock`. Returns how many were removed; errors are ignored (best effort).
-pub fn remove_stale(dir: &Path, stem: &str, dirs: bool) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let me = std::process::id() as i32;
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some(pid) = temp_owner(name, stem) else {
-            continue;
-        };
-        if pid == me || pid_alive(pid) {
-            continue;
-        }
-        let path = entry.path();
-        // lstat: a symlink is never a temporary file of ours.
-        let Ok(m) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if (dirs && !m.is_dir()) || (!dirs && !m.is_file()) {
-            continue;
-        }
-        let Ok(f) = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(&path)
-        else {
-            continue;
-        };
-        // The same file we looked at, and nobody's lock on it.
-        let same = f
-            .metadata()
-            .is_ok_and(|n| n.dev() == m.dev() && n.ino() == m.ino());
-        if !same || flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
-            continue;
-        }
-        let gone = if dirs {
-            std::fs::remove_dir_all(&path)
-        } else {
-            std::fs::remove_file(&path)
-        };
-        if gone.is_ok() {
-            removed += 1;
-        }
-    }
-    removed
 }
 
 #[cfg(test)]

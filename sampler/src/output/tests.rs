@@ -103,8 +103,8 @@ fn temporary_names_are_ours_and_unpredictable() {
         assert_eq!(t.parent(), Some(d.path()));
         let n = t.file_name().unwrap().to_str().unwrap();
         assert_eq!(
-            temp_owner(n, "perf.data"),
-            Some(std::process::id() as i32),
+            temp_owner(n),
+            Some(("perf.data", std::process::id() as i32)),
             "{n}"
         );
         assert!(
@@ -255,8 +255,17 @@ fn a_fifo_gets_the_bytes_and_is_not_seekable() {
 #[test]
 fn owners_of_temporary_names() {
     assert_eq!(
-        temp_owner(".a.svg.hwprof-123-abcDEF12.tmp", "a.svg"),
-        Some(123)
+        temp_owner(".a.svg.hwprof-123-abcDEF12.tmp"),
+        Some(("a.svg", 123))
+    );
+    // The output's own name may hold the pattern's pieces.
+    assert_eq!(
+        temp_owner(".x.hwprof-1-y.hwprof-123-abcDEF12.tmp"),
+        Some(("x.hwprof-1-y", 123))
+    );
+    assert_eq!(
+        temp_owner(".hwprof-scratch.hwprof-9-abcDEF12.tmp"),
+        Some((SCRATCH_STEM, 9))
     );
     for bad in [
         ".a.svg.hwprof-123-abcDEF1.tmp",  // short random part
@@ -266,10 +275,10 @@ fn owners_of_temporary_names() {
         ".a.svg.hwprof-0-abcDEF12.tmp",   // pid 0
         ".a.svg.hwprof-123-abc.EF12.tmp", // not alphanumeric
         "a.svg.hwprof-123-abcDEF12.tmp",  // no dot
-        ".b.svg.hwprof-123-abcDEF12.tmp", // another output
+        "..hwprof-123-abcDEF12.tmp",      // no output name
         ".a.svg.hwprof-123.tmp",          // the old scheme
     ] {
-        assert_eq!(temp_owner(bad, "a.svg"), None, "{bad}");
+        assert_eq!(temp_owner(bad), None, "{bad}");
     }
 }
 
@@ -286,10 +295,14 @@ fn stale_temporaries_of_dead_processes_only_are_removed() {
     let kept_live = d
         .path()
         .join(format!(".out.hwprof-{live_pid}-BBBBBBBB.tmp"));
+    // Another output's leftover goes too: any run writing in the directory sweeps it.
     let other = d.path().join(format!(".other.hwprof-{dead}-CCCCCCCC.tmp"));
     let victim = d.path().join("victim");
     let link = d.path().join(format!(".out.hwprof-{dead}-DDDDDDDD.tmp"));
     let locked = d.path().join(format!(".out.hwprof-{dead}-EEEEEEEE.tmp"));
+    // A directory named as a temporary file, not a scratch directory: not ours.
+    let not_scratch = d.path().join(format!(".out.hwprof-{dead}-FFFFFFFF.tmp"));
+    std::fs::create_dir(&not_scratch).unwrap();
     for p in [&stale, &kept_live, &other, &victim, &locked] {
         std::fs::write(p, b"x").unwrap();
     }
@@ -303,16 +316,57 @@ fn stale_temporaries_of_dead_processes_only_are_removed() {
     let _ = live.kill();
     let _ = live.wait();
     let left = names(d.path());
-    assert!(!left.contains(&stale.file_name().unwrap().to_string_lossy().into_owned()));
-    for p in [&kept_live, &other, &victim, &link, &locked] {
+    for p in [&stale, &other] {
+        let n = p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(!left.contains(&n), "{n} is still there: {left:?}");
+    }
+    for p in [&kept_live, &victim, &link, &locked, &not_scratch] {
         let n = p.file_name().unwrap().to_string_lossy().into_owned();
         assert!(left.contains(&n), "{n} was removed: {left:?}");
     }
     assert_eq!(std::fs::read(&victim).unwrap(), b"x");
     drop(holder);
     // Now the sleeper is dead too and the lock is gone: both go; the symlink stays.
-    assert_eq!(remove_stale(d.path(), "out", false), 2);
+    assert_eq!(sweep(d.path()), 2);
     assert!(std::fs::symlink_metadata(&link).is_ok());
+    assert!(not_scratch.is_dir());
+}
+
+/// A PID taken over by a process that started after the file was made (PID reuse) is
+/// not the file's writer: its file goes. The same PID on a newer file is kept.
+#[test]
+fn a_reused_pid_does_not_keep_a_dead_writers_file() {
+    let d = scratch();
+    let old = d.path().join("old");
+    std::fs::write(&old, b"x").unwrap();
+    if std::fs::metadata(&old).unwrap().created().is_err() {
+        // Without a birth time, the rename below would make the file look new.
+        hwprof_testkit::skip(
+            hwprof_testkit::Why::Setup,
+            "this file system keeps no birth time: PID reuse not checked",
+        );
+        return;
+    }
+    // Started after `old` was made by more than the margin.
+    std::thread::sleep(sweep::REUSE_MARGIN + std::time::Duration::from_millis(1500));
+    let mut later = Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = later.id();
+    let reused = d.path().join(format!(".out.hwprof-{pid}-AAAAAAAA.tmp"));
+    std::fs::rename(&old, &reused).unwrap();
+    let fresh = d.path().join(format!(".out.hwprof-{pid}-BBBBBBBB.tmp"));
+    std::fs::write(&fresh, b"x").unwrap();
+    let removed = sweep(d.path());
+    let _ = later.kill();
+    let _ = later.wait();
+    assert_eq!(removed, 1);
+    assert!(
+        !reused.exists(),
+        "the reused PID kept the dead writer's file"
+    );
+    assert!(fresh.exists(), "a file of the live PID was removed");
 }
 
 #[test]
@@ -341,4 +395,124 @@ fn write_file_in_one_call() {
     write_file(&out, b"{}", &Options::REPORT).unwrap();
     assert_eq!(std::fs::read(&out).unwrap(), b"{}");
     assert_eq!(names(d.path()), ["w.json"]);
+}
+
+fn mkfifo(d: &Path, name: &str) -> PathBuf {
+    let fifo = d.join(name);
+    let ok = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo");
+    fifo
+}
+
+/// A stop from another thread after `ms`.
+fn stop_later(stop: &Stop, ms: u64) -> std::thread::JoinHandle<()> {
+    let s = stop.try_clone().expect("clone the stop");
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        s.stop();
+    })
+}
+
+/// No reader ever: the wait for one ends with the stop (it used to block in open(2)
+/// for good), says so once, and leaves the FIFO alone.
+#[test]
+fn a_fifo_without_a_reader_is_waited_for_until_the_stop() {
+    let d = scratch();
+    let fifo = mkfifo(d.path(), "fifo");
+    let stop = Stop::new().unwrap();
+    let t = stop_later(&stop, 200);
+    let mut told = 0;
+    let e =
+        Output::create_until(&fifo, &Options::PERF_DATA, &stop, &mut |_| told += 1).unwrap_err();
+    t.join().unwrap();
+    assert_eq!(told, 1);
+    let Error::Io { source, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert!(Stopped::find(source).is_some(), "{e:?}");
+    assert!(e.to_string().contains("fifo"), "{e}");
+    assert_eq!(names(d.path()), ["fifo"]);
+}
+
+/// A reader that comes late gets everything, in order, through a pipe far smaller than
+/// the data (the writes wait for room).
+#[test]
+fn a_late_reader_gets_the_data_whole() {
+    let d = scratch();
+    let fifo = mkfifo(d.path(), "fifo");
+    let stop = Stop::new().unwrap();
+    let f2 = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::fs::read(&f2).unwrap()
+    });
+    let mut o = Output::create_until(&fifo, &Options::PERF_DATA, &stop, &mut |_| {}).unwrap();
+    assert_eq!(o.kind(), Kind::Direct);
+    let data: Vec<u8> = (0..4 << 20).map(|i: u32| (i % 251) as u8).collect();
+    o.write_all(&data).unwrap();
+    o.commit().unwrap();
+    assert!(
+        reader.join().unwrap() == data,
+        "the data came through changed"
+    );
+}
+
+/// A reader that takes nothing: the stop, then a second one, end the write (it blocked
+/// in write(2) before); later writes fail at once. A reader that is only slow after
+/// the stop still gets everything.
+#[test]
+fn writes_to_a_stalled_reader_end_with_a_second_stop() {
+    let d = scratch();
+    let fifo = mkfifo(d.path(), "fifo");
+    let stop = Stop::new().unwrap();
+    // Opened for reading, never read.
+    let f2 = fifo.clone();
+    let holder = std::thread::spawn(move || File::open(&f2).unwrap());
+    let mut o = Output::create_until(&fifo, &Options::PERF_DATA, &stop, &mut |_| {}).unwrap();
+    let held = holder.join().unwrap();
+    let t = stop_later(&stop, 100);
+    let t2 = {
+        let s = stop.try_clone().unwrap();
+        std::thread::spawn(move || {
+            while !s.is_stopped() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            s.stop();
+        })
+    };
+    let e = o.write_all(&vec![7u8; 1 << 20]).unwrap_err();
+    t.join().unwrap();
+    t2.join().unwrap();
+    assert!(Stopped::find(&e).is_some(), "{e:?}");
+    assert!(e.to_string().contains("incomplete"), "{e}");
+    let e = o.write(b"more").unwrap_err();
+    assert!(Stopped::find(&e).is_some(), "{e:?}");
+    drop(held);
+
+    // Slow after the stop, but reading: the data arrives whole.
+    let fifo = mkfifo(d.path(), "fifo2");
+    let stop = Stop::new().unwrap();
+    stop.stop();
+    let f2 = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        let mut f = File::open(&f2).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut v).unwrap();
+        v
+    });
+    let o = Output::create(&fifo, &Options::PERF_DATA).unwrap();
+    // A stream given the stop (as stdout is): cut to PIPE_BUF, still whole.
+    let file = o.file().try_clone().unwrap();
+    drop(o);
+    let mut o = Output::from_stream(file, "-");
+    o.stop_on(&stop).unwrap();
+    let data: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 253) as u8).collect();
+    o.write_all(&data).unwrap();
+    o.commit().unwrap();
+    assert!(reader.join().unwrap() == data);
 }
