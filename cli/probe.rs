@@ -68,10 +68,8 @@ fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
         pid: a.pid.as_deref(),
         ..Flags::default()
     };
-    let conflict = "give one target: a command after --, or -p PID";
     let words = TargetWords {
-        several: conflict,
-        command_and: conflict,
+        several: "give one -p",
         missing: "nothing to probe: give a command after --, or -p PID (e.g. `hwprof probe uprobe:./app:work -- ./app`)",
     };
     let rules = Rules {

@@ -18,10 +18,8 @@ use crate::error::{ExitWith, usage};
 
 /// The target of a recording (`-p`, `-t`, `-a`/`-C` or a command), in record's words.
 pub fn target(flags: &Flags<'_>) -> anyhow::Result<Target> {
-    let conflict = "give one target: a command after --, or -p, -t, or -a/-C";
     let words = TargetWords {
-        several: conflict,
-        command_and: conflict,
+        several: "choose one of -p, -t, -a/-C (with a command after --, they are recorded while it runs)",
         missing: "nothing to record: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof record -g -- ./app`)",
     };
     let rules = Rules {

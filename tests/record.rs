@@ -717,3 +717,96 @@ fn bad_input_gets_one_line_errors() {
         assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     }
 }
+
+/// perf's `record -a -- sleep 1` ("system-wide while this runs"; refused before): every
+/// CPU is sampled until the command exits, other processes included, and the command's
+/// exec is seen.
+#[test]
+fn system_wide_while_a_command_runs() {
+    let out = scratch_path("rec_all_during.data");
+    let mut busy = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
+    thread::sleep(Duration::from_millis(100));
+    let r = hwprof(&[
+        "record",
+        "-a",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "499",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "sleep",
+        "1",
+    ]);
+    r.assert_ok();
+    assert!(busy.alive(), "the other process keeps running");
+    let recs = records(&out);
+    let s = of_type(&recs, "sample");
+    let pids: BTreeSet<i64> = s.iter().filter_map(|x| x["pid"].as_i64()).collect();
+    let span = time_span(&s);
+    report!(
+        "record -a -- sleep 1: {} samples over {span:.3} s, {} pids",
+        s.len(),
+        pids.len()
+    );
+    assert!(
+        pids.contains(&(busy.pid() as i64)),
+        "no sample of the spinning process {} in {pids:?}",
+        busy.pid()
+    );
+    // Until `sleep 1` ends: the spinner is sampled for most of that second.
+    assert!(span >= 0.5, "samples over {span:.3} s of `sleep 1`");
+    assert!(
+        of_type(&recs, "comm").iter().any(|c| c["comm"] == "sleep"),
+        "the command's exec is recorded"
+    );
+    // The exit code is the command's.
+    let r = hwprof(&[
+        "record",
+        "-a",
+        "-e",
+        "cpu-clock",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    assert_eq!(r.code(), 3, "{}", r.dump());
+}
+
+/// `record -p PID -- sleep 0.5`: the process while the command runs, not the command.
+#[test]
+fn a_process_is_recorded_while_a_command_runs() {
+    let out = scratch_path("rec_pid_during.data");
+    let mut target = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
+    thread::sleep(Duration::from_millis(100));
+    let pid = target.pid().to_string();
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "999",
+        "-p",
+        &pid,
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "sleep",
+        "0.5",
+    ]);
+    r.assert_ok();
+    assert!(target.alive(), "the -p target must keep running");
+    let recs = records(&out);
+    let s = of_type(&recs, "sample");
+    assert!(s.len() >= 10, "{} samples", s.len());
+    assert!(
+        s.iter()
+            .all(|x| x["pid"].as_i64() == Some(target.pid() as i64)),
+        "only the -p process is sampled"
+    );
+}

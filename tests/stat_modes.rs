@@ -774,3 +774,134 @@ fn default_events_and_hardware_notice() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// A command that bounds the time of -p/-a, and --duration (issue 20)
+// ---------------------------------------------------------------------------
+
+/// "N seconds time elapsed" of a human stat block.
+fn elapsed_secs(r: &Run) -> f64 {
+    r.stderr
+        .lines()
+        .find(|l| l.contains("seconds time elapsed"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no elapsed time\n{}", r.dump()))
+}
+
+/// perf's `stat -p PID -- sleep 1`: the process is counted while `sleep 1` runs, and
+/// counting ends with `sleep` (the process keeps running). Refused before: "give either
+/// a command or -p/-t, not both".
+#[test]
+fn a_process_is_counted_while_a_command_runs() {
+    let mut spin = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
+    thread::sleep(Duration::from_millis(100));
+    let pid = spin.pid().to_string();
+    let r = hwprof(&["stat", "-e", "task-clock", "-p", &pid, "--", "sleep", "1"]);
+    r.assert_ok();
+    assert!(spin.alive(), "the -p process must keep running");
+    assert!(
+        r.stderr
+            .contains(&format!("Performance counter stats for process id '{pid}'")),
+        "the header names the process, not the command\n{}",
+        r.dump()
+    );
+    // Bounded by `sleep 1`: at least its second, ended long before the spinner.
+    let wall = elapsed_secs(&r);
+    assert!(wall >= 1.0, "{wall} s\n{}", r.dump());
+    // The command's own times are not what was counted (perf leaves them out too).
+    assert!(!r.stderr.contains("seconds user"), "{}", r.dump());
+    let ms: f64 = human_value(&r.stderr, "task-clock")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no task-clock\n{}", r.dump()));
+    report!("stat -p spinner -- sleep 1: task-clock {ms} msec over {wall} s");
+    // The spinner's CPU time, not sleep's (about 1 msec): even on a loaded 2-CPU
+    // machine a spinning thread gets far more than 50 msec of a second.
+    assert!(
+        ms > 50.0,
+        "task-clock {ms} msec is sleep's, not the spinner's\n{}",
+        r.dump()
+    );
+    // The exit code is the command's, as perf.
+    let r = hwprof(&[
+        "stat",
+        "-e",
+        "task-clock",
+        "-p",
+        &pid,
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    assert_eq!(r.code(), 3, "{}", r.dump());
+}
+
+/// `stat -a -- sleep 0.3` and `-t TID -- CMD` take the same rule.
+#[test]
+fn threads_and_cpus_are_counted_while_a_command_runs() {
+    // One thread that spins (spin2's main thread only waits for its workers).
+    let spin = Background::spawn(Command::new(wl("spin")).arg("600000"));
+    thread::sleep(Duration::from_millis(100));
+    let tid = spin.pid().to_string();
+    let r = hwprof(&[
+        "stat",
+        "-x,",
+        "-e",
+        "task-clock",
+        "-t",
+        &tid,
+        "--",
+        "sleep",
+        "0.5",
+    ]);
+    r.assert_ok();
+    let ms = value_of(&r, "task-clock");
+    assert!(ms > 25.0, "task-clock {ms} msec of -t\n{}", r.dump());
+    let r = hwprof(&["stat", "-e", "task-clock", "-C", "0", "--", "sleep", "0.3"]);
+    r.assert_ok();
+    assert!(
+        r.stderr.contains("for 'CPU(s) 0'") || r.stderr.contains("'system wide'"),
+        "{}",
+        r.dump()
+    );
+}
+
+/// `--duration` (hwprof's, as in record/offcpu/probe) and perf's `--timeout MS` end
+/// attached counting with exit 0, and end a command with SIGTERM, exit 0.
+#[test]
+fn duration_bounds_counting() {
+    let mut spin = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
+    thread::sleep(Duration::from_millis(100));
+    let pid = spin.pid().to_string();
+    for limit in [["--duration", "0.3"], ["--timeout", "300"]] {
+        let r = hwprof(&["stat", "-e", "task-clock", "-p", &pid, limit[0], limit[1]]);
+        r.assert_ok();
+        let wall = elapsed_secs(&r);
+        assert!(wall >= 0.3, "{wall} s\n{}", r.dump());
+        assert!(spin.alive());
+        assert!(
+            human_value(&r.stderr, "task-clock").is_some(),
+            "{}",
+            r.dump()
+        );
+    }
+    // A command is ended (sleep 30 would outlast the test's timeout were it not).
+    let r = hwprof(&[
+        "stat",
+        "-e",
+        "task-clock",
+        "--duration",
+        "0.3",
+        "--",
+        "sleep",
+        "30",
+    ]);
+    r.assert_ok();
+    let wall = elapsed_secs(&r);
+    assert!((0.3..20.0).contains(&wall), "{wall} s\n{}", r.dump());
+    for bad in [["--duration", "0"], ["--timeout", "5"]] {
+        let r = hwprof(&["stat", "-e", "task-clock", "-p", &pid, bad[0], bad[1]]);
+        assert_eq!(r.code(), 2, "{}", r.dump());
+    }
+}

@@ -516,13 +516,13 @@ impl Recorder {
             return pre;
         }
         pre.extend(synth::kernel_mmap(first));
-        match &self.target {
-            Target::Pids(p) | Target::Tids(p) => {
+        match self.target.attached() {
+            Some(Target::Pids(p) | Target::Tids(p)) => {
                 for &pid in p {
                     pre.extend(synth::process(first, pid));
                 }
             }
-            Target::SystemWide { .. } => pre.extend(synth::all_processes(first)),
+            Some(Target::SystemWide { .. }) => pre.extend(synth::all_processes(first)),
             _ => {}
         }
         pre
