@@ -48,14 +48,23 @@ fn functions(specs: &[String]) -> anyhow::Result<(Vec<String>, Vec<Func>)> {
 
 /// Parses the events, turning parser errors into one line, with a note for stripped
 /// binaries.
-fn parse_events(events: &[String], funcs: &[Func]) -> anyhow::Result<hwprof_pmu::EventList> {
-    let enc = hwprof_pmu::Encoder::host();
+fn parse_events(
+    events: &[String],
+    funcs: &[Func],
+    target: &Target,
+) -> anyhow::Result<hwprof_pmu::EventList> {
+    let mut enc = hwprof_pmu::Encoder::host();
+    enc.set_processes(target.processes());
     enc.parse(&events.join(",")).map_err(|e| {
         let msg = e.to_string().replace('\n', " ");
         let note = funcs
             .iter()
             .filter_map(|f| f.target.rsplit_once(':').map(|(p, _)| p))
-            .find(|p| msg.contains("no function") && hwprof_pmu::probe::is_stripped(p))
+            .find(|p| {
+                msg.contains("no function")
+                    && hwprof_pmu::probe::locate(p, target.processes())
+                        .is_ok_and(|f| hwprof_pmu::probe::is_stripped(&f.to_string_lossy()))
+            })
             .map(|p| format!(" ({p} is stripped: only its dynamic symbols are known)"))
             .unwrap_or_default();
         ExitWith(crate::error::pmu_exit_code(&e), format!("{msg}{note}")).into()
@@ -122,7 +131,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     }
     let target = target_of(&a)?;
     let (specs, funcs) = functions(&a.probes)?;
-    let mut list = parse_events(&specs, &funcs)?;
+    let mut list = parse_events(&specs, &funcs, &target)?;
     let dwarf_stack = match a.call_graph.as_deref().map(CallGraph::parse) {
         None | Some(Ok(CallGraph::Fp)) => None,
         Some(Ok(CallGraph::Dwarf { stack_size })) => Some(stack_size),

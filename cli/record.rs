@@ -45,7 +45,8 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
         all_cpus: a.all_cpus,
         cpus: a.cpus.as_deref(),
     })?;
-    let enc = encoder(None, &a.event_file)?;
+    let mut enc = encoder(None, &a.event_file)?;
+    enc.set_processes(target.processes());
     let default_event = a.events.is_empty();
     // Options are checked before anything is said or opened.
     let options = record_options(&a, default_event)?;

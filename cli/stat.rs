@@ -47,7 +47,8 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.repeat > 1 && target.argv().is_none() {
         return usage("-r needs a command to repeat");
     }
-    let enc = crate::encode::encoder(None, &a.event_file)?;
+    let mut enc = crate::encode::encoder(None, &a.event_file)?;
+    enc.set_processes(target.processes());
     let defaults = a.events.is_empty();
     let events = if defaults {
         enc.parse(DEFAULT_EVENTS)?

@@ -1,6 +1,11 @@
-//! Uprobe targets: from `/path:func+off` to the file offset the uprobe PMU wants.
+//! Uprobe targets: from `/path:func+off` (or a library name, `libc:malloc`, found by
+//! [`locate`]) to the file offset the uprobe PMU wants.
+
+mod locate;
 
 use std::path::Path;
+
+pub use locate::{in_path, is_library, locate};
 
 use object::read::ReadCache;
 use object::{BinaryFormat, Object, ObjectSegment, ObjectSymbol, SymbolKind};

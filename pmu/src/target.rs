@@ -175,6 +175,15 @@ impl Target {
         }
     }
 
+    /// The processes or threads attached to (`-p`, `-t`, with or without a command);
+    /// empty for other targets.
+    pub fn processes(&self) -> &[i32] {
+        match self.attached() {
+            Some(Target::Pids(p) | Target::Tids(p)) => p,
+            _ => &[],
+        }
+    }
+
     /// Whether events are opened per CPU for every task (`-a`, `-C`), with or without a
     /// command.
     pub fn is_system_wide(&self) -> bool {
@@ -475,6 +484,7 @@ mod tests {
         assert_eq!(t, during(Target::Pids(vec![7, 8])));
         assert_eq!(t.argv(), Some(&cmd[..]));
         assert_eq!(t.attached(), Some(&Target::Pids(vec![7, 8])));
+        assert_eq!(t.processes(), &[7, 8]);
         assert!(!t.is_system_wide() && t.cpus().is_none());
         let tt = Flags {
             tid: Some("9"),

@@ -95,6 +95,9 @@ pub struct Encoder {
     pmus: Vec<Pmu>,
     tables: Vec<EventTable>,
     tracefs: std::cell::OnceCell<Result<PathBuf>>,
+    /// The processes probed (`-p`): a uprobe's bare library name is looked for in their
+    /// mappings first ([`crate::probe::locate`]).
+    processes: Vec<i32>,
 }
 
 /// A PMU's type number, format and event aliases.
@@ -135,6 +138,7 @@ impl Encoder {
             pmus: sysfs::pmus(),
             tables,
             tracefs: Default::default(),
+            processes: Vec::new(),
         }
     }
 
@@ -156,6 +160,12 @@ impl Encoder {
     /// Whether this machine's kernel exposes a core CPU PMU.
     pub fn host_has_cpu_pmu(&self) -> bool {
         sysfs::has_cpu_pmu(&self.pmus)
+    }
+
+    /// The processes the events will be opened on (`-p`): a uprobe's bare library name
+    /// (`uprobe:libc:malloc`) is looked for in their mappings before the loader's cache.
+    pub fn set_processes(&mut self, pids: &[i32]) {
+        self.processes = pids.to_vec();
     }
 
     /// Adds an Intel perfmon JSON file; its events take precedence over built-in ones.
@@ -512,11 +522,13 @@ impl Encoder {
                     target: ev.text.clone(),
                     reason: "this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe); build it with CONFIG_UPROBE_EVENTS".into(),
                 })?;
-                let resolved =
-                    crate::probe::resolve(path, func, *offset).map_err(|reason| Error::Probe {
-                        target: ev.text.clone(),
-                        reason,
-                    })?;
+                let probe_error = |reason| Error::Probe {
+                    target: ev.text.clone(),
+                    reason,
+                };
+                let file = crate::probe::locate(path, &self.processes).map_err(probe_error)?;
+                let resolved = crate::probe::resolve(&file.to_string_lossy(), func, *offset)
+                    .map_err(probe_error)?;
                 let mut attr = Attr::new(t, 0);
                 if *ret {
                     let retprobe = f.term("retprobe").ok_or_else(|| Error::UnknownTerm {
