@@ -494,6 +494,9 @@ pub struct FlamegraphArgs {
     /// Record: keep the recording in this file (default: a temporary file, removed).
     #[arg(long = "data-file", value_name = "FILE")]
     pub data_file: Option<PathBuf>,
+    /// Record: Intel perfmon JSON file of named events for -e (repeatable).
+    #[arg(long = "event-file", value_name = "FILE.json")]
+    pub event_file: Vec<PathBuf>,
     /// The command to record, after `--`.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,

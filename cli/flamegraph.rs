@@ -52,6 +52,11 @@ pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
             "-e/--event records events (with a command after --, -p or -a); to draw one event of {what}, use --draw-event NAME"
         ));
     }
+    if !recording && !a.event_file.is_empty() {
+        return usage(
+            "--event-file names events for -e when recording (with a command after --, -p or -a)",
+        );
+    }
     if let Some(d) = &a.diff {
         if recording {
             return usage("--diff draws two existing recordings: give no command, -p or -a");
@@ -416,7 +421,8 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         all_cpus: a.all_cpus,
         ..Flags::default()
     })?;
-    let enc = crate::encode::encoder(None, &[])?;
+    let mut enc = crate::encode::encoder(None, &a.event_file)?;
+    enc.set_processes(target.processes());
     let default_event = a.events.is_empty();
     let freq = match (&a.freq, a.count) {
         (Some(f), _) => Some(f.as_str()),

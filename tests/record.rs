@@ -810,3 +810,89 @@ fn a_process_is_recorded_while_a_command_runs() {
         "only the -p process is sampled"
     );
 }
+
+/// Every command docs/events.md names for `--event-file` takes it (the docs named one
+/// that did not: flamegraph's `-e` is record's, its event files were not), and an event
+/// of a perfmon file is encoded through it. Needs ../shared/fixtures/perfmon.
+#[test]
+fn event_files_are_taken_where_the_docs_say() {
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/events.md"))
+            .expect("docs/events.md");
+    let bullet = docs
+        .split("- **Event files:**")
+        .nth(1)
+        .and_then(|rest| rest.split("\n- ").next())
+        .and_then(|b| b.split("loads a JSON file").next())
+        .expect("the Event files bullet of docs/events.md");
+    let commands: Vec<&str> = bullet
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    assert!(commands.len() >= 5, "commands named: {commands:?}");
+    for c in &commands {
+        let help = hwprof(&[c, "--help"]);
+        help.assert_ok();
+        assert!(
+            help.stdout.contains("--event-file <"),
+            "docs/events.md names `{c}` for --event-file, which `hwprof {c}` does not take"
+        );
+    }
+    let Some(file) = hwprof_testkit::fixture_path("perfmon/SKL/events/skylake_core.json") else {
+        return;
+    };
+    let file = file.to_str().expect("utf-8 path");
+    let event = "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE";
+    let r = hwprof(&[
+        "encode",
+        "--cpu",
+        "skylake",
+        "--event-file",
+        file,
+        "-e",
+        event,
+    ]);
+    r.assert_ok();
+    assert!(r.stdout.contains(event), "{}", r.dump());
+    // Loading a file does not stand in the way of other events, in each command.
+    let svg = scratch_path("event_file.svg");
+    let r = hwprof(&[
+        "flamegraph",
+        "--event-file",
+        file,
+        "-e",
+        "cpu-clock",
+        "-o",
+        svg.to_str().unwrap(),
+        "--",
+        &wl("spin"),
+        "50",
+    ]);
+    r.assert_ok();
+    let out = scratch_path("event_file.data");
+    let r = hwprof(&[
+        "record",
+        "--event-file",
+        file,
+        "-e",
+        "cpu-clock",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    r.assert_ok();
+    let r = hwprof(&[
+        "stat",
+        "--event-file",
+        file,
+        "-e",
+        "task-clock",
+        "--",
+        "true",
+    ]);
+    r.assert_ok();
+}
