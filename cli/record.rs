@@ -67,6 +67,11 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     } else {
         parse_all(&enc, &a.events)?
     };
+    if !a.quiet {
+        for n in hwprof_pmu::probe::breakpoint_notices(&list, &target) {
+            eprintln!("hwprof: warning: {n}");
+        }
+    }
     let mut rec = Recording::new(list, target);
     rec.options = options;
     rec.session = SessionOptions {

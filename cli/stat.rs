@@ -57,6 +57,11 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let mut sink = Sink::open(a.output.as_deref())?;
     let quiet_notices = !matches!(fmt, Format::Human) && a.output.is_none();
+    if !quiet_notices {
+        for n in hwprof_pmu::probe::breakpoint_notices(&events, &target) {
+            eprintln!("hwprof: warning: {n}");
+        }
+    }
     let interval = a.interval.map(Duration::from_millis);
     let opts = Opts {
         fmt,

@@ -905,3 +905,91 @@ fn duration_bounds_counting() {
         assert_eq!(r.code(), 2, "{}", r.dump());
     }
 }
+
+/// `tests/workloads/NAME.c` built as a position-independent executable, in the scratch
+/// directory.
+fn pie_workload(name: &str) -> std::path::PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/workloads")
+        .join(format!("{name}.c"));
+    let out = scratch_path(&format!("{name}_pie"));
+    assert!(
+        hwprof_testkit::compile_c(&src, &out, &["-O1", "-fPIE", "-pie"]),
+        "no C compiler: install gcc (.ci/run does)"
+    );
+    out
+}
+
+/// A breakpoint at an address of a PIE's file counted 0 with no word (the program is
+/// loaded at a random base): a one-line warning says so, for a command, and for `-p`
+/// with the address it has in that process, where the breakpoint then does count.
+#[test]
+fn a_breakpoint_on_a_pie_address_is_warned_about() {
+    if !require_pmu("breakpoint", "mem: breakpoints") {
+        return;
+    }
+    let pie = pie_workload("writer");
+    let addr = symbol_address(&pie, "watched_var");
+    let ev = format!("mem:{addr:#x}:w");
+    let r = hwprof(&["stat", "-e", &ev, "--", pie.to_str().unwrap(), "100"]);
+    r.assert_ok();
+    let warnings: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("hwprof: warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", r.dump());
+    assert!(
+        warnings[0].contains("position-independent executable"),
+        "{}",
+        r.dump()
+    );
+    // The same program built without PIE (the workloads' default): no warning, 100.
+    let plain = workload("writer");
+    let ev = format!("mem:{:#x}:w", symbol_address(&plain, "watched_var"));
+    let r = hwprof(&[
+        "stat",
+        "-x,",
+        "-e",
+        &ev,
+        "--",
+        plain.to_str().unwrap(),
+        "100",
+    ]);
+    r.assert_ok();
+    assert!(!r.stderr.contains("warning"), "{}", r.dump());
+    assert_eq!(value_of(&r, &ev), 100.0);
+
+    // -p: the warning gives the relocated address, which holds in that process.
+    let pie = pie_workload("wait_forever");
+    let mut bg = Background::spawn(&mut Command::new(&pie));
+    bg.wait_for_line("ready");
+    let pid = bg.pid().to_string();
+    let addr = symbol_address(&pie, "main");
+    let ev = format!("mem:{addr:#x}:x");
+    let r = hwprof(&["stat", "-e", &ev, "-p", &pid, "--duration", "0.1"]);
+    r.assert_ok();
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("hwprof: warning:"))
+        .unwrap_or_else(|| panic!("no warning\n{}", r.dump()));
+    let relocated = line
+        .split("(-e mem:")
+        .nth(1)
+        .and_then(|x| x.split("...").next())
+        .unwrap_or_else(|| panic!("no relocated address in {line}"));
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+    let base = maps
+        .lines()
+        .find(|l| l.ends_with(pie.to_str().unwrap()))
+        .and_then(|l| l.split('-').next())
+        .and_then(|b| u64::from_str_radix(b, 16).ok())
+        .expect("the PIE's first mapping");
+    assert_eq!(relocated, format!("{:#x}", base + addr), "{line}");
+    let ev = format!("mem:{relocated}:x");
+    let r = hwprof(&["stat", "-e", &ev, "-p", &pid, "--duration", "0.1"]);
+    r.assert_ok();
+    assert!(!r.stderr.contains("warning"), "{}", r.dump());
+    assert!(bg.alive());
+}
