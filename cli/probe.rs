@@ -88,7 +88,9 @@ fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
     crate::args::target(&flags, rules, &words)
 }
 
-/// Why opening failed, in one line; permission errors say what uprobes need.
+/// Why opening failed, in one line; permission errors say what uprobes need: root
+/// first (the uprobe PMU opens only for it, even on one's own processes), then ptrace
+/// access to another user's process.
 fn open_error(e: hwprof_sampler::Error, target: &Target) -> anyhow::Error {
     let errno = e.raw_os_error();
     if !matches!(errno, Some(libc::EACCES | libc::EPERM)) {
@@ -99,20 +101,31 @@ fn open_error(e: hwprof_sampler::Error, target: &Target) -> anyhow::Error {
         _ => "the uprobe".to_string(),
     };
     let why = std::io::Error::from_raw_os_error(errno.unwrap_or(libc::EACCES));
-    let whom = match target {
-        Target::Pids(p) => format!(
-            " on process {}: attaching to a process needs ptrace permission over it (same user, or CAP_SYS_PTRACE; see /proc/sys/kernel/yama/ptrace_scope), and",
-            p.iter()
+    let pids = target.processes();
+    let whom = if pids.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " on process {}",
+            pids.iter()
                 .map(|p| p.to_string())
                 .collect::<Vec<_>>()
                 .join(",")
-        ),
-        _ => ":".to_string(),
+        )
     };
+    let foreign = pids
+        .iter()
+        .find_map(|&p| hwprof_pmu::target::foreign_owner(p).map(|o| (p, o)))
+        .map(|(p, o)| {
+            format!(
+                "; process {p} also belongs to {o}, and reading another user's process needs CAP_SYS_PTRACE (root has it)"
+            )
+        })
+        .unwrap_or_default();
     anyhow!(ExitWith(
         1,
         format!(
-            "cannot open {event}{whom} the kernel's uprobe PMU only opens for root or CAP_PERFMON/CAP_SYS_ADMIN, whatever kernel.perf_event_paranoid says ({why})"
+            "cannot open {event}{whom}: uprobes need root (the kernel's uprobe PMU opens only for CAP_SYS_ADMIN, whatever kernel.perf_event_paranoid says){foreign}: run hwprof as root ({why})"
         )
     ))
 }

@@ -494,3 +494,77 @@ fn record_as_nobody_falls_back_to_user_space_like_perf() {
     assert!(states_paranoid(&r.stderr, paranoid()), "{}", r.stderr);
     assert!(!out.exists(), "no output file after a failed open");
 }
+
+/// Another user's process (`-p`, as nobody against root's): the cause is the kernel's
+/// ptrace check, which no paranoid level or `:u` lifts; the message said "no permission
+/// (kernel.perf_event_paranoid = 2): count user space only with 'task-clock:u'" first.
+/// And the other way round (root against nobody's process) counts.
+#[test]
+fn another_users_process_names_ptrace_first() {
+    let Some(nobody) = Nobody::new("ptrace") else {
+        return;
+    };
+    let mut root_proc = common::Background::spawn(Command::new("sleep").arg("30"));
+    let pid = root_proc.pid().to_string();
+    let out = nobody.dir.join("out/p.data");
+    let out = out.to_str().expect("utf-8 path");
+    for args in [
+        &["stat", "-e", "task-clock", "-p", &pid, "--duration", "0.2"][..],
+        &["stat", "-e", "task-clock:u", "-p", &pid, "--", "true"][..],
+        &[
+            "record",
+            "-e",
+            "cpu-clock",
+            "-o",
+            out,
+            "-p",
+            &pid,
+            "--duration",
+            "0.2",
+        ][..],
+    ] {
+        let r = nobody.run(None, args);
+        assert_eq!(r.status.code(), Some(1), "{}", r.dump());
+        let line = r.stderr.trim();
+        assert_eq!(line.lines().count(), 1, "{}", r.dump());
+        let cause = format!("process {pid} belongs to root (uid 0)");
+        assert!(line.contains(&cause), "{}", r.dump());
+        assert!(line.contains("CAP_SYS_PTRACE"), "{}", r.dump());
+        // The paranoid level is not offered as the way out.
+        assert!(
+            !line.contains("sysctl") && !line.contains("count user space only"),
+            "{}",
+            r.dump()
+        );
+    }
+    if common::pmu_exists("uprobe") {
+        let bin = common::wl("libc_calls");
+        let r = nobody.run(None, &["probe", &format!("uprobe:{bin}:main"), "-p", &pid]);
+        assert_eq!(r.status.code(), Some(1), "{}", r.dump());
+        let line = r.stderr.trim();
+        assert!(line.contains("uprobes need root"), "{}", r.dump());
+        assert!(!line.contains("ptrace_scope"), "{}", r.dump());
+        assert!(line.contains("belongs to root"), "{}", r.dump());
+    }
+    assert!(root_proc.alive());
+    // Root counts nobody's process.
+    let mut nobodys = common::Background::spawn(Command::new("setpriv").args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "sleep",
+        "30",
+    ]));
+    let pid = nobodys.pid().to_string();
+    let r = run(&mut hwprof(&[
+        "stat",
+        "-e",
+        "task-clock",
+        "-p",
+        &pid,
+        "--duration",
+        "0.2",
+    ]));
+    assert_eq!(r.status.code(), Some(0), "{}", r.dump());
+    assert!(nobodys.alive());
+}

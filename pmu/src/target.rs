@@ -282,6 +282,99 @@ pub fn threads_of(pid: i32) -> std::io::Result<Vec<i32>> {
     Ok(v)
 }
 
+/// The owner of a process this program may not read, as the kernel's ptrace read check
+/// (`PTRACE_MODE_READ_REALCREDS`, which `perf_event_open` makes on a task) sees it: its
+/// real, effective and saved uids and gids are not all our real ones, and we lack
+/// CAP_SYS_PTRACE. `kernel.perf_event_paranoid` does not lift this.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForeignOwner {
+    /// The process's real uid.
+    pub uid: u32,
+    /// Its user name, from `/etc/passwd`.
+    pub user: Option<String>,
+    /// Our real uid.
+    pub me: u32,
+}
+
+impl std::fmt::Display for ForeignOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.user {
+            Some(u) => write!(f, "{u} (uid {})", self.uid),
+            None => write!(f, "uid {}", self.uid),
+        }
+    }
+}
+
+/// Credentials from `/proc/PID/status`: uids and gids (real, effective, saved) and
+/// the effective capabilities.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Creds {
+    uids: [u32; 3],
+    gids: [u32; 3],
+    cap_eff: u64,
+}
+
+/// CAP_SYS_PTRACE's bit.
+const CAP_SYS_PTRACE: u64 = 1 << 19;
+
+fn creds(status: &str) -> Option<Creds> {
+    let ids = |key: &str| -> Option<[u32; 3]> {
+        let line = status.lines().find_map(|l| l.strip_prefix(key))?;
+        let v: Vec<u32> = line
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        Some([*v.first()?, *v.get(1)?, *v.get(2)?])
+    };
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap_or(0);
+    Some(Creds {
+        uids: ids("Uid:")?,
+        gids: ids("Gid:")?,
+        cap_eff,
+    })
+}
+
+/// Whether `me` may not read a process with `them` (see [`ForeignOwner`]).
+fn ptrace_read_denied(me: &Creds, them: &Creds) -> bool {
+    let same =
+        them.uids.iter().all(|&u| u == me.uids[0]) && them.gids.iter().all(|&g| g == me.gids[0]);
+    !same && me.cap_eff & CAP_SYS_PTRACE == 0
+}
+
+/// The owner of process `pid` when this program may not read it (see
+/// [`ForeignOwner`]); `None` when it may, or when that cannot be told (the process is
+/// gone, `/proc` unreadable).
+pub fn foreign_owner(pid: i32) -> Option<ForeignOwner> {
+    let status = |p: &str| {
+        crate::file::read_to_string(std::path::Path::new(&format!("/proc/{p}/status")), 1 << 20)
+            .ok()
+    };
+    let me = creds(&status("self")?)?;
+    let them = creds(&status(&pid.to_string())?)?;
+    if !ptrace_read_denied(&me, &them) {
+        return None;
+    }
+    let uid = them.uids[0];
+    let user = crate::file::read_to_string(std::path::Path::new("/etc/passwd"), 16 << 20)
+        .ok()
+        .and_then(|p| {
+            p.lines().find_map(|l| {
+                let mut f = l.split(':');
+                let name = f.next()?;
+                (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
+            })
+        });
+    Some(ForeignOwner {
+        uid,
+        user,
+        me: me.uids[0],
+    })
+}
+
 /// Why [`Watch::wait`] returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Woke {
@@ -566,6 +659,29 @@ mod tests {
         let e = Target::parse(&c, online).unwrap_err();
         assert!(matches!(e, TargetError::Offline { cpu: 4095, .. }), "{e:?}");
         assert!(Target::parse(&c, Rules::default()).is_ok());
+    }
+
+    #[test]
+    fn another_users_process_is_told_apart() {
+        let status = |uid: u32, cap: &str| {
+            format!(
+                "Name:\tx\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nGid:\t{uid}\t{uid}\t{uid}\t{uid}\nCapEff:\t{cap}\n"
+            )
+        };
+        let nobody = creds(&status(65534, "0000000000000000")).expect("creds");
+        let root = creds(&status(0, "000001ffffffffff")).expect("creds");
+        assert!(ptrace_read_denied(&nobody, &root));
+        assert!(
+            !ptrace_read_denied(&root, &nobody),
+            "CAP_SYS_PTRACE reads anyone's"
+        );
+        assert!(!ptrace_read_denied(&nobody, &nobody));
+        // A setuid process (saved uid root) is not ours either.
+        let setuid =
+            creds("Uid:\t65534\t0\t0\t0\nGid:\t65534\t65534\t65534\t65534\n").expect("creds");
+        assert!(ptrace_read_denied(&nobody, &setuid));
+        assert_eq!(creds("Uid:\t1\n"), None);
+        assert_eq!(foreign_owner(std::process::id() as i32), None);
     }
 
     #[test]
