@@ -94,7 +94,9 @@ fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
 fn open_error(e: hwprof_sampler::Error, target: &Target) -> anyhow::Error {
     let errno = e.raw_os_error();
     if !matches!(errno, Some(libc::EACCES | libc::EPERM)) {
-        return anyhow!(ExitWith(1, e.to_string().replace('\n', " ")));
+        // The error kept as a cause: what to do about its errno (EMFILE) is added.
+        let msg = e.to_string().replace('\n', " ");
+        return anyhow::Error::from(e).context(ExitWith(1, msg));
     }
     let event = match &e {
         hwprof_sampler::Error::Pmu(hwprof_pmu::Error::Open { event, .. }) => event.clone(),
@@ -243,7 +245,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let done = recorder
         .run(Sink::Records(&mut on_record), stop)
-        .map_err(|e| anyhow!("probing: {}", source_of(*e)))?;
+        .map_err(|e| source_of(*e).context("probing"))?;
     let (stats, code) = (&done.stats, done.exit_code());
     if stats.lost > 0 || stats.lost_samples > 0 {
         eprintln!(
@@ -271,11 +273,12 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// The session's own error behind a recorder error (what `probing:` names).
-fn source_of(e: RunError) -> String {
+/// The session's own error behind a recorder error (what `probing:` names), kept typed
+/// so that what to do about its errno can be said.
+fn source_of(e: RunError) -> anyhow::Error {
     match e {
-        RunError::Session(e) | RunError::Synthesized(e) => e.to_string(),
-        other => other.to_string(),
+        RunError::Session(e) | RunError::Synthesized(e) => e.into(),
+        other => other.into(),
     }
 }
 
