@@ -2,7 +2,8 @@
 //! a regression verdict against a saved baseline or an interleaved A/B command.
 //!
 //! Exit codes: 0 no regression, 1 regression, 2 usage error, 3 the benchmark could not
-//! be measured (the command failed or could not start, counters could not open).
+//! be measured (the command failed, counters could not open), 127 or 126 the command
+//! cannot run (not found, not executable: a shell's codes, as every command gives).
 
 mod output;
 mod run;
@@ -31,7 +32,9 @@ const DEFAULT_EVENTS: &str =
 /// Runs `hwprof bench`.
 pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     run_checked(a, stop).map_err(|e| {
-        if crate::error::exit_code_of(&e) == 2 || crate::error::is_broken_pipe(&e) {
+        if matches!(crate::error::exit_code_of(&e), 2 | 126 | 127)
+            || crate::error::is_broken_pipe(&e)
+        {
             e
         } else {
             ExitWith(3, crate::error::error_line(&e)).into()

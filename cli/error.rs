@@ -111,6 +111,11 @@ pub fn exit_code_of(err: &anyhow::Error) -> u8 {
         if let Some(pe) = e.downcast_ref::<hwprof_pmu::Error>() {
             return pmu_exit_code(pe);
         }
+        // The sampler passes the PMU layer's errors on transparently (a command that
+        // cannot run: 127 or 126, as in stat).
+        if let Some(hwprof_sampler::Error::Pmu(pe)) = e.downcast_ref::<hwprof_sampler::Error>() {
+            return pmu_exit_code(pe);
+        }
     }
     1
 }

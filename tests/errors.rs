@@ -568,3 +568,52 @@ fn another_users_process_names_ptrace_first() {
     assert_eq!(r.status.code(), Some(0), "{}", r.dump());
     assert!(nobodys.alive());
 }
+
+/// Every command that starts a program gives a shell's codes when it cannot: 127 not
+/// found, 126 not executable (`record -- ./nosuch` exited 1 where `stat` exited 127),
+/// with one line that names the program, and writes nothing.
+#[test]
+fn a_command_that_cannot_run_exits_127_or_126_everywhere() {
+    let dir = std::env::temp_dir().join(format!("hwprof-exec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let noexec = dir.join("noexec");
+    std::fs::write(&noexec, "#!/bin/sh\n").expect("write");
+    let missing = dir.join("nosuch");
+    let out = |name: &str| dir.join(name).display().to_string();
+    let (data, svg, folded) = (out("r.data"), out("f.svg"), out("o.svg"));
+    for (program, code) in [(&missing, 127), (&noexec, 126)] {
+        let p = program.to_str().expect("utf-8 path");
+        let cases: Vec<Vec<&str>> = vec![
+            vec!["stat", "-e", "task-clock", "--", p],
+            vec!["stat", "-a", "-e", "task-clock", "--", p],
+            vec!["record", "-e", "cpu-clock", "-o", &data, "--", p],
+            vec!["record", "-a", "-e", "cpu-clock", "-o", &data, "--", p],
+            vec!["flamegraph", "-e", "cpu-clock", "-o", &svg, "--", p],
+            vec!["offcpu", "-o", &folded, "--", p],
+            vec!["bench", "-r", "2", "--", p],
+        ];
+        for args in cases {
+            let r = run(&mut hwprof(&args));
+            assert_eq!(r.status.code(), Some(code), "{}", r.dump());
+            let errors: Vec<&str> = r
+                .stderr
+                .lines()
+                .filter(|l| !l.starts_with("hwprof: note:"))
+                .collect();
+            assert_eq!(errors.len(), 1, "{}", r.dump());
+            assert!(errors[0].contains(p), "{}", r.dump());
+        }
+        if common::pmu_exists("uprobe") {
+            let r = run(&mut hwprof(&["probe", "uprobe:libc:getppid", "--", p]));
+            assert_eq!(r.status.code(), Some(code), "{}", r.dump());
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("read dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n != "noexec")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    std::fs::remove_dir_all(&dir).expect("removing the scratch dir");
+}

@@ -158,6 +158,17 @@ fn threads_of(pid: i32) -> Result<Vec<i32>> {
     })
 }
 
+/// A command that could not run, as the PMU layer says it for `stat`
+/// ([`hwprof_pmu::Error::Exec`]: not found, not executable; or
+/// [`hwprof_pmu::Error::Start`]), so that every command gives it the same exit code.
+fn exec_error(program: &str, e: ExecError) -> Error {
+    let program = program.to_string();
+    Error::Pmu(match e {
+        ExecError::Exec(source) => hwprof_pmu::Error::Exec { program, source },
+        ExecError::Setup(source) => hwprof_pmu::Error::Start { program, source },
+    })
+}
+
 impl Session {
     /// Opens every event of `events` on `target` (see the module docs for the layout)
     /// and maps one ring per CPU. For a command, the child is forked and held before
@@ -200,11 +211,7 @@ impl Session {
         let mut argv0 = String::new();
         if let Some(argv) = target.argv() {
             argv0 = argv.first().cloned().unwrap_or_default();
-            let w = Workload::prepare(argv).map_err(|e| match e {
-                ExecError::Exec(e) | ExecError::Setup(e) => {
-                    Error::io(format!("cannot start '{argv0}'"), e)
-                }
-            })?;
+            let w = Workload::prepare(argv).map_err(|e| exec_error(&argv0, e))?;
             workload = Some(w);
         }
         let (cpus, tasks): (Vec<u32>, Vec<i32>) = match target.attached() {

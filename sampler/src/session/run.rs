@@ -5,7 +5,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::sys::{self, Epoll, ExecError, ExitInfo, Ioctl};
+use hwprof_pmu::sys::{self, Epoll, ExitInfo, Ioctl};
 
 use super::{Session, Target};
 use crate::error::{Error, Result};
@@ -249,10 +249,7 @@ impl Session {
             if let Err(e) = w.start() {
                 // The child exits (127) when it cannot exec: reap it.
                 let _ = sys::wait(w.pid());
-                return Err(match e {
-                    ExecError::Exec(e) => Error::io(format!("cannot run '{}'", self.argv0), e),
-                    ExecError::Setup(e) => Error::io(format!("cannot start '{}'", self.argv0), e),
-                });
+                return Err(super::exec_error(&self.argv0, e));
             }
         }
         Ok(())
