@@ -95,6 +95,7 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
         a.quiet,
         branch_flag.as_deref(),
         a.keep_raw_stacks,
+        true,
         stop,
     )?;
     if !a.quiet && !a.no_summary {

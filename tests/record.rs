@@ -896,3 +896,59 @@ fn event_files_are_taken_where_the_docs_say() {
     ]);
     r.assert_ok();
 }
+
+/// Stacks deeper than the largest copy the kernel takes: the note about truncated
+/// stacks is printed once by commands that record and draw (it was printed by the
+/// recording and again by the drawing), and offers a larger `dwarf,SIZE` only when the
+/// copy was below the maximum (it offered one at 65528 too).
+#[test]
+fn truncated_stacks_are_said_once_and_rightly() {
+    let bin = wl("deep_stack");
+    let notes = |r: &Run| -> Vec<String> {
+        r.stderr
+            .lines()
+            .filter(|l| l.contains("truncated"))
+            .map(str::to_string)
+            .collect()
+    };
+    let svg = scratch_path("deep.svg");
+    let r = hwprof(&[
+        "flamegraph",
+        "-e",
+        "cpu-clock",
+        "--call-graph",
+        "dwarf,65528",
+        "-o",
+        svg.to_str().unwrap(),
+        "--",
+        &bin,
+        "300",
+    ]);
+    r.assert_ok();
+    let n = notes(&r);
+    assert_eq!(n.len(), 1, "{}", r.dump());
+    assert!(
+        !n[0].contains("a larger"),
+        "at the maximum already: {}",
+        n[0]
+    );
+    let data = scratch_path("deep.data");
+    for (size, raise) in [("65528", false), ("4096", true)] {
+        let r = hwprof(&[
+            "record",
+            "-e",
+            "cpu-clock",
+            "--call-graph",
+            &format!("dwarf,{size}"),
+            "-o",
+            data.to_str().unwrap(),
+            "--",
+            &bin,
+            "200",
+        ]);
+        r.assert_ok();
+        let n = notes(&r);
+        assert_eq!(n.len(), 1, "{}", r.dump());
+        assert_eq!(n[0].contains("a larger"), raise, "dwarf,{size}: {}", n[0]);
+    }
+}
