@@ -89,7 +89,8 @@ pub struct StatArgs {
     /// Events to count, comma-separated, perf syntax (repeatable). Default: perf stat's set.
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
-    /// Count on existing processes (comma-separated PIDs) until they exit or SIGINT.
+    /// Count on existing processes (comma-separated PIDs) until they exit, SIGINT or
+    /// --duration; with a command after `--`, while it runs (`-p PID -- sleep 1`).
     #[arg(short = 'p', long = "pid", value_name = "PID,..")]
     pub pid: Option<String>,
     /// Count on existing threads (comma-separated TIDs).
@@ -110,6 +111,13 @@ pub struct StatArgs {
     /// Print counts every MS milliseconds (at least 10).
     #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = interval_ms)]
     pub interval: Option<u64>,
+    /// Count at most SECS seconds (fractions and units allowed: 2.5, 500ms, 10m): then
+    /// -p/-t/-a/-C counting ends, and a command is sent SIGTERM.
+    #[arg(long = "duration", value_name = "SECS", value_parser = secs, conflicts_with = "timeout")]
+    pub duration: Option<Duration>,
+    /// perf's spelling of --duration, in milliseconds (at least 10).
+    #[arg(long = "timeout", value_name = "MS", value_parser = timeout_ms)]
+    pub timeout: Option<Duration>,
     /// CSV output with this separator, perf's field order.
     #[arg(
         short = 'x',
@@ -486,6 +494,9 @@ pub struct FlamegraphArgs {
     /// Record: keep the recording in this file (default: a temporary file, removed).
     #[arg(long = "data-file", value_name = "FILE")]
     pub data_file: Option<PathBuf>,
+    /// Record: Intel perfmon JSON file of named events for -e (repeatable).
+    #[arg(long = "event-file", value_name = "FILE.json")]
+    pub event_file: Vec<PathBuf>,
     /// The command to record, after `--`.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -749,6 +760,15 @@ pub fn interval_ms(text: &str) -> Result<u64, String> {
     Ok(ms)
 }
 
+/// `stat --timeout` (perf's): milliseconds by default, at least 10 (perf's minimum).
+pub fn timeout_ms(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text, 1e-3, "milliseconds", false)?;
+    if d < Duration::from_millis(10) {
+        return Err("the timeout must be at least 10 ms".to_string());
+    }
+    Ok(d)
+}
+
 /// `probe --threshold`: milliseconds by default, 0 or more; in nanoseconds.
 pub fn threshold_ns(text: &str) -> Result<u64, String> {
     let d = parse_duration(text, 1e-3, "milliseconds", false)?;
@@ -766,8 +786,6 @@ pub fn block_us(text: &str) -> Result<u64, String> {
 pub struct TargetWords {
     /// Two or more of -p, -t, -a/-C.
     pub several: &'static str,
-    /// A command with -p/-t (or -a/-C where the command takes none).
-    pub command_and: &'static str,
     /// No target.
     pub missing: &'static str,
 }
@@ -777,7 +795,6 @@ pub struct TargetWords {
 pub fn target(flags: &Flags<'_>, rules: Rules, words: &TargetWords) -> anyhow::Result<Target> {
     Target::parse(flags, rules).map_err(|e| match e {
         TargetError::Several => crate::error::Usage(words.several.to_string()).into(),
-        TargetError::CommandAnd(_) => crate::error::Usage(words.command_and.to_string()).into(),
         TargetError::Missing => crate::error::Usage(words.missing.to_string()).into(),
         TargetError::NoSuchProcess { .. } => crate::error::ExitWith(1, e.to_string()).into(),
         other => crate::error::Usage(other.to_string()).into(),
@@ -834,6 +851,9 @@ mod tests {
         assert_eq!(interval_ms("1s"), Ok(1000));
         assert!(interval_ms("9").is_err());
         assert!(interval_ms("18446744073709551615").is_err());
+        assert_eq!(timeout_ms("1500"), Ok(Duration::from_millis(1500)));
+        assert_eq!(timeout_ms("2s"), Ok(Duration::from_secs(2)));
+        assert!(timeout_ms("9").is_err());
         assert_eq!(block_us("1"), Ok(1));
         assert_eq!(block_us("2ms"), Ok(2000));
         assert!(block_us("-1").is_err());

@@ -2,7 +2,9 @@
 //! a regression verdict against a saved baseline or an interleaved A/B command.
 //!
 //! Exit codes: 0 no regression, 1 regression, 2 usage error, 3 the benchmark could not
-//! be measured (the command failed or could not start, counters could not open).
+//! be measured (the command failed, counters could not open), 127 or 126 the command
+//! cannot run (not found, not executable: a shell's codes, as every command gives), 130
+//! interrupted (SIGINT or SIGTERM: the runs that finished are reported, nothing saved).
 
 mod output;
 mod run;
@@ -31,7 +33,7 @@ const DEFAULT_EVENTS: &str =
 /// Runs `hwprof bench`.
 pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     run_checked(a, stop).map_err(|e| {
-        if crate::error::exit_code_of(&e) == 2
+        if matches!(crate::error::exit_code_of(&e), 2 | 126 | 127 | 130)
             || crate::error::is_broken_pipe(&e)
             || crate::error::stopped(&e).is_some()
         {
@@ -178,6 +180,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         cur.baseline = Some(Box::new(base));
         cur.comparison = Some(cmp);
     }
+    let interrupted = stop.is_stopped();
     let mut out = std::io::BufWriter::new(report);
     if a.json {
         serde_json::to_writer_pretty(&mut out, &cur).context("encoding JSON")?;
@@ -191,6 +194,13 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         .into_inner()
         .map_err(|e| anyhow::Error::new(e.into_error()).context("writing the report"))?;
     crate::outfile::commit(report)?;
+    if interrupted {
+        if let Some(name) = &a.save {
+            // Fewer runs than asked for: not a baseline to compare against later.
+            eprintln!("hwprof: baseline '{name}' not saved: the bench was interrupted");
+        }
+        return Ok(130);
+    }
     if let (Some(name), Some(saver)) = (&a.save, saver.take()) {
         let path = save(&cur, name, saver)?;
         eprintln!(
@@ -277,9 +287,18 @@ fn measure(
     let done = results.iter().map(Vec::len).min().unwrap_or(0);
     if stop.is_stopped() {
         if done < 2 {
-            anyhow::bail!("interrupted before 2 runs finished; nothing to report");
+            return Err(ExitWith(
+                130,
+                format!(
+                    "bench interrupted after {}: nothing to report (a bench needs 2)",
+                    crate::render::plural(done as u64, "finished run")
+                ),
+            )
+            .into());
         }
-        eprintln!("hwprof: note: interrupted: reporting the {done} runs that finished");
+        eprintln!(
+            "hwprof: bench interrupted: reporting the {done} of {runs} runs that finished (exit 130)"
+        );
         for r in &mut results {
             r.truncate(done);
         }

@@ -59,7 +59,31 @@ pub fn error_line(err: &anyhow::Error) -> String {
         }
         parts.push(text.to_string());
     }
-    crate::render::escape(&parts.join(": ")).into_owned()
+    crate::render::escape(&with_fds_hint(err, parts.join(": "))).into_owned()
+}
+
+/// `line` with what to do about running out of file descriptors when that is a cause of
+/// `err` and the line does not say it yet (a `fork`, a pipe or a sysfs read that hit
+/// the limit only says "Too many open files").
+fn with_fds_hint(err: &anyhow::Error, line: String) -> String {
+    let errno = err.chain().find_map(|e| {
+        let n = if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            io.raw_os_error()
+        } else if let Some(pe) = e.downcast_ref::<hwprof_pmu::Error>() {
+            pe.raw_os_error()
+        } else if let Some(se) = e.downcast_ref::<hwprof_sampler::Error>() {
+            se.raw_os_error()
+        } else {
+            None
+        };
+        n.filter(|&n| n == libc::EMFILE || n == libc::ENFILE)
+    });
+    match errno {
+        Some(n) if !line.contains("ulimit") && !line.contains("file-max") => {
+            format!("{line} ({})", hwprof_pmu::error::fds_hint(n))
+        }
+        _ => line,
+    }
 }
 
 /// Whether `err` comes from writing into a pipe whose reader has gone (`| head`): such
@@ -113,6 +137,11 @@ pub fn exit_code_of(err: &anyhow::Error) -> u8 {
             return *code;
         }
         if let Some(pe) = e.downcast_ref::<hwprof_pmu::Error>() {
+            return pmu_exit_code(pe);
+        }
+        // The sampler passes the PMU layer's errors on transparently (a command that
+        // cannot run: 127 or 126, as in stat).
+        if let Some(hwprof_sampler::Error::Pmu(pe)) = e.downcast_ref::<hwprof_sampler::Error>() {
             return pmu_exit_code(pe);
         }
     }
@@ -175,6 +204,27 @@ mod tests {
         // Line breaks join an error's lines (some span several); the rest is escaped.
         assert_eq!(line, "reading x\\ty: no sample of 'a\\x1b[31mb c;d'");
         assert!(!line.chars().any(char::is_control), "{line:?}");
+    }
+
+    #[test]
+    fn running_out_of_file_descriptors_says_what_to_do() {
+        let emfile = || std::io::Error::from_raw_os_error(libc::EMFILE);
+        let e = hwprof_sampler::Error::io("cannot start 'true'", emfile());
+        let line = error_line(&anyhow::Error::from(e));
+        assert!(
+            line.starts_with("cannot start 'true': Too many open files (the limit is "),
+            "{line}"
+        );
+        assert!(line.ends_with("raise it with `ulimit -n 65536`)"), "{line}");
+        let enfile = anyhow::Error::from(std::io::Error::from_raw_os_error(libc::ENFILE));
+        assert!(error_line(&enfile).contains("file-max"));
+        // Said once when the message has it already.
+        let pe = hwprof_pmu::Error::Open {
+            event: "x".into(),
+            source: emfile(),
+            hint: "raise it with `ulimit -n 65536`".into(),
+        };
+        assert_eq!(error_line(&pe.into()).matches("ulimit").count(), 1);
     }
 
     /// A closed pipe is recognised whatever wrote into it: serde_json hides its

@@ -52,6 +52,11 @@ pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
             "-e/--event records events (with a command after --, -p or -a); to draw one event of {what}, use --draw-event NAME"
         ));
     }
+    if !recording && !a.event_file.is_empty() {
+        return usage(
+            "--event-file names events for -e when recording (with a command after --, -p or -a)",
+        );
+    }
     if let Some(d) = &a.diff {
         if recording {
             return usage("--diff draws two existing recordings: give no command, -p or -a");
@@ -89,11 +94,15 @@ fn fold_options(a: &FlamegraphArgs) -> FoldOptions {
     }
 }
 
-fn load(path: &Path, opts: &SymOptions) -> anyhow::Result<Profile> {
+/// Reads and symbolizes `path`; says how many stacks are truncated when
+/// `say_truncated` (a recording of this run said it already, knowing the copies' size).
+fn load(path: &Path, opts: &SymOptions, say_truncated: bool) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
     let p = Profile::from_perf_data(pd, opts)
         .with_context(|| format!("symbolizing {}", path.display()))?;
-    crate::render::note_truncated(&p);
+    if say_truncated {
+        crate::render::note_truncated(&p);
+    }
     crate::input::notices(&p);
     Ok(p)
 }
@@ -230,7 +239,7 @@ fn count_name_of(a: &FlamegraphArgs, p: &Profile, ev: u32) -> String {
 fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyhow::Result<()> {
     let profile = match a.mem {
         Some(level) => load_level(path, &sym_options(a), level)?,
-        None => load(path, &sym_options(a))?,
+        None => load(path, &sym_options(a), !a.records())?,
     };
     let (events, note) = select_events(a, &profile, path)?;
     let several = events.len() > 1;
@@ -322,8 +331,8 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
 /// NEW's total.
 fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
     let opts = sym_options(a);
-    let pb = load(base, &opts)?;
-    let pn = load(new, &opts)?;
+    let pb = load(base, &opts, true)?;
+    let pn = load(new, &opts, true)?;
     let ev_new = match &a.draw_event {
         Some(name) => find_event(&pn, name, new)?,
         None => (0..pn.events.len() as u32)
@@ -417,7 +426,8 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         all_cpus: a.all_cpus,
         ..Flags::default()
     })?;
-    let enc = crate::encode::encoder(None, &[])?;
+    let mut enc = crate::encode::encoder(None, &a.event_file)?;
+    enc.set_processes(target.processes());
     let default_event = a.events.is_empty();
     let freq = match (&a.freq, a.count) {
         (Some(f), _) => Some(f.as_str()),
@@ -447,8 +457,17 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let branch_flag = crate::recording::branch_flag(None, false, a.call_graph.as_deref());
     crate::recording::check_events(&rec, &enc, branch_flag.as_deref(), false)?;
-    let code = crate::recording::record(rec, output, false, branch_flag.as_deref(), false, stop)?
-        .exit_code();
+    // The truncated stacks are said once, by the recording (it knows the copies' size).
+    let code = crate::recording::record(
+        rec,
+        output,
+        false,
+        branch_flag.as_deref(),
+        false,
+        true,
+        stop,
+    )?
+    .exit_code();
     // With --all, files get one name per event: `early` only proved -o (stdout serves
     // every event).
     let drawn = draw_file(a, &data, early);

@@ -105,8 +105,9 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         inherit: true,
         duration: a.duration,
     };
-    let code = crate::recording::record(rec, output, false, None, false, stop)?.exit_code();
-    draw_into(&a, &data, early)?;
+    // The truncated stacks are said once, by the recording (it knows the copies' size).
+    let code = crate::recording::record(rec, output, false, None, false, true, stop)?.exit_code();
+    draw_into(&a, &data, early, false)?;
     drop(scratch);
     Ok(code)
 }
@@ -187,11 +188,17 @@ fn to_stdout(a: &OffcpuArgs) -> bool {
 
 /// Draws the recording `data` to `-o` (or stdout).
 pub(crate) fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
-    draw_into(a, data, None)
+    draw_into(a, data, None, true)
 }
 
-/// [`draw`], into `early` when the output was opened before recording.
-fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Result<()> {
+/// [`draw`], into `early` when the output was opened before recording; says how many
+/// stacks are truncated when `say_truncated` (the recording said it otherwise).
+fn draw_into(
+    a: &OffcpuArgs,
+    data: &Path,
+    early: Option<Output>,
+    say_truncated: bool,
+) -> anyhow::Result<()> {
     let opts = SymOptions {
         inline: true,
         kernel: !a.no_kernel,
@@ -201,7 +208,9 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
         symfs: a.symfs.clone(),
     };
     let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
-    crate::render::note_truncated(&profile);
+    if say_truncated {
+        crate::render::note_truncated(&profile);
+    }
     let folded = fold::fold(
         &profile,
         0,

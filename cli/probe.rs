@@ -48,14 +48,23 @@ fn functions(specs: &[String]) -> anyhow::Result<(Vec<String>, Vec<Func>)> {
 
 /// Parses the events, turning parser errors into one line, with a note for stripped
 /// binaries.
-fn parse_events(events: &[String], funcs: &[Func]) -> anyhow::Result<hwprof_pmu::EventList> {
-    let enc = hwprof_pmu::Encoder::host();
+fn parse_events(
+    events: &[String],
+    funcs: &[Func],
+    target: &Target,
+) -> anyhow::Result<hwprof_pmu::EventList> {
+    let mut enc = hwprof_pmu::Encoder::host();
+    enc.set_processes(target.processes());
     enc.parse(&events.join(",")).map_err(|e| {
         let msg = e.to_string().replace('\n', " ");
         let note = funcs
             .iter()
             .filter_map(|f| f.target.rsplit_once(':').map(|(p, _)| p))
-            .find(|p| msg.contains("no function") && hwprof_pmu::probe::is_stripped(p))
+            .find(|p| {
+                msg.contains("no function")
+                    && hwprof_pmu::probe::locate(p, target.processes())
+                        .is_ok_and(|f| hwprof_pmu::probe::is_stripped(&f.to_string_lossy()))
+            })
             .map(|p| format!(" ({p} is stripped: only its dynamic symbols are known)"))
             .unwrap_or_default();
         ExitWith(crate::error::pmu_exit_code(&e), format!("{msg}{note}")).into()
@@ -68,10 +77,8 @@ fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
         pid: a.pid.as_deref(),
         ..Flags::default()
     };
-    let conflict = "give one target: a command after --, or -p PID";
     let words = TargetWords {
-        several: conflict,
-        command_and: conflict,
+        several: "give one -p",
         missing: "nothing to probe: give a command after --, or -p PID (e.g. `hwprof probe uprobe:./app:work -- ./app`)",
     };
     let rules = Rules {
@@ -81,31 +88,46 @@ fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
     crate::args::target(&flags, rules, &words)
 }
 
-/// Why opening failed, in one line; permission errors say what uprobes need.
+/// Why opening failed, in one line; permission errors say what uprobes need: root
+/// first (the uprobe PMU opens only for it, even on one's own processes), then ptrace
+/// access to another user's process.
 fn open_error(e: hwprof_sampler::Error, target: &Target) -> anyhow::Error {
     let errno = e.raw_os_error();
     if !matches!(errno, Some(libc::EACCES | libc::EPERM)) {
-        return anyhow!(ExitWith(1, e.to_string().replace('\n', " ")));
+        // The error kept as a cause: what to do about its errno (EMFILE) is added.
+        let msg = e.to_string().replace('\n', " ");
+        return anyhow::Error::from(e).context(ExitWith(1, msg));
     }
     let event = match &e {
         hwprof_sampler::Error::Pmu(hwprof_pmu::Error::Open { event, .. }) => event.clone(),
         _ => "the uprobe".to_string(),
     };
     let why = std::io::Error::from_raw_os_error(errno.unwrap_or(libc::EACCES));
-    let whom = match target {
-        Target::Pids(p) => format!(
-            " on process {}: attaching to a process needs ptrace permission over it (same user, or CAP_SYS_PTRACE; see /proc/sys/kernel/yama/ptrace_scope), and",
-            p.iter()
+    let pids = target.processes();
+    let whom = if pids.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " on process {}",
+            pids.iter()
                 .map(|p| p.to_string())
                 .collect::<Vec<_>>()
                 .join(",")
-        ),
-        _ => ":".to_string(),
+        )
     };
+    let foreign = pids
+        .iter()
+        .find_map(|&p| hwprof_pmu::target::foreign_owner(p).map(|o| (p, o)))
+        .map(|(p, o)| {
+            format!(
+                "; process {p} also belongs to {o}, and reading another user's process needs CAP_SYS_PTRACE (root has it)"
+            )
+        })
+        .unwrap_or_default();
     anyhow!(ExitWith(
         1,
         format!(
-            "cannot open {event}{whom} the kernel's uprobe PMU only opens for root or CAP_PERFMON/CAP_SYS_ADMIN, whatever kernel.perf_event_paranoid says ({why})"
+            "cannot open {event}{whom}: uprobes need root (the kernel's uprobe PMU opens only for CAP_SYS_ADMIN, whatever kernel.perf_event_paranoid says){foreign}: run hwprof as root ({why})"
         )
     ))
 }
@@ -124,7 +146,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     }
     let target = target_of(&a)?;
     let (specs, funcs) = functions(&a.probes)?;
-    let mut list = parse_events(&specs, &funcs)?;
+    let mut list = parse_events(&specs, &funcs, &target)?;
     let dwarf_stack = match a.call_graph.as_deref().map(CallGraph::parse) {
         None | Some(Ok(CallGraph::Fp)) => None,
         Some(Ok(CallGraph::Dwarf { stack_size })) => Some(stack_size),
@@ -223,7 +245,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let done = recorder
         .run(Sink::Records(&mut on_record), stop)
-        .map_err(|e| anyhow!("probing: {}", source_of(*e)))?;
+        .map_err(|e| source_of(*e).context("probing"))?;
     let (stats, code) = (&done.stats, done.exit_code());
     if stats.lost > 0 || stats.lost_samples > 0 {
         eprintln!(
@@ -251,11 +273,12 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// The session's own error behind a recorder error (what `probing:` names).
-fn source_of(e: RunError) -> String {
+/// The session's own error behind a recorder error (what `probing:` names), kept typed
+/// so that what to do about its errno can be said.
+fn source_of(e: RunError) -> anyhow::Error {
     match e {
-        RunError::Session(e) | RunError::Synthesized(e) => e.to_string(),
-        other => other.to_string(),
+        RunError::Session(e) | RunError::Synthesized(e) => e.into(),
+        other => other.into(),
     }
 }
 

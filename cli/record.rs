@@ -45,7 +45,8 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
         all_cpus: a.all_cpus,
         cpus: a.cpus.as_deref(),
     })?;
-    let enc = encoder(None, &a.event_file)?;
+    let mut enc = encoder(None, &a.event_file)?;
+    enc.set_processes(target.processes());
     let default_event = a.events.is_empty();
     // Options are checked before anything is said or opened.
     let options = record_options(&a, default_event)?;
@@ -66,6 +67,11 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     } else {
         parse_all(&enc, &a.events)?
     };
+    if !a.quiet {
+        for n in hwprof_pmu::probe::breakpoint_notices(&list, &target) {
+            eprintln!("hwprof: warning: {n}");
+        }
+    }
     let mut rec = Recording::new(list, target);
     rec.options = options;
     rec.session = SessionOptions {
@@ -89,6 +95,7 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
         a.quiet,
         branch_flag.as_deref(),
         a.keep_raw_stacks,
+        true,
         stop,
     )?;
     if !a.quiet && !a.no_summary {

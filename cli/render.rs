@@ -263,11 +263,20 @@ pub fn note_truncated(p: &hwprof_symbolize::Profile) {
         return;
     }
     let samples: u64 = p.samples.iter().map(|s| s.count).sum();
+    // The copies' size is in the attrs of raw stacks; stacks unwound while recording
+    // carry none.
+    let size = p
+        .events
+        .iter()
+        .map(|e| e.attr.sample_stack_user)
+        .filter(|&s| s > 0)
+        .max();
     eprintln!(
-        "hwprof: note: {} of {} {} have truncated user stacks (they end in [truncated]): the stack copy ended before the stack's root; record with a larger --call-graph dwarf,SIZE (up to 65528)",
+        "hwprof: note: {} of {} {} have truncated user stacks (they end in [truncated]): the stack copy ended before the stack's root; {}",
         thousands(p.truncated),
         thousands(samples),
         noun(samples, "sample"),
+        crate::recording::larger_stack_advice(size)
     );
 }
 

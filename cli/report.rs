@@ -190,16 +190,29 @@ pub(crate) fn keys(sort: &[SortKey]) -> Keys {
     }
 }
 
+/// "No sample matches", naming every filter in effect with its values.
 fn no_match(filter: &Filter, path: &Path) -> anyhow::Error {
     anyhow::anyhow!(
-        "no sample of {} matches the filters (--pid/--tid/--comm{})",
+        "no sample of {} matches the filters ({})",
         path.display(),
-        if filter.comms.is_empty() {
-            String::new()
-        } else {
-            format!(": commands {}", filter.comms.join(","))
-        }
+        filters_text(filter)
     )
+}
+
+/// The filters in effect as they are written: `--pid 12,13 --tid 14 --comm app`.
+fn filters_text(filter: &Filter) -> String {
+    let list = |v: Vec<String>| v.join(",");
+    let num = |v: &[u32]| list(v.iter().map(u32::to_string).collect());
+    [
+        ("--pid", num(&filter.pids)),
+        ("--tid", num(&filter.tids)),
+        ("--comm", list(filter.comms.clone())),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.is_empty())
+    .map(|(flag, v)| format!("{flag} {v}"))
+    .collect::<Vec<_>>()
+    .join(" ")
 }
 
 /// The tables of `--event` (or every event) of profile `p`.
@@ -252,4 +265,29 @@ fn diff_events(
         );
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every filter in effect is named with its values (`--pid` was missing).
+    #[test]
+    fn the_no_match_message_names_every_filter() {
+        let f = Filter {
+            pids: vec![12, 13],
+            tids: vec![],
+            comms: vec!["app".into()],
+        };
+        assert_eq!(
+            no_match(&f, Path::new("perf.data")).to_string(),
+            "no sample of perf.data matches the filters (--pid 12,13 --comm app)"
+        );
+        let f = Filter {
+            pids: vec![],
+            tids: vec![7],
+            comms: vec![],
+        };
+        assert_eq!(filters_text(&f), "--tid 7");
+    }
 }

@@ -47,7 +47,8 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.repeat > 1 && target.argv().is_none() {
         return usage("-r needs a command to repeat");
     }
-    let enc = crate::encode::encoder(None, &a.event_file)?;
+    let mut enc = crate::encode::encoder(None, &a.event_file)?;
+    enc.set_processes(target.processes());
     let defaults = a.events.is_empty();
     let events = if defaults {
         enc.parse(DEFAULT_EVENTS)?
@@ -56,6 +57,11 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let mut sink = Sink::open(a.output.as_deref(), stop)?;
     let quiet_notices = !matches!(fmt, Format::Human) && a.output.is_none();
+    if !quiet_notices {
+        for n in hwprof_pmu::probe::breakpoint_notices(&events, &target) {
+            eprintln!("hwprof: warning: {n}");
+        }
+    }
     let interval = a.interval.map(Duration::from_millis);
     let opts = Opts {
         fmt,
@@ -65,13 +71,13 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
             inherit: !a.no_inherit,
             per_cpu: a.no_aggr,
             interval,
+            duration: a.duration.or(a.timeout),
         },
     };
     let code = match target.argv() {
-        Some(argv) => run_command(
+        Some(_) => run_command(
             &events,
-            argv,
-            target.cpus().as_deref(),
+            &target,
             a.repeat,
             &opts,
             stop,
@@ -108,7 +114,6 @@ fn target_of(a: &StatArgs) -> anyhow::Result<Target> {
         cpus: a.cpus.as_deref(),
     };
     let rules = Rules {
-        command_on_cpus: true,
         live_ids: false,
         online_cpus: true,
     };
@@ -117,7 +122,6 @@ fn target_of(a: &StatArgs) -> anyhow::Result<Target> {
         rules,
         &TargetWords {
             several: "choose one of -p, -t, -a/-C",
-            command_and: "give either a command or -p/-t, not both",
             missing: "nothing to count: give a command after `--`, or -p PID, -t TID, or -a",
         },
     )
@@ -145,11 +149,9 @@ fn notices(counter: &Counter, has_cpu_pmu: bool, quiet: bool) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_command(
     events: &EventList,
-    argv: &[String],
-    cpus: Option<&[u32]>,
+    target: &Target,
     repeat: u32,
     o: &Opts,
     stop: &Stop,
@@ -157,11 +159,11 @@ fn run_command(
     has_pmu: bool,
 ) -> anyhow::Result<u8> {
     let mut runs: Vec<Run> = Vec::new();
-    let mut target = String::new();
+    let mut desc = String::new();
     for i in 0..repeat {
-        let mut c = Counting::command(argv, events, cpus, &o.counting)?;
+        let mut c = Counting::start(target, events, &o.counting)?;
         notices(c.counter(), has_pmu, i > 0 || o.quiet_notices);
-        target = c.description().to_string();
+        desc = c.description().to_string();
         if let Err(e) = print_intervals(&mut c, stop, o, sink) {
             // Intervals could not be written (stdout closed, say): stop the command as
             // Ctrl-C does and wait for it, then end with the error.
@@ -173,15 +175,12 @@ fn run_command(
             break;
         }
     }
-    let code = runs
-        .last()
-        .and_then(|r| r.exit)
-        .map_or(0, |x| u8::try_from(x.code).unwrap_or(1));
+    let code = runs.last().map_or(0, Run::exit_code);
     // The whole block once the command has ended (as perf), so that the command's own
     // output never lands inside it; -I printed its lines as they came.
     let mut block: Vec<u8> = Vec::new();
     if o.interval.is_none() {
-        render::header(&mut block, &o.fmt, &target, runs.len() as u32, false)?;
+        render::header(&mut block, &o.fmt, &desc, runs.len() as u32, false)?;
     }
     let t = if repeat > 1 {
         let s = stat::summarize(&runs);
@@ -204,6 +203,16 @@ fn run_command(
             user: Some(user),
             sys: Some(sys),
         }
+    };
+    // The command's CPU time is what was counted only when it is the target (perf
+    // prints it then too, and not for `-a -- CMD` or `-p PID -- CMD`).
+    let t = match target.attached() {
+        None => t,
+        Some(_) => Times {
+            user: None,
+            sys: None,
+            ..t
+        },
     };
     render::footer(&mut block, &o.fmt, t)?;
     sink.w().write_all(&block)?;
@@ -251,8 +260,12 @@ fn run_attached(
     )?;
     sink.w().write_all(&block)?;
     // Ended by Ctrl-C: perf's 130 (128 + SIGINT), after the counts; 0 when the
-    // processes or threads ended on their own.
-    Ok(if stop.is_stopped() { 130 } else { 0 })
+    // processes or threads ended on their own or --duration passed.
+    Ok(if stop.is_stopped() && !run.timed {
+        130
+    } else {
+        0
+    })
 }
 
 #[cfg(test)]

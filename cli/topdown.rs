@@ -144,6 +144,7 @@ pub fn run(a: &StatArgs, stop: &Stop) -> anyhow::Result<u8> {
         inherit: !a.no_inherit,
         per_cpu: false,
         interval: None,
+        duration: None,
     };
     let c = Counting::command(argv, &events, None, &opts)?;
     let run = c.run_to_end(stop)?;

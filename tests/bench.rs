@@ -598,10 +598,10 @@ fn bad_input_gives_one_line_and_exit_code() {
         2,
         "cannot be used with",
     );
-    // Could not measure: exit 3.
+    // Cannot run: a shell's 127, as every command that starts a program (was 3).
     one_line_error(
         &bench(&[], &["/nonexistent/cmd".to_string()]),
-        3,
+        127,
         "/nonexistent/cmd",
     );
     let fail: Vec<String> = ["sh", "-c", "exit 4"].map(String::from).to_vec();
@@ -624,5 +624,72 @@ fn bad_input_gives_one_line_and_exit_code() {
     assert!(
         !marker.exists(),
         "the command must not run when the baseline cannot be saved"
+    );
+}
+
+/// Starts `hwprof bench ARGS -- sh -c 'echo >> MARKS; sleep 0.05'` in the background,
+/// waits until the command has started `starts` times (lines in MARKS: no timing), then
+/// sends hwprof SIGINT; returns its exit status, stdout and stderr.
+fn interrupted_bench(tag: &str, args: &[&str], starts: usize) -> (Option<i32>, String, String) {
+    let marks = scratch_path(&format!("bench-marks-{tag}"));
+    let _ = std::fs::remove_file(&marks);
+    let script = format!("echo x >> '{}'; sleep 0.05", marks.display());
+    let mut c = std::process::Command::new(hwprof_bin());
+    c.arg("bench").args(args).args(["--", "sh", "-c", &script]);
+    let mut bg = Background::spawn(&mut c);
+    let started = || {
+        std::fs::read_to_string(&marks)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while started() < starts {
+        assert!(bg.alive(), "bench ended before {starts} runs started");
+        assert!(std::time::Instant::now() < deadline, "runs did not start");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(signal(bg.pid(), libc::SIGINT));
+    let (st, out, err) = bg
+        .wait_timeout(std::time::Duration::from_secs(60))
+        .expect("bench ends on SIGINT");
+    (st.code(), out, err)
+}
+
+/// Ctrl-C ended `bench` with exit 0, as if it had measured what was asked: it reports
+/// the runs that finished, says it was interrupted, saves no baseline, and exits 130
+/// (as perf and a shell report SIGINT); before 2 runs, it says there is nothing to
+/// report, exit 130.
+#[test]
+fn an_interrupted_bench_says_so_and_exits_130() {
+    let _g = serial();
+    let d = scratch_path("bench-interrupted");
+    let _ = std::fs::remove_dir_all(&d);
+    let d = d.to_str().unwrap().to_string();
+    let args = ["-r", "1000", "--save", "partial", "--baseline-dir", &d];
+    // 1 warm-up run, then at least 3 measured ones have finished.
+    let (code, out, err) = interrupted_bench("late", &args, 5);
+    assert_eq!(code, Some(130), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("hwprof: bench interrupted: reporting the"),
+        "stderr:\n{err}"
+    );
+    assert!(
+        out.contains("task-clock"),
+        "the finished runs are reported:\n{out}"
+    );
+    assert!(
+        err.contains("baseline 'partial' not saved"),
+        "stderr:\n{err}"
+    );
+    assert!(
+        !Path::new(&d).join("partial.json").exists(),
+        "an interrupted bench saves no baseline"
+    );
+    let (code, _, err) = interrupted_bench("early", &["-r", "1000"], 1);
+    assert_eq!(code, Some(130), "stderr:\n{err}");
+    let last = err.trim().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("hwprof: bench interrupted after") && last.contains("nothing to report"),
+        "stderr:\n{err}"
     );
 }

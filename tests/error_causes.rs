@@ -620,3 +620,57 @@ fn a_command_too_short_for_a_flame_graph_is_named_not_the_scratch_file() {
         "{err}"
     );
 }
+
+/// Running out of file descriptors (a low `ulimit -n`) was diagnosed as "this kernel has
+/// no uprobe PMU", "PMU 'uprobe' has no term 'retprobe'" or "unexpected uprobe config":
+/// sysfs reads that failed for want of descriptors looked like missing PMUs. At every
+/// limit from 4 to 40 open files, stat and probe either work or say that the limit is
+/// the cause and how to raise it.
+#[test]
+fn running_out_of_file_descriptors_is_named_as_such() {
+    if !common::require_pmu("uprobe", "uprobes under a low ulimit -n") {
+        return;
+    }
+    let bin = common::wl("libc_calls");
+    let uprobe = format!("uprobe:{bin}:main");
+    let uretprobe = format!("uretprobe:{bin}:main");
+    let events = format!("{uprobe},{uretprobe},task-clock");
+    let mut failures = 0;
+    for limit in 4..=40 {
+        for args in [
+            vec!["stat", "-e", events.as_str(), "--", bin.as_str(), "3"],
+            vec!["probe", uprobe.as_str(), "--", bin.as_str(), "3"],
+        ] {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(format!("ulimit -n {limit} && exec \"$@\""))
+                .arg("sh")
+                .arg(common::hwprof_bin())
+                .args(&args);
+            let r = run_cmd(&mut c, common::TIMEOUT);
+            for wrong in ["no uprobe PMU", "has no term", "unexpected uprobe config"] {
+                assert!(
+                    !r.stderr.contains(wrong),
+                    "ulimit -n {limit}: fd exhaustion reported as '{wrong}'\n{}",
+                    r.dump()
+                );
+            }
+            if r.code() != 0 {
+                failures += 1;
+                let line = r.stderr.trim().lines().last().unwrap_or_default();
+                assert!(
+                    line.contains("ulimit -n") || line.contains("file-max"),
+                    "ulimit -n {limit}: the error does not say to raise the limit\n{}",
+                    r.dump()
+                );
+            }
+        }
+    }
+    common::report_line(&format!(
+        "{failures} runs of 74 under ulimit -n 4..40 failed, each naming the limit"
+    ));
+    assert!(
+        failures > 0,
+        "even ulimit -n 4 worked: the test tests nothing"
+    );
+}

@@ -494,3 +494,126 @@ fn record_as_nobody_falls_back_to_user_space_like_perf() {
     assert!(states_paranoid(&r.stderr, paranoid()), "{}", r.stderr);
     assert!(!out.exists(), "no output file after a failed open");
 }
+
+/// Another user's process (`-p`, as nobody against root's): the cause is the kernel's
+/// ptrace check, which no paranoid level or `:u` lifts; the message said "no permission
+/// (kernel.perf_event_paranoid = 2): count user space only with 'task-clock:u'" first.
+/// And the other way round (root against nobody's process) counts.
+#[test]
+fn another_users_process_names_ptrace_first() {
+    let Some(nobody) = Nobody::new("ptrace") else {
+        return;
+    };
+    let mut root_proc = common::Background::spawn(Command::new("sleep").arg("30"));
+    let pid = root_proc.pid().to_string();
+    let out = nobody.dir.join("out/p.data");
+    let out = out.to_str().expect("utf-8 path");
+    for args in [
+        &["stat", "-e", "task-clock", "-p", &pid, "--duration", "0.2"][..],
+        &["stat", "-e", "task-clock:u", "-p", &pid, "--", "true"][..],
+        &[
+            "record",
+            "-e",
+            "cpu-clock",
+            "-o",
+            out,
+            "-p",
+            &pid,
+            "--duration",
+            "0.2",
+        ][..],
+    ] {
+        let r = nobody.run(None, args);
+        assert_eq!(r.status.code(), Some(1), "{}", r.dump());
+        let line = r.stderr.trim();
+        assert_eq!(line.lines().count(), 1, "{}", r.dump());
+        let cause = format!("process {pid} belongs to root (uid 0)");
+        assert!(line.contains(&cause), "{}", r.dump());
+        assert!(line.contains("CAP_SYS_PTRACE"), "{}", r.dump());
+        // The paranoid level is not offered as the way out.
+        assert!(
+            !line.contains("sysctl") && !line.contains("count user space only"),
+            "{}",
+            r.dump()
+        );
+    }
+    if common::pmu_exists("uprobe") {
+        let bin = common::wl("libc_calls");
+        let r = nobody.run(None, &["probe", &format!("uprobe:{bin}:main"), "-p", &pid]);
+        assert_eq!(r.status.code(), Some(1), "{}", r.dump());
+        let line = r.stderr.trim();
+        assert!(line.contains("uprobes need root"), "{}", r.dump());
+        assert!(!line.contains("ptrace_scope"), "{}", r.dump());
+        assert!(line.contains("belongs to root"), "{}", r.dump());
+    }
+    assert!(root_proc.alive());
+    // Root counts nobody's process.
+    let mut nobodys = common::Background::spawn(Command::new("setpriv").args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "sleep",
+        "30",
+    ]));
+    let pid = nobodys.pid().to_string();
+    let r = run(&mut hwprof(&[
+        "stat",
+        "-e",
+        "task-clock",
+        "-p",
+        &pid,
+        "--duration",
+        "0.2",
+    ]));
+    assert_eq!(r.status.code(), Some(0), "{}", r.dump());
+    assert!(nobodys.alive());
+}
+
+/// Every command that starts a program gives a shell's codes when it cannot: 127 not
+/// found, 126 not executable (`record -- ./nosuch` exited 1 where `stat` exited 127),
+/// with one line that names the program, and writes nothing.
+#[test]
+fn a_command_that_cannot_run_exits_127_or_126_everywhere() {
+    let dir = std::env::temp_dir().join(format!("hwprof-exec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let noexec = dir.join("noexec");
+    std::fs::write(&noexec, "#!/bin/sh\n").expect("write");
+    let missing = dir.join("nosuch");
+    let out = |name: &str| dir.join(name).display().to_string();
+    let (data, svg, folded) = (out("r.data"), out("f.svg"), out("o.svg"));
+    for (program, code) in [(&missing, 127), (&noexec, 126)] {
+        let p = program.to_str().expect("utf-8 path");
+        let cases: Vec<Vec<&str>> = vec![
+            vec!["stat", "-e", "task-clock", "--", p],
+            vec!["stat", "-a", "-e", "task-clock", "--", p],
+            vec!["record", "-e", "cpu-clock", "-o", &data, "--", p],
+            vec!["record", "-a", "-e", "cpu-clock", "-o", &data, "--", p],
+            vec!["flamegraph", "-e", "cpu-clock", "-o", &svg, "--", p],
+            vec!["offcpu", "-o", &folded, "--", p],
+            vec!["bench", "-r", "2", "--", p],
+        ];
+        for args in cases {
+            let r = run(&mut hwprof(&args));
+            assert_eq!(r.status.code(), Some(code), "{}", r.dump());
+            let errors: Vec<&str> = r
+                .stderr
+                .lines()
+                .filter(|l| !l.starts_with("hwprof: note:"))
+                .collect();
+            assert_eq!(errors.len(), 1, "{}", r.dump());
+            assert!(errors[0].contains(p), "{}", r.dump());
+        }
+        if common::pmu_exists("uprobe") {
+            let r = run(&mut hwprof(&["probe", "uprobe:libc:getppid", "--", p]));
+            assert_eq!(r.status.code(), Some(code), "{}", r.dump());
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("read dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n != "noexec")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    std::fs::remove_dir_all(&dir).expect("removing the scratch dir");
+}

@@ -351,3 +351,50 @@ fn calls_as_short_as_the_probe_cost_get_a_note() {
     run.assert_ok();
     assert!(!run.stderr.contains("upper bounds"), "{}", run.dump());
 }
+
+/// A uprobe on a library named without its path (`uprobe:libc:getppid`, as bpftrace
+/// and bcc take `libc`): found in the loader's cache for a command, in the process's
+/// mappings for `-p`. It failed with "libc: No such file or directory".
+#[test]
+fn a_library_is_found_by_its_name() {
+    if !uprobes_usable("probe uprobe:libc:FUNC") {
+        return;
+    }
+    let bin = wl("libc_calls");
+    for lib in ["libc", "libc.so.6", "c"] {
+        let probe = format!("uprobe:{lib}:getppid");
+        let run = hwprof(&["probe", &probe, "--json", "--", &bin, "500"]);
+        run.assert_ok();
+        let v = json_of(&run);
+        // Exactly the program's calls: libc's start-up code does not call getppid.
+        assert_eq!(v["count"].as_u64(), Some(500), "{lib}: {}", run.dump());
+    }
+    // -p: the library the process has mapped, for as long as `sleep` runs.
+    let mut bg = Background::spawn(Command::new(&bin).arg("loop"));
+    bg.wait_for_line("ready");
+    let pid = bg.pid().to_string();
+    let run = hwprof(&[
+        "probe",
+        "uprobe:libc:getppid",
+        "-p",
+        &pid,
+        "--json",
+        "--",
+        "sleep",
+        "0.5",
+    ]);
+    run.assert_ok();
+    let n = json_of(&run)["count"].as_u64().unwrap_or(0);
+    report!("uprobe:libc:getppid on a process calling it every ms, for 0.5 s: {n} calls");
+    assert!(n > 0, "{}", run.dump());
+    assert!(bg.alive());
+    // A name that is nowhere: one line that says where hwprof looked.
+    let run = hwprof(&["probe", "uprobe:libnosuch_hwprof:f", "-p", &pid]);
+    assert_ne!(run.code(), 0);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.dump());
+    assert!(
+        run.stderr.contains("loader's cache") && run.stderr.contains(&pid),
+        "{}",
+        run.dump()
+    );
+}

@@ -717,3 +717,238 @@ fn bad_input_gets_one_line_errors() {
         assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     }
 }
+
+/// perf's `record -a -- sleep 1` ("system-wide while this runs"; refused before): every
+/// CPU is sampled until the command exits, other processes included, and the command's
+/// exec is seen.
+#[test]
+fn system_wide_while_a_command_runs() {
+    let out = scratch_path("rec_all_during.data");
+    let mut busy = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
+    thread::sleep(Duration::from_millis(100));
+    let r = hwprof(&[
+        "record",
+        "-a",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "499",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "sleep",
+        "1",
+    ]);
+    r.assert_ok();
+    assert!(busy.alive(), "the other process keeps running");
+    let recs = records(&out);
+    let s = of_type(&recs, "sample");
+    let pids: BTreeSet<i64> = s.iter().filter_map(|x| x["pid"].as_i64()).collect();
+    let span = time_span(&s);
+    report!(
+        "record -a -- sleep 1: {} samples over {span:.3} s, {} pids",
+        s.len(),
+        pids.len()
+    );
+    assert!(
+        pids.contains(&(busy.pid() as i64)),
+        "no sample of the spinning process {} in {pids:?}",
+        busy.pid()
+    );
+    // Until `sleep 1` ends: the spinner is sampled for most of that second.
+    assert!(span >= 0.5, "samples over {span:.3} s of `sleep 1`");
+    assert!(
+        of_type(&recs, "comm").iter().any(|c| c["comm"] == "sleep"),
+        "the command's exec is recorded"
+    );
+    // The exit code is the command's.
+    let r = hwprof(&[
+        "record",
+        "-a",
+        "-e",
+        "cpu-clock",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    assert_eq!(r.code(), 3, "{}", r.dump());
+}
+
+/// `record -p PID -- sleep 0.5`: the process while the command runs, not the command.
+#[test]
+fn a_process_is_recorded_while_a_command_runs() {
+    let out = scratch_path("rec_pid_during.data");
+    let mut target = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
+    thread::sleep(Duration::from_millis(100));
+    let pid = target.pid().to_string();
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "999",
+        "-p",
+        &pid,
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "sleep",
+        "0.5",
+    ]);
+    r.assert_ok();
+    assert!(target.alive(), "the -p target must keep running");
+    let recs = records(&out);
+    let s = of_type(&recs, "sample");
+    assert!(s.len() >= 10, "{} samples", s.len());
+    assert!(
+        s.iter()
+            .all(|x| x["pid"].as_i64() == Some(target.pid() as i64)),
+        "only the -p process is sampled"
+    );
+}
+
+/// Every command docs/events.md names for `--event-file` takes it (the docs named one
+/// that did not: flamegraph's `-e` is record's, its event files were not), and an event
+/// of a perfmon file is encoded through it. Needs ../shared/fixtures/perfmon.
+#[test]
+fn event_files_are_taken_where_the_docs_say() {
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/events.md"))
+            .expect("docs/events.md");
+    let bullet = docs
+        .split("- **Event files:**")
+        .nth(1)
+        .and_then(|rest| rest.split("\n- ").next())
+        .and_then(|b| b.split("loads a JSON file").next())
+        .expect("the Event files bullet of docs/events.md");
+    let commands: Vec<&str> = bullet
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    assert!(commands.len() >= 5, "commands named: {commands:?}");
+    for c in &commands {
+        let help = hwprof(&[c, "--help"]);
+        help.assert_ok();
+        assert!(
+            help.stdout.contains("--event-file <"),
+            "docs/events.md names `{c}` for --event-file, which `hwprof {c}` does not take"
+        );
+    }
+    let Some(file) = hwprof_testkit::fixture_path("perfmon/SKL/events/skylake_core.json") else {
+        return;
+    };
+    let file = file.to_str().expect("utf-8 path");
+    let event = "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE";
+    let r = hwprof(&[
+        "encode",
+        "--cpu",
+        "skylake",
+        "--event-file",
+        file,
+        "-e",
+        event,
+    ]);
+    r.assert_ok();
+    assert!(r.stdout.contains(event), "{}", r.dump());
+    // Loading a file does not stand in the way of other events, in each command.
+    let svg = scratch_path("event_file.svg");
+    let r = hwprof(&[
+        "flamegraph",
+        "--event-file",
+        file,
+        "-e",
+        "cpu-clock",
+        "-o",
+        svg.to_str().unwrap(),
+        "--",
+        &wl("spin"),
+        "50",
+    ]);
+    r.assert_ok();
+    let out = scratch_path("event_file.data");
+    let r = hwprof(&[
+        "record",
+        "--event-file",
+        file,
+        "-e",
+        "cpu-clock",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    r.assert_ok();
+    let r = hwprof(&[
+        "stat",
+        "--event-file",
+        file,
+        "-e",
+        "task-clock",
+        "--",
+        "true",
+    ]);
+    r.assert_ok();
+}
+
+/// Stacks deeper than the largest copy the kernel takes: the note about truncated
+/// stacks is printed once by commands that record and draw (it was printed by the
+/// recording and again by the drawing), and offers a larger `dwarf,SIZE` only when the
+/// copy was below the maximum (it offered one at 65528 too).
+#[test]
+fn truncated_stacks_are_said_once_and_rightly() {
+    let bin = wl("deep_stack");
+    let notes = |r: &Run| -> Vec<String> {
+        r.stderr
+            .lines()
+            .filter(|l| l.contains("truncated"))
+            .map(str::to_string)
+            .collect()
+    };
+    let svg = scratch_path("deep.svg");
+    let r = hwprof(&[
+        "flamegraph",
+        "-e",
+        "cpu-clock",
+        "--call-graph",
+        "dwarf,65528",
+        "-o",
+        svg.to_str().unwrap(),
+        "--",
+        &bin,
+        "300",
+    ]);
+    r.assert_ok();
+    let n = notes(&r);
+    assert_eq!(n.len(), 1, "{}", r.dump());
+    assert!(
+        !n[0].contains("a larger"),
+        "at the maximum already: {}",
+        n[0]
+    );
+    let data = scratch_path("deep.data");
+    for (size, raise) in [("65528", false), ("4096", true)] {
+        let r = hwprof(&[
+            "record",
+            "-e",
+            "cpu-clock",
+            "--call-graph",
+            &format!("dwarf,{size}"),
+            "-o",
+            data.to_str().unwrap(),
+            "--",
+            &bin,
+            "200",
+        ]);
+        r.assert_ok();
+        let n = notes(&r);
+        assert_eq!(n.len(), 1, "{}", r.dump());
+        assert_eq!(n[0].contains("a larger"), raise, "dwarf,{size}: {}", n[0]);
+    }
+}

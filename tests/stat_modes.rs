@@ -774,3 +774,222 @@ fn default_events_and_hardware_notice() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// A command that bounds the time of -p/-a, and --duration (issue 20)
+// ---------------------------------------------------------------------------
+
+/// "N seconds time elapsed" of a human stat block.
+fn elapsed_secs(r: &Run) -> f64 {
+    r.stderr
+        .lines()
+        .find(|l| l.contains("seconds time elapsed"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no elapsed time\n{}", r.dump()))
+}
+
+/// perf's `stat -p PID -- sleep 1`: the process is counted while `sleep 1` runs, and
+/// counting ends with `sleep` (the process keeps running). Refused before: "give either
+/// a command or -p/-t, not both".
+#[test]
+fn a_process_is_counted_while_a_command_runs() {
+    let mut spin = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
+    thread::sleep(Duration::from_millis(100));
+    let pid = spin.pid().to_string();
+    let r = hwprof(&["stat", "-e", "task-clock", "-p", &pid, "--", "sleep", "1"]);
+    r.assert_ok();
+    assert!(spin.alive(), "the -p process must keep running");
+    assert!(
+        r.stderr
+            .contains(&format!("Performance counter stats for process id '{pid}'")),
+        "the header names the process, not the command\n{}",
+        r.dump()
+    );
+    // Bounded by `sleep 1`: at least its second, ended long before the spinner.
+    let wall = elapsed_secs(&r);
+    assert!(wall >= 1.0, "{wall} s\n{}", r.dump());
+    // The command's own times are not what was counted (perf leaves them out too).
+    assert!(!r.stderr.contains("seconds user"), "{}", r.dump());
+    let ms: f64 = human_value(&r.stderr, "task-clock")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no task-clock\n{}", r.dump()));
+    report!("stat -p spinner -- sleep 1: task-clock {ms} msec over {wall} s");
+    // The spinner's CPU time, not sleep's (about 1 msec): even on a loaded 2-CPU
+    // machine a spinning thread gets far more than 50 msec of a second.
+    assert!(
+        ms > 50.0,
+        "task-clock {ms} msec is sleep's, not the spinner's\n{}",
+        r.dump()
+    );
+    // The exit code is the command's, as perf.
+    let r = hwprof(&[
+        "stat",
+        "-e",
+        "task-clock",
+        "-p",
+        &pid,
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    assert_eq!(r.code(), 3, "{}", r.dump());
+}
+
+/// `stat -a -- sleep 0.3` and `-t TID -- CMD` take the same rule.
+#[test]
+fn threads_and_cpus_are_counted_while_a_command_runs() {
+    // One thread that spins (spin2's main thread only waits for its workers).
+    let spin = Background::spawn(Command::new(wl("spin")).arg("600000"));
+    thread::sleep(Duration::from_millis(100));
+    let tid = spin.pid().to_string();
+    let r = hwprof(&[
+        "stat",
+        "-x,",
+        "-e",
+        "task-clock",
+        "-t",
+        &tid,
+        "--",
+        "sleep",
+        "0.5",
+    ]);
+    r.assert_ok();
+    let ms = value_of(&r, "task-clock");
+    assert!(ms > 25.0, "task-clock {ms} msec of -t\n{}", r.dump());
+    let r = hwprof(&["stat", "-e", "task-clock", "-C", "0", "--", "sleep", "0.3"]);
+    r.assert_ok();
+    assert!(
+        r.stderr.contains("for 'CPU(s) 0'") || r.stderr.contains("'system wide'"),
+        "{}",
+        r.dump()
+    );
+}
+
+/// `--duration` (hwprof's, as in record/offcpu/probe) and perf's `--timeout MS` end
+/// attached counting with exit 0, and end a command with SIGTERM, exit 0.
+#[test]
+fn duration_bounds_counting() {
+    let mut spin = Background::spawn(Command::new(wl("spin2")).args(["100000000000", "1"]));
+    thread::sleep(Duration::from_millis(100));
+    let pid = spin.pid().to_string();
+    for limit in [["--duration", "0.3"], ["--timeout", "300"]] {
+        let r = hwprof(&["stat", "-e", "task-clock", "-p", &pid, limit[0], limit[1]]);
+        r.assert_ok();
+        let wall = elapsed_secs(&r);
+        assert!(wall >= 0.3, "{wall} s\n{}", r.dump());
+        assert!(spin.alive());
+        assert!(
+            human_value(&r.stderr, "task-clock").is_some(),
+            "{}",
+            r.dump()
+        );
+    }
+    // A command is ended (sleep 30 would outlast the test's timeout were it not).
+    let r = hwprof(&[
+        "stat",
+        "-e",
+        "task-clock",
+        "--duration",
+        "0.3",
+        "--",
+        "sleep",
+        "30",
+    ]);
+    r.assert_ok();
+    let wall = elapsed_secs(&r);
+    assert!((0.3..20.0).contains(&wall), "{wall} s\n{}", r.dump());
+    for bad in [["--duration", "0"], ["--timeout", "5"]] {
+        let r = hwprof(&["stat", "-e", "task-clock", "-p", &pid, bad[0], bad[1]]);
+        assert_eq!(r.code(), 2, "{}", r.dump());
+    }
+}
+
+/// `tests/workloads/NAME.c` built as a position-independent executable, in the scratch
+/// directory.
+fn pie_workload(name: &str) -> std::path::PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/workloads")
+        .join(format!("{name}.c"));
+    let out = scratch_path(&format!("{name}_pie"));
+    assert!(
+        hwprof_testkit::compile_c(&src, &out, &["-O1", "-fPIE", "-pie"]),
+        "no C compiler: install gcc (.ci/run does)"
+    );
+    out
+}
+
+/// A breakpoint at an address of a PIE's file counted 0 with no word (the program is
+/// loaded at a random base): a one-line warning says so, for a command, and for `-p`
+/// with the address it has in that process, where the breakpoint then does count.
+#[test]
+fn a_breakpoint_on_a_pie_address_is_warned_about() {
+    if !require_pmu("breakpoint", "mem: breakpoints") {
+        return;
+    }
+    let pie = pie_workload("writer");
+    let addr = symbol_address(&pie, "watched_var");
+    let ev = format!("mem:{addr:#x}:w");
+    let r = hwprof(&["stat", "-e", &ev, "--", pie.to_str().unwrap(), "100"]);
+    r.assert_ok();
+    let warnings: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("hwprof: warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", r.dump());
+    assert!(
+        warnings[0].contains("position-independent executable"),
+        "{}",
+        r.dump()
+    );
+    // The same program built without PIE (the workloads' default): no warning, 100.
+    let plain = workload("writer");
+    let ev = format!("mem:{:#x}:w", symbol_address(&plain, "watched_var"));
+    let r = hwprof(&[
+        "stat",
+        "-x,",
+        "-e",
+        &ev,
+        "--",
+        plain.to_str().unwrap(),
+        "100",
+    ]);
+    r.assert_ok();
+    assert!(!r.stderr.contains("warning"), "{}", r.dump());
+    assert_eq!(value_of(&r, &ev), 100.0);
+
+    // -p: the warning gives the relocated address, which holds in that process.
+    let pie = pie_workload("wait_forever");
+    let mut bg = Background::spawn(&mut Command::new(&pie));
+    bg.wait_for_line("ready");
+    let pid = bg.pid().to_string();
+    let addr = symbol_address(&pie, "main");
+    let ev = format!("mem:{addr:#x}:x");
+    let r = hwprof(&["stat", "-e", &ev, "-p", &pid, "--duration", "0.1"]);
+    r.assert_ok();
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("hwprof: warning:"))
+        .unwrap_or_else(|| panic!("no warning\n{}", r.dump()));
+    let relocated = line
+        .split("(-e mem:")
+        .nth(1)
+        .and_then(|x| x.split("...").next())
+        .unwrap_or_else(|| panic!("no relocated address in {line}"));
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+    let base = maps
+        .lines()
+        .find(|l| l.ends_with(pie.to_str().unwrap()))
+        .and_then(|l| l.split('-').next())
+        .and_then(|b| u64::from_str_radix(b, 16).ok())
+        .expect("the PIE's first mapping");
+    assert_eq!(relocated, format!("{:#x}", base + addr), "{line}");
+    let ev = format!("mem:{relocated}:x");
+    let r = hwprof(&["stat", "-e", &ev, "-p", &pid, "--duration", "0.1"]);
+    r.assert_ok();
+    assert!(!r.stderr.contains("warning"), "{}", r.dump());
+    assert!(bg.alive());
+}

@@ -60,7 +60,7 @@ impl Runner {
         let opts = command::Options {
             inherit: true,
             quiet: !self.show_output,
-            cpus: None,
+            attached: None,
         };
         let run = CountedCommand::start(argv, &self.list, &opts)?.run_to_end(stop)?;
         let exit = &run.exit;

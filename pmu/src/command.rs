@@ -2,8 +2,8 @@
 //! measure a command from its first instruction.
 //!
 //! [`CountedCommand::start`] forks the command and holds it before `exec`
-//! ([`sys::Workload`]), opens the counters on its pid with `enable_on_exec` (or on CPUs,
-//! enabled now, for [`Options::cpus`]), then lets it `exec`. [`CountedCommand::wait`]
+//! ([`sys::Workload`]), opens the counters on its pid with `enable_on_exec` (or on other
+//! tasks or CPUs, enabled now, for [`Options::attached`]), then lets it `exec`. [`CountedCommand::wait`]
 //! waits for it to exit, for a deadline (intervals), or for the [`Stop`]: a stop is
 //! passed on to the command as SIGINT, once, and the wait goes on until it exits (the
 //! command decides how to end, as with Ctrl-C in a terminal). [`CountedCommand::finish`]
@@ -25,9 +25,10 @@ pub struct Options {
     pub inherit: bool,
     /// Send the command's stdout and stderr to `/dev/null` (benchmarks).
     pub quiet: bool,
-    /// Count every task on these CPUs while the command runs, instead of the command's
-    /// own tasks (`stat -a -- CMD`).
-    pub cpus: Option<Vec<u32>>,
+    /// Count these tasks or CPUs while the command runs, instead of the command's own
+    /// tasks (`stat -a -- CMD`, `stat -p PID -- sleep 1`): the command only bounds the
+    /// time.
+    pub attached: Option<Vec<Slot>>,
 }
 
 /// A command running with counters attached (see the module docs).
@@ -38,7 +39,8 @@ pub struct CountedCommand {
     counter: Counter,
     watch: Watch,
     started: Instant,
-    on_cpus: bool,
+    /// The counters are on other tasks or CPUs ([`Options::attached`]).
+    attached: bool,
     /// The stop was passed on as SIGINT.
     interrupted: bool,
 }
@@ -87,22 +89,16 @@ impl CountedCommand {
             &mut list,
             CountOptions {
                 inherit: opts.inherit,
-                enable_on_exec: opts.cpus.is_none(),
+                enable_on_exec: opts.attached.is_none(),
             },
         );
-        let slots: Vec<Slot> = match &opts.cpus {
-            Some(c) => c
-                .iter()
-                .map(|&cpu| Slot {
-                    pid: -1,
-                    cpu: cpu as i32,
-                })
-                .collect(),
+        let slots: Vec<Slot> = match &opts.attached {
+            Some(s) => s.clone(),
             None => vec![Slot { pid, cpu: -1 }],
         };
         // Dropping `wl` unstarted (on any error below) makes the child exit unrun.
         let counter = Counter::open(list, slots)?;
-        if opts.cpus.is_some() {
+        if opts.attached.is_some() {
             counter.enable()?;
         }
         let mut watch = Watch::new();
@@ -120,7 +116,7 @@ impl CountedCommand {
             counter,
             watch,
             started,
-            on_cpus: opts.cpus.is_some(),
+            attached: opts.attached.is_some(),
             interrupted: false,
         })
     }
@@ -173,12 +169,18 @@ impl CountedCommand {
         self.finish()
     }
 
+    /// Sends the command signal `sig` (ending it at a time limit, say); the waits go on
+    /// until it exits.
+    pub fn signal(&self, sig: i32) {
+        let _ = sys::kill(self.pid, sig);
+    }
+
     /// Reaps the command (which must have exited, or this blocks until it does) with its
-    /// rusage, stops CPU counters, and reads the counters.
+    /// rusage, stops counters on other tasks or CPUs, and reads the counters.
     pub fn finish(self) -> Result<Finished> {
         let wall = self.started.elapsed();
         let exit = sys::wait(self.pid).map_err(|e| Error::io("waiting for the workload", e))?;
-        if self.on_cpus {
+        if self.attached {
             self.counter.disable()?;
         }
         let readings = self.counter.read()?;
@@ -222,7 +224,7 @@ mod tests {
         let opts = Options {
             inherit: true,
             quiet: true,
-            cpus: None,
+            attached: None,
         };
         let c = CountedCommand::start(
             &sh("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3"),

@@ -224,8 +224,21 @@ pub fn open_hint(errno: i32, event: &str, slot: Slot) -> String {
         libc::EACCES | libc::EPERM if slot.pid == -1 => format!(
             "no permission for system-wide counting (kernel.perf_event_paranoid = {paranoid}): run as root or with CAP_PERFMON, or lower it with `sudo sysctl kernel.perf_event_paranoid=0`"
         ),
+        // Another user's process: the ptrace check fails whatever the paranoid level
+        // or `:u` (the kernel makes it after the paranoid one, so both give EACCES).
+        libc::EACCES | libc::EPERM if slot.pid > 0 => {
+            match crate::target::foreign_owner(slot.pid) {
+                Some(owner) => format!(
+                    "process {} belongs to {owner} and hwprof runs as uid {}: perf events on another user's process need ptrace access to it (CAP_SYS_PTRACE), whatever kernel.perf_event_paranoid says: run hwprof as root, or as that user",
+                    slot.pid, owner.me
+                ),
+                None => format!(
+                    "no permission (kernel.perf_event_paranoid = {paranoid}): count user space only with '{event}:u', run as root, or lower it with `sudo sysctl kernel.perf_event_paranoid=1`"
+                ),
+            }
+        }
         libc::EACCES | libc::EPERM => format!(
-            "no permission (kernel.perf_event_paranoid = {paranoid}): count user space only with '{event}:u', run as root, or lower it with `sudo sysctl kernel.perf_event_paranoid=1`; attaching to another user's process also needs ptrace permission"
+            "no permission (kernel.perf_event_paranoid = {paranoid}): count user space only with '{event}:u', run as root, or lower it with `sudo sysctl kernel.perf_event_paranoid=1`"
         ),
         libc::EMFILE | libc::ENFILE => {
             let lim = sys::open_files_limit().map_or_else(|| "?".to_string(), |l| l.to_string());

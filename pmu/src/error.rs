@@ -177,6 +177,18 @@ pub enum Error {
     },
 }
 
+/// What running out of file descriptors means and what to do: EMFILE is this
+/// process's limit (`ulimit -n`), ENFILE the system's table (`fs.file-max`).
+pub fn fds_hint(errno: i32) -> String {
+    if errno == libc::ENFILE {
+        "the system's table of open files is full: close programs, or raise /proc/sys/fs/file-max"
+            .to_string()
+    } else {
+        let lim = crate::sys::open_files_limit().map_or_else(|| "?".to_string(), |l| l.to_string());
+        format!("the limit is {lim} open files: raise it with `ulimit -n 65536`")
+    }
+}
+
 fn suggestion_text(s: &Option<String>) -> String {
     match s {
         Some(s) => format!(" (did you mean '{s}'?)"),

@@ -1,6 +1,14 @@
-//! Uprobe targets: from `/path:func+off` to the file offset the uprobe PMU wants.
+//! Uprobe targets: from `/path:func+off` (or a library name, `libc:malloc`, found by
+//! [`locate`]) to the file offset the uprobe PMU wants; and breakpoints that would count
+//! nothing ([`breakpoint_notices`]: an address in no mapping, or of a PIE's file).
+
+mod breakpoint;
+mod locate;
 
 use std::path::Path;
+
+pub use breakpoint::breakpoint_notices;
+pub use locate::{in_path, is_library, locate};
 
 use object::read::ReadCache;
 use object::{BinaryFormat, Object, ObjectSegment, ObjectSymbol, SymbolKind};

@@ -1,7 +1,8 @@
-//! A counting session over a target, as `perf stat` counts: a command from its `exec`
-//! to its exit ([`Counting::command`], on its own tasks or on CPUs while it runs), or
-//! running processes, threads or CPUs until they end or the [`Stop`]
-//! ([`Counting::attach`]); interval deltas on the way ([`Counting::next_interval`]);
+//! A counting session over a target, as `perf stat` counts ([`Counting::start`]): a
+//! command from its `exec` to its exit ([`Counting::command`], on its own tasks, or on
+//! processes, threads or CPUs while it runs), or running processes, threads or CPUs
+//! until they end or the [`Stop`] ([`Counting::attach`]), either at most for
+//! [`Options::duration`]; interval deltas on the way ([`Counting::next_interval`]);
 //! readings as [`Line`]s (event, CPU, count, the value scaled by enabled / running
 //! time, derived metrics); and the means of repeated runs with their relative
 //! standard error ([`summarize`]). Nothing here prints: the program renders the lines.
@@ -126,7 +127,13 @@ pub struct Options {
     pub per_cpu: bool,
     /// Interval deltas this often ([`Counting::next_interval`]).
     pub interval: Option<Duration>,
+    /// Count at most this long: attached counting then ends, and a command is sent
+    /// SIGTERM (SIGKILL 2 s later if it is still there), as `perf stat --timeout` does.
+    pub duration: Option<Duration>,
 }
+
+/// How long a command gets after the SIGTERM of [`Options::duration`] before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(2);
 
 /// What is counted: a command, or tasks or CPUs attached to.
 #[derive(Debug)]
@@ -145,6 +152,11 @@ pub struct Counting {
     next_tick: Option<Instant>,
     /// The previous interval's reading and when it was taken.
     prev: Option<(Readings, Instant)>,
+    /// When [`Options::duration`] ends the counting (then, for a command, when it is
+    /// killed if it ignored SIGTERM).
+    end_at: Option<Instant>,
+    /// The command was sent SIGTERM at [`Options::duration`].
+    timed: bool,
     ended: bool,
 }
 
@@ -169,27 +181,55 @@ pub struct Run {
     pub wall: Duration,
     /// The command's exit status and rusage (`None` when attached).
     pub exit: Option<ExitInfo>,
+    /// The run was ended by [`Options::duration`] (a command: sent SIGTERM).
+    pub timed: bool,
+}
+
+impl Run {
+    /// The exit status a program reports for this run, as `perf stat` does: the
+    /// command's (0 when it was ended by the time limit's SIGTERM), else 0.
+    pub fn exit_code(&self) -> u8 {
+        match self.exit {
+            Some(x) if self.timed && x.signal == Some(libc::SIGTERM) => 0,
+            Some(x) => u8::try_from(x.code).unwrap_or(1),
+            None => 0,
+        }
+    }
 }
 
 impl Counting {
-    /// Starts `argv` with `events` counting it (on `cpus` instead of its own tasks when
-    /// given). A [`Stop`] is passed on to the command, which decides how to end.
+    /// Starts counting `target`: a command ([`Counting::command`], alone or bounding
+    /// the time of what it is given with) or what is attached to
+    /// ([`Counting::attach`]).
+    pub fn start(target: &Target, events: &EventList, opts: &Options) -> Result<Counting> {
+        match target.argv() {
+            Some(argv) => Counting::command(argv, events, target.attached(), opts),
+            None => Counting::attach(events, target, opts),
+        }
+    }
+
+    /// Starts `argv` with `events` counting it, or counting `during` (processes,
+    /// threads or CPUs) while it runs. A [`Stop`] is passed on to the command, which
+    /// decides how to end.
     pub fn command(
         argv: &[String],
         events: &EventList,
-        cpus: Option<&[u32]>,
+        during: Option<&Target>,
         opts: &Options,
     ) -> Result<Counting> {
+        let (attached, description) = match during {
+            Some(t) => {
+                let (slots, description) = slots_of(t, None)?;
+                (Some(slots), description)
+            }
+            None => (None, format!("'{}'", argv.join(" "))),
+        };
         let copts = command::Options {
             inherit: opts.inherit,
             quiet: false,
-            cpus: cpus.map(<[u32]>::to_vec),
+            attached,
         };
         let cmd = CountedCommand::start(argv, events, &copts)?;
-        let description = match cpus {
-            Some(_) => "'system wide'".to_string(),
-            None => format!("'{}'", argv.join(" ")),
-        };
         let started = cmd.started();
         Ok(Counting::new(
             Counted::Command(cmd),
@@ -211,46 +251,8 @@ impl Counting {
                 enable_on_exec: false,
             },
         );
-        let gone = Error::NoSuchProcess;
         let mut watch = Watch::new();
-        let ids = |ids: &[i32]| ids.iter().map(i32::to_string).collect::<Vec<_>>().join(",");
-        let (slots, description): (Vec<Slot>, String) = match target {
-            Target::Pids(pids) => {
-                let mut slots = Vec::new();
-                for &p in pids {
-                    let tasks = target::threads_of(p).map_err(|_| gone(p))?;
-                    if tasks.is_empty() {
-                        return Err(gone(p));
-                    }
-                    slots.extend(tasks.into_iter().map(|t| Slot { pid: t, cpu: -1 }));
-                    watch.add_pid(p).map_err(|_| gone(p))?;
-                }
-                (slots, format!("process id '{}'", ids(pids)))
-            }
-            Target::Tids(tids) => {
-                for &t in tids {
-                    if !std::path::Path::new(&format!("/proc/{t}")).exists() {
-                        return Err(gone(t));
-                    }
-                }
-                watch.add_tids(tids);
-                let slots = tids.iter().map(|&t| Slot { pid: t, cpu: -1 });
-                (slots.collect(), format!("thread id '{}'", ids(tids)))
-            }
-            _ => {
-                let cpus = target.cpus().unwrap_or_default();
-                let description = if cpus == sysfs::online_cpus() {
-                    "'system wide'".to_string()
-                } else {
-                    format!("'CPU(s) {}'", cpu_list_text(&cpus))
-                };
-                let slots = cpus.iter().map(|&c| Slot {
-                    pid: -1,
-                    cpu: c as i32,
-                });
-                (slots.collect(), description)
-            }
-        };
+        let (slots, description) = slots_of(target, Some(&mut watch))?;
         let counter = Counter::open(list, slots)?;
         counter.enable()?;
         let started = Instant::now();
@@ -264,8 +266,10 @@ impl Counting {
             description,
             started,
             next_tick: opts.interval.map(|i| started + i),
+            end_at: opts.duration.map(|d| started + d),
             opts: opts.clone(),
             prev: None,
+            timed: false,
             ended: false,
         }
     }
@@ -294,15 +298,39 @@ impl Counting {
             return Ok(None);
         }
         loop {
+            let until = match (self.next_tick, self.end_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             let woke = match &mut self.counted {
-                Counted::Command(c) => c.wait(stop, self.next_tick),
-                Counted::Attached { watch, .. } => watch.wait(stop, self.next_tick),
+                Counted::Command(c) => c.wait(stop, until),
+                Counted::Attached { watch, .. } => watch.wait(stop, until),
             };
             match woke.map_err(|e| Error::io("waiting for the target", e))? {
                 Woke::Deadline => {
+                    let now = Instant::now();
+                    if self.end_at.is_some_and(|t| now >= t) {
+                        match &self.counted {
+                            Counted::Attached { .. } => {
+                                self.timed = true;
+                                break;
+                            }
+                            Counted::Command(c) if !self.timed => {
+                                self.timed = true;
+                                c.signal(libc::SIGTERM);
+                                self.end_at = Some(now + TERM_GRACE);
+                            }
+                            Counted::Command(c) => {
+                                c.signal(libc::SIGKILL);
+                                self.end_at = None;
+                            }
+                        }
+                    }
                     if let (Some(iv), Some(t)) = (self.opts.interval, self.next_tick) {
-                        self.next_tick = Some(t + iv);
-                        return self.interval().map(Some);
+                        if now >= t {
+                            self.next_tick = Some(t + iv);
+                            return self.interval().map(Some);
+                        }
                     }
                 }
                 Woke::Done => break,
@@ -364,6 +392,7 @@ impl Counting {
                     lines,
                     wall: f.wall,
                     exit: Some(f.exit),
+                    timed: self.timed,
                 })
             }
             Counted::Attached { counter, .. } => {
@@ -375,6 +404,7 @@ impl Counting {
                     lines,
                     wall,
                     exit: None,
+                    timed: self.timed,
                 })
             }
         }
@@ -386,6 +416,55 @@ impl Counting {
             c.abort();
         }
     }
+}
+
+/// The counter slots of an attached target (processes: every thread now; threads; CPUs)
+/// and perf's name for it; with `watch`, its processes and threads are watched.
+/// Errors: [`Error::NoSuchProcess`] for a process or thread that is gone.
+fn slots_of(target: &Target, mut watch: Option<&mut Watch>) -> Result<(Vec<Slot>, String)> {
+    let gone = Error::NoSuchProcess;
+    let ids = |ids: &[i32]| ids.iter().map(i32::to_string).collect::<Vec<_>>().join(",");
+    Ok(match target {
+        Target::Pids(pids) => {
+            let mut slots = Vec::new();
+            for &p in pids {
+                let tasks = target::threads_of(p).map_err(|_| gone(p))?;
+                if tasks.is_empty() {
+                    return Err(gone(p));
+                }
+                slots.extend(tasks.into_iter().map(|t| Slot { pid: t, cpu: -1 }));
+                if let Some(w) = watch.as_deref_mut() {
+                    w.add_pid(p).map_err(|_| gone(p))?;
+                }
+            }
+            (slots, format!("process id '{}'", ids(pids)))
+        }
+        Target::Tids(tids) => {
+            for &t in tids {
+                if !std::path::Path::new(&format!("/proc/{t}")).exists() {
+                    return Err(gone(t));
+                }
+            }
+            if let Some(w) = watch {
+                w.add_tids(tids);
+            }
+            let slots = tids.iter().map(|&t| Slot { pid: t, cpu: -1 });
+            (slots.collect(), format!("thread id '{}'", ids(tids)))
+        }
+        _ => {
+            let cpus = target.cpus().unwrap_or_default();
+            let description = if cpus == sysfs::online_cpus() {
+                "'system wide'".to_string()
+            } else {
+                format!("'CPU(s) {}'", cpu_list_text(&cpus))
+            };
+            let slots = cpus.iter().map(|&c| Slot {
+                pid: -1,
+                cpu: c as i32,
+            });
+            (slots.collect(), description)
+        }
+    })
 }
 
 /// Repeated runs summed up as `perf stat -r` shows them.
@@ -505,6 +584,7 @@ mod tests {
             ],
             wall: Duration::from_millis(wall_ms),
             exit: None,
+            timed: false,
         };
         let s = summarize(&[run(10, 100), run(12, 100), run(14, 100)]);
         assert_eq!(s.lines[0].value, Some(12.0));
@@ -524,6 +604,7 @@ mod tests {
             inherit: true,
             per_cpu: false,
             interval: Some(Duration::from_millis(20)),
+            duration: None,
         };
         let argv = ["sleep", "0.1"].map(String::from);
         let mut c = Counting::command(&argv, &events, None, &opts).expect("start");

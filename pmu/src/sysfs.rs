@@ -26,14 +26,20 @@ pub struct Pmu {
 impl Pmu {
     /// Reads one PMU directory.
     pub fn read(dir: &Path) -> Option<Pmu> {
+        Pmu::read_noting(dir, &mut None)
+    }
+
+    /// [`Pmu::read`], keeping in `fds` the errno of a read that failed for want of
+    /// file descriptors (EMFILE, ENFILE): the PMU is then missing or incomplete, and
+    /// that is why.
+    pub fn read_noting(dir: &Path, fds: &mut Option<i32>) -> Option<Pmu> {
         let name = dir.file_name()?.to_str()?.to_string();
-        let type_ = fs::read_to_string(dir.join("type"))
-            .ok()?
+        let type_ = note_fds(fs::read_to_string(dir.join("type")), fds)?
             .trim()
             .parse()
             .ok()?;
         let mut pairs = Vec::new();
-        for (n, text) in read_dir_files(&dir.join("format")) {
+        for (n, text) in read_dir_files(&dir.join("format"), fds) {
             pairs.push((n, text));
         }
         let refs: Vec<(&str, &str)> = pairs
@@ -41,7 +47,7 @@ impl Pmu {
             .map(|(a, b)| (a.as_str(), b.as_str()))
             .collect();
         let format = Format::from_pairs(&refs);
-        let aliases = read_dir_files(&dir.join("events"))
+        let aliases = read_dir_files(&dir.join("events"), fds)
             .into_iter()
             .filter(|(n, _)| !n.contains('.')) // skip NAME.unit / NAME.scale companions
             .map(|(n, t)| (n, t.trim().to_string()))
@@ -63,15 +69,25 @@ impl Pmu {
     }
 }
 
-fn read_dir_files(dir: &Path) -> Vec<(String, String)> {
-    let Ok(rd) = fs::read_dir(dir) else {
+/// `r` as an option, noting in `fds` an error that says file descriptors ran out.
+fn note_fds<T>(r: std::io::Result<T>, fds: &mut Option<i32>) -> Option<T> {
+    r.map_err(|e| {
+        if let Some(n @ (libc::EMFILE | libc::ENFILE)) = e.raw_os_error() {
+            fds.get_or_insert(n);
+        }
+    })
+    .ok()
+}
+
+fn read_dir_files(dir: &Path, fds: &mut Option<i32>) -> Vec<(String, String)> {
+    let Some(rd) = note_fds(fs::read_dir(dir), fds) else {
         return Vec::new();
     };
     let mut out: Vec<(String, String)> = rd
         .filter_map(|e| {
             let e = e.ok()?;
             let n = e.file_name().into_string().ok()?;
-            let t = fs::read_to_string(e.path()).ok()?;
+            let t = note_fds(fs::read_to_string(e.path()), fds)?;
             Some((n, t))
         })
         .collect();
@@ -84,14 +100,27 @@ pub fn pmus() -> Vec<Pmu> {
     pmus_in(Path::new(PMU_ROOT))
 }
 
+/// [`pmus`], with the errno (EMFILE, ENFILE) when reading them ran out of file
+/// descriptors: the list is then incomplete.
+pub fn pmus_noting_fds() -> (Vec<Pmu>, Option<i32>) {
+    pmus_in_noting(Path::new(PMU_ROOT))
+}
+
 /// All PMUs under `root` (tests point this at a fake tree).
 pub fn pmus_in(root: &Path) -> Vec<Pmu> {
-    let Ok(rd) = fs::read_dir(root) else {
-        return Vec::new();
+    pmus_in_noting(root).0
+}
+
+fn pmus_in_noting(root: &Path) -> (Vec<Pmu>, Option<i32>) {
+    let mut fds = None;
+    let Some(rd) = note_fds(fs::read_dir(root), &mut fds) else {
+        return (Vec::new(), fds);
     };
-    let mut v: Vec<Pmu> = rd.filter_map(|e| Pmu::read(&e.ok()?.path())).collect();
+    let mut v: Vec<Pmu> = rd
+        .filter_map(|e| Pmu::read_noting(&e.ok()?.path(), &mut fds))
+        .collect();
     v.sort_by(|a, b| a.name.cmp(&b.name));
-    v
+    (v, fds)
 }
 
 /// Whether this kernel exposes a core CPU PMU (`cpu`, or hybrid `cpu_core`/`cpu_atom`).

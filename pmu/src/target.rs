@@ -1,12 +1,18 @@
 //! What to count or sample: ONE type ([`Target`]) and ONE parser ([`Target::parse`]) for
 //! every command: a command to start, running processes (`-p`), threads (`-t`), or CPUs
-//! (`-a`, `-C`); and [`Watch`], which waits until a target is gone, a deadline passes or
-//! the program is stopped ([`Stop`]).
+//! (`-a`, `-C`), or one of those while a command runs; and [`Watch`], which waits until a
+//! target is gone, a deadline passes or the program is stopped ([`Stop`]).
 //!
-//! The parser checks, in this order: that one target is given ([`TargetError::Several`],
-//! [`TargetError::CommandAnd`]), then its values (PID/TID lists, CPU lists, and what the
-//! command's [`Rules`] ask: live processes, online CPUs), then that there is one at all
-//! ([`TargetError::Missing`]). Errors are data: the program words them for its command.
+//! A command given with `-p`, `-t`, `-a` or `-C` only bounds the time, as in perf
+//! (`perf stat -p PID -- sleep 1`, `perf record -a -- sleep 5`): the processes, threads
+//! or CPUs are counted from just before the command starts until it exits
+//! ([`Target::During`]); the command itself is counted only when it runs on those CPUs.
+//! The rule is the same for every command.
+//!
+//! The parser checks, in this order: that one target is given ([`TargetError::Several`]),
+//! then its values (PID/TID lists, CPU lists, and what the command's [`Rules`] ask: live
+//! processes, online CPUs), then that there is one at all ([`TargetError::Missing`]).
+//! Errors are data: the program words them for its command.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -21,13 +27,15 @@ pub enum Target {
     /// Start this command (argv): its events start at its `exec`, and with inheritance
     /// they follow its children and threads.
     Command(Vec<String>),
-    /// Start this command and count every task on these CPUs while it runs (`stat -a --
-    /// CMD`; `None` = every online CPU).
-    CommandOnCpus {
-        /// The command.
+    /// Count or sample `of` (processes, threads or CPUs) while this command runs: from
+    /// just before it starts until it exits (perf's `-p PID -- sleep 1`, `-a -- CMD`).
+    /// The command is counted only where `of` covers it (on CPUs).
+    During {
+        /// The command that bounds the time.
         argv: Vec<String>,
-        /// The `-C` CPU list.
-        cpus: Option<Vec<u32>>,
+        /// What is counted: [`Target::Pids`], [`Target::Tids`] or
+        /// [`Target::SystemWide`].
+        of: Box<Target>,
     },
     /// Attach to these running processes (all their threads).
     Pids(Vec<i32>),
@@ -55,12 +63,9 @@ pub struct Flags<'a> {
     pub cpus: Option<&'a str>,
 }
 
-/// What a command accepts beyond one plain target.
+/// What a command checks of the values of its target.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Rules {
-    /// A command may come with `-a`/`-C` ([`Target::CommandOnCpus`], as `perf stat -a
-    /// -- CMD`); otherwise that is [`TargetError::CommandAnd`].
-    pub command_on_cpus: bool,
     /// Every `-p`/`-t` id must name a process or thread that exists now.
     pub live_ids: bool,
     /// Every `-C` CPU must be online.
@@ -72,12 +77,10 @@ pub struct Rules {
 #[non_exhaustive]
 pub enum TargetError {
     /// Two or more of `-p`, `-t` and `-a`/`-C`.
-    #[error("give one target: a command, or -p, -t, or -a/-C")]
+    #[error(
+        "give one target: a command, or -p, -t, or -a/-C (with a command, they are counted while it runs)"
+    )]
     Several,
-    /// A command together with this flag (`-p`, `-t`, or `-a/-C` where
-    /// [`Rules::command_on_cpus`] is off).
-    #[error("give either a command or {0}, not both")]
-    CommandAnd(&'static str),
     /// No target at all.
     #[error("nothing to do: give a command, or -p, -t, or -a")]
     Missing,
@@ -130,61 +133,68 @@ impl Target {
         if attached > 1 {
             return Err(TargetError::Several);
         }
-        let command = !f.command.is_empty();
-        if command {
-            if f.pid.is_some() {
-                return Err(TargetError::CommandAnd("-p"));
-            }
-            if f.tid.is_some() {
-                return Err(TargetError::CommandAnd("-t"));
-            }
-            if system_wide && !rules.command_on_cpus {
-                return Err(TargetError::CommandAnd("-a/-C"));
-            }
-        }
-        if let Some(p) = f.pid {
-            return Ok(Target::Pids(ids(p, "-p", rules)?));
-        }
-        if let Some(t) = f.tid {
-            return Ok(Target::Tids(ids(t, "-t", rules)?));
-        }
-        let cpus = match f.cpus {
-            Some(c) => Some(cpu_list(c, rules)?),
-            None => None,
+        let of = if let Some(p) = f.pid {
+            Some(Target::Pids(ids(p, "-p", rules)?))
+        } else if let Some(t) = f.tid {
+            Some(Target::Tids(ids(t, "-t", rules)?))
+        } else if system_wide {
+            let cpus = match f.cpus {
+                Some(c) => Some(cpu_list(c, rules)?),
+                None => None,
+            };
+            Some(Target::SystemWide { cpus })
+        } else {
+            None
         };
-        match (command, system_wide) {
-            (true, true) => Ok(Target::CommandOnCpus {
+        match (f.command.is_empty(), of) {
+            (false, Some(of)) => Ok(Target::During {
                 argv: f.command.to_vec(),
-                cpus,
+                of: Box::new(of),
             }),
-            (true, false) => Ok(Target::Command(f.command.to_vec())),
-            (false, true) => Ok(Target::SystemWide { cpus }),
-            (false, false) => Err(TargetError::Missing),
+            (false, None) => Ok(Target::Command(f.command.to_vec())),
+            (true, Some(of)) => Ok(of),
+            (true, None) => Err(TargetError::Missing),
         }
     }
 
-    /// The command to start, if the target has one.
+    /// The command to start, if the target has one (counted, or bounding the time).
     pub fn argv(&self) -> Option<&[String]> {
         match self {
-            Target::Command(argv) | Target::CommandOnCpus { argv, .. } => Some(argv),
+            Target::Command(argv) | Target::During { argv, .. } => Some(argv),
             _ => None,
+        }
+    }
+
+    /// What is attached to (processes, threads or CPUs), with or without a command
+    /// bounding the time; `None` for a command counted on its own tasks.
+    pub fn attached(&self) -> Option<&Target> {
+        match self {
+            Target::Command(_) => None,
+            Target::During { of, .. } => Some(of),
+            other => Some(other),
+        }
+    }
+
+    /// The processes or threads attached to (`-p`, `-t`, with or without a command);
+    /// empty for other targets.
+    pub fn processes(&self) -> &[i32] {
+        match self.attached() {
+            Some(Target::Pids(p) | Target::Tids(p)) => p,
+            _ => &[],
         }
     }
 
     /// Whether events are opened per CPU for every task (`-a`, `-C`), with or without a
     /// command.
     pub fn is_system_wide(&self) -> bool {
-        matches!(
-            self,
-            Target::SystemWide { .. } | Target::CommandOnCpus { .. }
-        )
+        matches!(self.attached(), Some(Target::SystemWide { .. }))
     }
 
     /// The CPUs of a system-wide target (the `-C` list, or every online CPU); `None` for
     /// other targets.
     pub fn cpus(&self) -> Option<Vec<u32>> {
-        match self {
-            Target::SystemWide { cpus } | Target::CommandOnCpus { cpus, .. } => {
+        match self.attached() {
+            Some(Target::SystemWide { cpus }) => {
                 Some(cpus.clone().unwrap_or_else(sysfs::online_cpus))
             }
             _ => None,
@@ -270,6 +280,99 @@ pub fn threads_of(pid: i32) -> std::io::Result<Vec<i32>> {
         .collect();
     v.sort_unstable();
     Ok(v)
+}
+
+/// The owner of a process this program may not read, as the kernel's ptrace read check
+/// (`PTRACE_MODE_READ_REALCREDS`, which `perf_event_open` makes on a task) sees it: its
+/// real, effective and saved uids and gids are not all our real ones, and we lack
+/// CAP_SYS_PTRACE. `kernel.perf_event_paranoid` does not lift this.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForeignOwner {
+    /// The process's real uid.
+    pub uid: u32,
+    /// Its user name, from `/etc/passwd`.
+    pub user: Option<String>,
+    /// Our real uid.
+    pub me: u32,
+}
+
+impl std::fmt::Display for ForeignOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.user {
+            Some(u) => write!(f, "{u} (uid {})", self.uid),
+            None => write!(f, "uid {}", self.uid),
+        }
+    }
+}
+
+/// Credentials from `/proc/PID/status`: uids and gids (real, effective, saved) and
+/// the effective capabilities.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Creds {
+    uids: [u32; 3],
+    gids: [u32; 3],
+    cap_eff: u64,
+}
+
+/// CAP_SYS_PTRACE's bit.
+const CAP_SYS_PTRACE: u64 = 1 << 19;
+
+fn creds(status: &str) -> Option<Creds> {
+    let ids = |key: &str| -> Option<[u32; 3]> {
+        let line = status.lines().find_map(|l| l.strip_prefix(key))?;
+        let v: Vec<u32> = line
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        Some([*v.first()?, *v.get(1)?, *v.get(2)?])
+    };
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap_or(0);
+    Some(Creds {
+        uids: ids("Uid:")?,
+        gids: ids("Gid:")?,
+        cap_eff,
+    })
+}
+
+/// Whether `me` may not read a process with `them` (see [`ForeignOwner`]).
+fn ptrace_read_denied(me: &Creds, them: &Creds) -> bool {
+    let same =
+        them.uids.iter().all(|&u| u == me.uids[0]) && them.gids.iter().all(|&g| g == me.gids[0]);
+    !same && me.cap_eff & CAP_SYS_PTRACE == 0
+}
+
+/// The owner of process `pid` when this program may not read it (see
+/// [`ForeignOwner`]); `None` when it may, or when that cannot be told (the process is
+/// gone, `/proc` unreadable).
+pub fn foreign_owner(pid: i32) -> Option<ForeignOwner> {
+    let status = |p: &str| {
+        crate::file::read_to_string(std::path::Path::new(&format!("/proc/{p}/status")), 1 << 20)
+            .ok()
+    };
+    let me = creds(&status("self")?)?;
+    let them = creds(&status(&pid.to_string())?)?;
+    if !ptrace_read_denied(&me, &them) {
+        return None;
+    }
+    let uid = them.uids[0];
+    let user = crate::file::read_to_string(std::path::Path::new("/etc/passwd"), 16 << 20)
+        .ok()
+        .and_then(|p| {
+            p.lines().find_map(|l| {
+                let mut f = l.split(':');
+                let name = f.next()?;
+                (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
+            })
+        });
+    Some(ForeignOwner {
+        uid,
+        user,
+        me: me.uids[0],
+    })
 }
 
 /// Why [`Watch::wait`] returned.
@@ -432,50 +535,73 @@ mod tests {
         let two = Flags {
             pid: Some("bad"),
             cpus: Some("bad"),
-            ..Flags::default()
+            ..flags(&cmd)
         };
         assert_eq!(Target::parse(&two, r), Err(TargetError::Several));
-        let cp = Flags {
-            pid: Some("1,,2"),
-            ..flags(&cmd)
-        };
-        assert_eq!(Target::parse(&cp, r), Err(TargetError::CommandAnd("-p")));
-        let ct = Flags {
-            tid: Some("1"),
-            ..flags(&cmd)
-        };
-        assert_eq!(Target::parse(&ct, r), Err(TargetError::CommandAnd("-t")));
         let ca = Flags {
             all_cpus: true,
             cpus: Some("nope"),
             ..flags(&cmd)
         };
-        assert_eq!(Target::parse(&ca, r), Err(TargetError::CommandAnd("-a/-C")));
-        let stat = Rules {
-            command_on_cpus: true,
-            ..r
-        };
         assert_eq!(
-            Target::parse(&ca, stat),
+            Target::parse(&ca, r),
             Err(TargetError::BadCpus(
                 "bad CPU list 'nope': expected e.g. 0-3,8".into()
             ))
         );
-        let ok = Flags {
+        let cp = Flags {
+            pid: Some("1,,2"),
+            ..flags(&cmd)
+        };
+        assert!(matches!(
+            Target::parse(&cp, r),
+            Err(TargetError::BadIds { flag: "-p", .. })
+        ));
+    }
+
+    /// A command with -p, -t, -a or -C bounds the time, for every command alike
+    /// (perf's `stat -p PID -- sleep 1`, `record -a -- sleep 5`).
+    #[test]
+    fn a_command_with_a_target_bounds_the_time() {
+        let cmd = vec!["sleep".to_string(), "1".to_string()];
+        let r = Rules::default();
+        let during = |of: Target| Target::During {
+            argv: cmd.clone(),
+            of: Box::new(of),
+        };
+        let p = Flags {
+            pid: Some("7,8"),
+            ..flags(&cmd)
+        };
+        let t = Target::parse(&p, r).expect("-p with a command");
+        assert_eq!(t, during(Target::Pids(vec![7, 8])));
+        assert_eq!(t.argv(), Some(&cmd[..]));
+        assert_eq!(t.attached(), Some(&Target::Pids(vec![7, 8])));
+        assert_eq!(t.processes(), &[7, 8]);
+        assert!(!t.is_system_wide() && t.cpus().is_none());
+        let tt = Flags {
+            tid: Some("9"),
+            ..flags(&cmd)
+        };
+        assert_eq!(Target::parse(&tt, r), Ok(during(Target::Tids(vec![9]))));
+        let a = Flags {
             all_cpus: true,
             ..flags(&cmd)
         };
-        let t = Target::parse(&ok, stat).expect("command on CPUs");
-        assert_eq!(
-            t,
-            Target::CommandOnCpus {
-                argv: cmd.clone(),
-                cpus: None
-            }
-        );
-        assert_eq!(t.argv(), Some(&cmd[..]));
+        let t = Target::parse(&a, r).expect("-a with a command");
+        assert_eq!(t, during(Target::SystemWide { cpus: None }));
         assert!(t.is_system_wide());
         assert_eq!(t.cpus(), Some(sysfs::online_cpus()));
+        let c = Flags {
+            cpus: Some("0"),
+            ..flags(&cmd)
+        };
+        let t = Target::parse(&c, r).expect("-C with a command");
+        assert_eq!(t.cpus(), Some(vec![0]));
+        // The command alone is counted on its own tasks: nothing attached.
+        let alone = Target::parse(&flags(&cmd), r).expect("command");
+        assert_eq!(alone.attached(), None);
+        assert!(!alone.is_system_wide());
     }
 
     #[test]
@@ -533,6 +659,29 @@ mod tests {
         let e = Target::parse(&c, online).unwrap_err();
         assert!(matches!(e, TargetError::Offline { cpu: 4095, .. }), "{e:?}");
         assert!(Target::parse(&c, Rules::default()).is_ok());
+    }
+
+    #[test]
+    fn another_users_process_is_told_apart() {
+        let status = |uid: u32, cap: &str| {
+            format!(
+                "Name:\tx\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nGid:\t{uid}\t{uid}\t{uid}\t{uid}\nCapEff:\t{cap}\n"
+            )
+        };
+        let nobody = creds(&status(65534, "0000000000000000")).expect("creds");
+        let root = creds(&status(0, "000001ffffffffff")).expect("creds");
+        assert!(ptrace_read_denied(&nobody, &root));
+        assert!(
+            !ptrace_read_denied(&root, &nobody),
+            "CAP_SYS_PTRACE reads anyone's"
+        );
+        assert!(!ptrace_read_denied(&nobody, &nobody));
+        // A setuid process (saved uid root) is not ours either.
+        let setuid =
+            creds("Uid:\t65534\t0\t0\t0\nGid:\t65534\t65534\t65534\t65534\n").expect("creds");
+        assert!(ptrace_read_denied(&nobody, &setuid));
+        assert_eq!(creds("Uid:\t1\n"), None);
+        assert_eq!(foreign_owner(std::process::id() as i32), None);
     }
 
     #[test]

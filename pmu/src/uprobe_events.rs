@@ -241,7 +241,9 @@ fn define(list: &mut EventList, need: &[usize]) -> Result<Probes, String> {
                 e.name
             ));
         }
-        let ret = match retprobe_bit() {
+        let ret = match retprobe_bit()
+            .map_err(|why| format!("cannot define {} in uprobe_events: {why}", e.name))?
+        {
             Some(bit) if a.config & !bit == 0 => a.config & bit != 0,
             _ => {
                 return Err(format!(
@@ -344,11 +346,24 @@ fn delete_line(group: &str, name: &str) -> String {
 }
 
 /// The `retprobe` bit of the uprobe PMU's config (`config:0` on every kernel so far).
-fn retprobe_bit() -> Option<u64> {
+fn retprobe_bit() -> Result<Option<u64>, String> {
     let dir = Path::new(crate::sysfs::PMU_ROOT).join("uprobe");
-    let Some(pmu) = crate::sysfs::Pmu::read(&dir) else {
-        return Some(1);
+    let mut fds = None;
+    let pmu = crate::sysfs::Pmu::read_noting(&dir, &mut fds);
+    if let Some(n) = fds {
+        return Err(format!(
+            "reading {} ({})",
+            dir.display(),
+            crate::error::fds_hint(n)
+        ));
+    }
+    let Some(pmu) = pmu else {
+        return Ok(Some(1));
     };
+    Ok(retprobe_bit_of(&pmu))
+}
+
+fn retprobe_bit_of(pmu: &crate::sysfs::Pmu) -> Option<u64> {
     let term = pmu.format.term("retprobe")?;
     let mut fields = [0u64; 4];
     term.apply(1, &mut fields).ok()?;

@@ -321,6 +321,12 @@ impl Recorder {
             if !tried_user_only
                 && matches!(errno, Some(libc::EACCES | libc::EPERM))
                 && !rec.target.is_system_wide()
+                // Another user's process: user space only would be refused the same.
+                && rec
+                    .target
+                    .processes()
+                    .iter()
+                    .all(|&p| hwprof_pmu::target::foreign_owner(p).is_none())
                 && list.events.iter().all(|e| e.class != Class::Uprobe)
                 && list
                     .events
@@ -516,13 +522,13 @@ impl Recorder {
             return pre;
         }
         pre.extend(synth::kernel_mmap(first));
-        match &self.target {
-            Target::Pids(p) | Target::Tids(p) => {
+        match self.target.attached() {
+            Some(Target::Pids(p) | Target::Tids(p)) => {
                 for &pid in p {
                     pre.extend(synth::process(first, pid));
                 }
             }
-            Target::SystemWide { .. } => pre.extend(synth::all_processes(first)),
+            Some(Target::SystemWide { .. }) => pre.extend(synth::all_processes(first)),
             _ => {}
         }
         pre

@@ -13,6 +13,7 @@
 //! | [`Target::Pids`] | every thread in `/proc/PID/task` | CPUs × threads × events |
 //! | [`Target::Tids`] | each thread | CPUs × threads × events |
 //! | [`Target::SystemWide`] | -1 | CPUs × events |
+//! | [`Target::During`] | as its attached target; the command is held, then started once the events are enabled | as its attached target |
 //!
 //! On each CPU the first fd opened owns the ring (`mmap`); every other fd of that CPU
 //! sends its records there with `PERF_EVENT_IOC_SET_OUTPUT`. Group members are opened
@@ -23,8 +24,8 @@
 //!
 //! # When a session ends
 //!
-//! - the command exits (its pidfd becomes readable), or every `-p` PID is gone, or
-//!   every `-t` thread is gone;
+//! - the command exits (its pidfd becomes readable; with [`Target::During`] this alone
+//!   ends it, as in perf), or every `-p` PID is gone, or every `-t` thread is gone;
 //! - the [`Stop`](hwprof_pmu::stop::Stop) given to [`Session::run`] is stopped (the
 //!   program's SIGINT or SIGTERM; its fd is in every wait, so a stop is never missed). A
 //!   `-p`/`-t`/`-a` target is left alone. A command gets 500 ms to exit by itself (a
@@ -157,6 +158,17 @@ fn threads_of(pid: i32) -> Result<Vec<i32>> {
     })
 }
 
+/// A command that could not run, as the PMU layer says it for `stat`
+/// ([`hwprof_pmu::Error::Exec`]: not found, not executable; or
+/// [`hwprof_pmu::Error::Start`]), so that every command gives it the same exit code.
+fn exec_error(program: &str, e: ExecError) -> Error {
+    let program = program.to_string();
+    Error::Pmu(match e {
+        ExecError::Exec(source) => hwprof_pmu::Error::Exec { program, source },
+        ExecError::Setup(source) => hwprof_pmu::Error::Start { program, source },
+    })
+}
+
 impl Session {
     /// Opens every event of `events` on `target` (see the module docs for the layout)
     /// and maps one ring per CPU. For a command, the child is forked and held before
@@ -180,7 +192,7 @@ impl Session {
             return Err(Error::Unsupported("no events to record".into()));
         }
         let data_size = opts.data_pages.saturating_mul(page);
-        let system_wide = matches!(target, Target::SystemWide { .. });
+        let system_wide = target.is_system_wide();
         let mut list = events.clone();
         for e in &mut list.events {
             e.attr.inherit = opts.inherit && !system_wide;
@@ -197,35 +209,25 @@ impl Session {
 
         let mut workload = None;
         let mut argv0 = String::new();
-        let (cpus, tasks): (Vec<u32>, Vec<i32>) = match &target {
-            Target::Command(argv) => {
-                argv0 = argv.first().cloned().unwrap_or_default();
-                let w = Workload::prepare(argv).map_err(|e| match e {
-                    ExecError::Exec(e) | ExecError::Setup(e) => {
-                        Error::io(format!("cannot start '{argv0}'"), e)
-                    }
-                })?;
-                let pid = w.pid();
-                workload = Some(w);
-                (hwprof_pmu::sysfs::online_cpus(), vec![pid])
-            }
-            Target::Pids(pids) => {
+        if let Some(argv) = target.argv() {
+            argv0 = argv.first().cloned().unwrap_or_default();
+            let w = Workload::prepare(argv).map_err(|e| exec_error(&argv0, e))?;
+            workload = Some(w);
+        }
+        let (cpus, tasks): (Vec<u32>, Vec<i32>) = match target.attached() {
+            None => (
+                hwprof_pmu::sysfs::online_cpus(),
+                workload.iter().map(Workload::pid).collect(),
+            ),
+            Some(Target::Pids(pids)) => {
                 let mut tids = Vec::new();
                 for &p in pids {
                     tids.extend(threads_of(p)?);
                 }
                 (hwprof_pmu::sysfs::online_cpus(), tids)
             }
-            Target::Tids(tids) => (hwprof_pmu::sysfs::online_cpus(), tids.clone()),
-            Target::SystemWide { cpus } => (
-                cpus.clone().unwrap_or_else(hwprof_pmu::sysfs::online_cpus),
-                vec![-1],
-            ),
-            _ => {
-                return Err(Error::Unsupported(
-                    "sampling CPUs while a command runs is not supported: sample the command, or the CPUs (-a/-C) without one".into(),
-                ));
-            }
+            Some(Target::Tids(tids)) => (hwprof_pmu::sysfs::online_cpus(), tids.clone()),
+            Some(t) => (t.cpus().unwrap_or_default(), vec![-1]),
         };
         if tasks.is_empty() || cpus.is_empty() {
             return Err(Error::Unsupported(
@@ -380,7 +382,7 @@ impl Session {
         self.ids.clone()
     }
 
-    /// The child's pid for [`Target::Command`].
+    /// The child's pid for [`Target::Command`] and [`Target::During`].
     pub fn child_pid(&self) -> Option<i32> {
         self.workload.as_ref().map(Workload::pid)
     }

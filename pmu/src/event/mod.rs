@@ -95,6 +95,12 @@ pub struct Encoder {
     pmus: Vec<Pmu>,
     tables: Vec<EventTable>,
     tracefs: std::cell::OnceCell<Result<PathBuf>>,
+    /// The processes probed (`-p`): a uprobe's bare library name is looked for in their
+    /// mappings first ([`crate::probe::locate`]).
+    processes: Vec<i32>,
+    /// Reading the PMUs ran out of file descriptors (EMFILE, ENFILE): a PMU or term
+    /// that seems missing is that.
+    fds_exhausted: Option<i32>,
 }
 
 /// A PMU's type number, format and event aliases.
@@ -127,14 +133,17 @@ impl Encoder {
 
     fn build(model: Option<Model>, vendor: Vendor, foreign: bool) -> Encoder {
         let tables = model.map(EventTable::builtin).into_iter().collect();
+        let (pmus, fds_exhausted) = sysfs::pmus_noting_fds();
         Encoder {
             model,
             vendor,
             foreign,
             cpu: None,
-            pmus: sysfs::pmus(),
+            pmus,
+            fds_exhausted,
             tables,
             tracefs: Default::default(),
+            processes: Vec::new(),
         }
     }
 
@@ -156,6 +165,12 @@ impl Encoder {
     /// Whether this machine's kernel exposes a core CPU PMU.
     pub fn host_has_cpu_pmu(&self) -> bool {
         sysfs::has_cpu_pmu(&self.pmus)
+    }
+
+    /// The processes the events will be opened on (`-p`): a uprobe's bare library name
+    /// (`uprobe:libc:malloc`) is looked for in their mappings before the loader's cache.
+    pub fn set_processes(&mut self, pids: &[i32]) {
+        self.processes = pids.to_vec();
     }
 
     /// Adds an Intel perfmon JSON file; its events take precedence over built-in ones.
@@ -195,6 +210,21 @@ impl Encoder {
             .collect()
     }
 
+    /// The error to give for a PMU or term that seems missing when reading sysfs ran
+    /// out of file descriptors.
+    fn fds_error(&self) -> Option<Error> {
+        self.fds_exhausted.map(|n| {
+            Error::io(
+                format!(
+                    "reading the PMUs in {} ({})",
+                    sysfs::PMU_ROOT,
+                    crate::error::fds_hint(n)
+                ),
+                std::io::Error::from_raw_os_error(n),
+            )
+        })
+    }
+
     /// Type and format of a PMU by name: sysfs, or the built-in core layouts.
     fn pmu(&self, name: &str) -> Result<PmuDef> {
         let is_core = matches!(name, "cpu" | "cpu_core" | "cpu_atom");
@@ -217,6 +247,9 @@ impl Encoder {
         match builtin {
             Some((t, f)) => Ok((t, Format::from_pairs(f), Vec::new())),
             None => {
+                if let Some(e) = self.fds_error() {
+                    return Err(e);
+                }
                 let mut known: Vec<&str> = self.pmus.iter().map(|p| p.name.as_str()).collect();
                 known.push("cpu");
                 let list = "`hwprof list` shows the PMUs of this machine".to_string();
@@ -508,21 +541,28 @@ impl Encoder {
                 func,
                 offset,
             } => {
-                let (t, f, _) = self.pmu("uprobe").map_err(|_| Error::Probe {
-                    target: ev.text.clone(),
-                    reason: "this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe); build it with CONFIG_UPROBE_EVENTS".into(),
-                })?;
-                let resolved =
-                    crate::probe::resolve(path, func, *offset).map_err(|reason| Error::Probe {
+                let (t, f, _) = self.pmu("uprobe").map_err(|e| match e {
+                    e @ Error::Io { .. } => e,
+                    _ => Error::Probe {
                         target: ev.text.clone(),
-                        reason,
-                    })?;
+                        reason: "this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe); build it with CONFIG_UPROBE_EVENTS".into(),
+                    },
+                })?;
+                let probe_error = |reason| Error::Probe {
+                    target: ev.text.clone(),
+                    reason,
+                };
+                let file = crate::probe::locate(path, &self.processes).map_err(probe_error)?;
+                let resolved = crate::probe::resolve(&file.to_string_lossy(), func, *offset)
+                    .map_err(probe_error)?;
                 let mut attr = Attr::new(t, 0);
                 if *ret {
-                    let retprobe = f.term("retprobe").ok_or_else(|| Error::UnknownTerm {
-                        pmu: "uprobe".into(),
-                        term: "retprobe".into(),
-                        known: f.names(),
+                    let retprobe = f.term("retprobe").ok_or_else(|| {
+                        self.fds_error().unwrap_or_else(|| Error::UnknownTerm {
+                            pmu: "uprobe".into(),
+                            term: "retprobe".into(),
+                            known: f.names(),
+                        })
                     })?;
                     let mut fields = [0u64; 4];
                     retprobe.apply(1, &mut fields)?;
@@ -665,11 +705,11 @@ impl Encoder {
                             known.push(',');
                             known.push_str(a);
                         }
-                        return Err(Error::UnknownTerm {
+                        return Err(self.fds_error().unwrap_or(Error::UnknownTerm {
                             pmu: pmu.to_string(),
                             term: term.to_string(),
                             known,
-                        });
+                        }));
                     }
                 }
             }

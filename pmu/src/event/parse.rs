@@ -314,22 +314,38 @@ fn parse_breakpoint(rest: &str, text: &str) -> Result<EventAst> {
     };
     let addr = parse_num(addr)
         .ok_or_else(|| syntax(text, "expected mem:ADDR[/LEN][:rwx], e.g. mem:0x601040:w"))?;
+    // perf's grammar (parse-events.l, the <mem> state): the access, 1 to 3 of r, w, x
+    // each at most once, then event modifiers right after it (`:wu`, `:rwk`) or after
+    // another colon (`:w:u`); or modifiers alone (`:u`, access rw).
+    let bad = |p: &str| {
+        syntax(
+            text,
+            format!(
+                "bad breakpoint access or modifier '{p}' (access is r, w, x or rw, optionally followed by modifiers, e.g. mem:0x601040:wu)"
+            ),
+        )
+    };
     let mut access = String::new();
     let mut mods = String::new();
-    for p in parts {
-        if access.is_empty()
-            && mods.is_empty()
-            && !p.is_empty()
-            && p.chars().all(|c| "rwx".contains(c))
-        {
-            access = p.to_string();
-        } else if mods.is_empty() && is_mods(p) {
-            mods = p.to_string();
-        } else {
-            return Err(syntax(
-                text,
-                format!("bad breakpoint access or modifier '{p}' (access is r, w, x or rw)"),
-            ));
+    if let Some(first) = parts.next() {
+        let split = first
+            .find(|c: char| !"rwx".contains(c))
+            .unwrap_or(first.len());
+        let (acc, rest) = first.split_at(split);
+        let repeated = acc.char_indices().any(|(i, c)| acc[..i].contains(c));
+        if repeated || (!rest.is_empty() && !is_mods(rest)) || first.is_empty() {
+            return Err(bad(first));
+        }
+        access = acc.to_string();
+        mods = rest.to_string();
+        if let Some(second) = parts.next() {
+            if access.is_empty() || !mods.is_empty() || !is_mods(second) {
+                return Err(bad(second));
+            }
+            mods = second.to_string();
+        }
+        if let Some(extra) = parts.next() {
+            return Err(bad(extra));
         }
     }
     if access.is_empty() {
@@ -412,6 +428,35 @@ mod tests {
                 access: "rw".into()
             }
         );
+        // perf's breakpoint grammar: modifiers right after the access, or after a colon.
+        for (text, access, mods) in [
+            ("mem:0x1000:wu", "w", "u"),
+            ("mem:0x1000:w:u", "w", "u"),
+            ("mem:0x1000/4:wu", "w", "u"),
+            ("mem:0x1000:u", "rw", "u"),
+            ("mem:0x1000:rwk", "rw", "k"),
+            ("mem:0x1000:xu", "x", "u"),
+            ("mem:0x1000:wpp", "w", "pp"),
+            ("mem:0x1000/8:rw:k", "rw", "k"),
+            ("mem:0x1000:rwx", "rwx", ""),
+        ] {
+            let e = one(text);
+            let Kind::Breakpoint { access: a, .. } = &e.kind else {
+                panic!("{text}: {e:?}")
+            };
+            assert_eq!((a.as_str(), e.mods.as_str()), (access, mods), "{text}");
+        }
+        for bad in [
+            "mem:0x1000:ww",
+            "mem:0x1000:wq",
+            "mem:0x1000:w:r",
+            "mem:0x1000:wu:k",
+            "mem:0x1000:u:k",
+            "mem:0x1000:",
+            "mem:0x1000:w:u:k",
+        ] {
+            assert!(parse_list(bad).is_err(), "{bad:?} should fail");
+        }
         assert_eq!(
             one("uprobe:/usr/bin/x:main+0x10").kind,
             Kind::Uprobe {

@@ -5,7 +5,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::sys::{self, Epoll, ExecError, ExitInfo, Ioctl};
+use hwprof_pmu::sys::{self, Epoll, ExitInfo, Ioctl};
 
 use super::{Session, Target};
 use crate::error::{Error, Result};
@@ -45,7 +45,7 @@ pub struct RunStats {
     /// Times a ring held an impossible record header and was skipped to its head (should
     /// stay 0).
     pub corrupt: u64,
-    /// How the command ended ([`Target::Command`] only).
+    /// How the command ended ([`Target::Command`] and [`Target::During`] only).
     pub exit: Option<ExitInfo>,
     /// From starting the target to stopping the events.
     pub wall: Duration,
@@ -124,7 +124,7 @@ impl Session {
         // What tells us the target is gone.
         let mut pidfds: Vec<Option<OwnedFd>> = Vec::new();
         match &self.target {
-            Target::Command(_) => {
+            Target::Command(_) | Target::During { .. } => {
                 if let Some(pid) = self.child_pid() {
                     pidfds.push(Some(
                         sys::pidfd_open(pid).map_err(|e| Error::io("pidfd_open", e))?,
@@ -232,27 +232,24 @@ impl Session {
         result.map(|()| stats)
     }
 
-    /// Lets the command exec (its events start there), or enables every event.
+    /// Lets the command exec (its events start there), or enables every event and then
+    /// lets the command (one that only bounds the time) exec.
     fn start_target(&mut self) -> Result<()> {
         let on_exec = self.attrs.iter().any(|a| a.enable_on_exec);
+        if !on_exec {
+            for o in &self.fds {
+                let attr = self.attrs.get(o.event);
+                if o.leader || attr.is_some_and(|a| a.disabled) {
+                    sys::ioctl(&o.fd, Ioctl::Enable, false)
+                        .map_err(|e| Error::io("enabling an event (PERF_EVENT_IOC_ENABLE)", e))?;
+                }
+            }
+        }
         if let Some(w) = self.workload.as_mut() {
             if let Err(e) = w.start() {
                 // The child exits (127) when it cannot exec: reap it.
                 let _ = sys::wait(w.pid());
-                return Err(match e {
-                    ExecError::Exec(e) => Error::io(format!("cannot run '{}'", self.argv0), e),
-                    ExecError::Setup(e) => Error::io(format!("cannot start '{}'", self.argv0), e),
-                });
-            }
-            if on_exec {
-                return Ok(());
-            }
-        }
-        for o in &self.fds {
-            let attr = self.attrs.get(o.event);
-            if o.leader || attr.is_some_and(|a| a.disabled) {
-                sys::ioctl(&o.fd, Ioctl::Enable, false)
-                    .map_err(|e| Error::io("enabling an event (PERF_EVENT_IOC_ENABLE)", e))?;
+                return Err(super::exec_error(&self.argv0, e));
             }
         }
         Ok(())
@@ -281,7 +278,9 @@ impl Session {
     /// Whether the target has finished (commands and -p: their pidfds; -t: /proc).
     fn target_done(&self, pidfds: &[Option<OwnedFd>]) -> bool {
         match &self.target {
-            Target::Command(_) | Target::Pids(_) => pidfds.iter().all(Option::is_none),
+            Target::Command(_) | Target::During { .. } | Target::Pids(_) => {
+                pidfds.iter().all(Option::is_none)
+            }
             Target::Tids(tids) => tids
                 .iter()
                 .all(|t| !std::path::Path::new(&format!("/proc/{t}")).exists()),
