@@ -34,6 +34,7 @@
 mod build;
 pub mod datasym;
 pub mod debugfiles;
+pub mod elfcheck;
 pub mod error;
 pub mod kallsyms;
 pub mod locate;

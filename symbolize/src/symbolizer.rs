@@ -431,12 +431,12 @@ impl Symbolizer {
         });
         let found = match (debug, exe) {
             (Some((elf, segs)), _) => Some(SymSource {
-                dwarf: crate::debugfiles::dwarf_is_safe(&elf),
+                dwarf: self.dwarf_is_safe(&elf),
                 elf,
                 segments: Some(segs),
             }),
             (None, Some(elf)) => Some(SymSource {
-                dwarf: crate::debugfiles::dwarf_is_safe(&elf),
+                dwarf: self.dwarf_is_safe(&elf),
                 elf,
                 segments: None,
             }),
@@ -444,6 +444,20 @@ impl Symbolizer {
         };
         self.sources.insert(id, found.clone());
         found
+    }
+
+    /// [`crate::debugfiles::dwarf_is_safe`], with a notice when a debug file is not
+    /// read because of [`crate::elfcheck`].
+    fn dwarf_is_safe(&self, elf: &Path) -> bool {
+        match crate::debugfiles::unsafe_debug_file(elf) {
+            None => true,
+            Some(crate::debugfiles::Unsafe::NotRegular) => false,
+            Some(crate::debugfiles::Unsafe::Rejected(p)) => {
+                // Noted once per file, as the locator notes its own candidates.
+                self.locator.elf_ok(&p);
+                false
+            }
+        }
     }
 
     fn lookup_file(

@@ -22,6 +22,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod elf;
+
 use std::fmt::Display;
 use std::io::Write;
 
