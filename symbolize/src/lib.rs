@@ -31,6 +31,7 @@
 
 #![forbid(unsafe_code)]
 
+mod aliases;
 mod build;
 pub mod datasym;
 pub mod debugfiles;

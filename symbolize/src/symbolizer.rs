@@ -622,19 +622,26 @@ fn symbolize_file(
     };
     // The outer function's name comes from the ELF symbol table, as perf shows it:
     // DWARF names are short (`decode_sample` for a Rust path, `__GI___libc_read` for
-    // libc's `read`); lines and inlined frames stay DWARF's.
+    // libc's `read`); lines and inlined frames stay DWARF's. Among aliases (several
+    // symbols at one address), perf's choice (crate::aliases).
     let mut elf = Elf::new(src_path);
     elf.debug_syms = false;
-    let elf_names: Vec<Option<String>> = match blaze.symbolize(&Source::Elf(elf), input) {
+    let elf_syms: Vec<Option<(String, u64)>> = match blaze.symbolize(&Source::Elf(elf), input) {
         Ok(v) => v
             .into_iter()
             .map(|s| match s {
-                Symbolized::Sym(sym) => Some(sym.name.to_string()),
+                Symbolized::Sym(sym) => Some((sym.name.to_string(), sym.addr)),
                 _ => None,
             })
             .collect(),
         Err(_) => Vec::new(),
     };
+    let addrs: Vec<u64> = elf_syms.iter().flatten().map(|&(_, a)| a).collect();
+    let best = crate::aliases::best_names(src_path, &addrs);
+    let elf_names: Vec<Option<String>> = elf_syms
+        .into_iter()
+        .map(|s| s.map(|(name, addr)| best.get(&addr).cloned().unwrap_or(name)))
+        .collect();
     todo.iter()
         .zip(&query)
         .zip(syms)
