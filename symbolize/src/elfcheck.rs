@@ -19,8 +19,10 @@
 //!
 //! The last is checked by inflating each zlib section into nothing (a 64 KiB buffer),
 //! stopping one byte past its claim: the only way to know, and bounded by the limits
-//! before it. It costs one more inflation of the file's compressed sections (about
-//! 0.1 s for 100 MB of DWARF), once per file and process ([`check`] remembers).
+//! before it. It costs one more inflation of the file's compressed sections, once per
+//! file and process ([`check`] remembers): measured 0.08 s for libc6-dbg's libc (10 MB
+//! inflated) and 0.45 s for 94 MB of hwprof's own DWARF, on 2 cores under a load of 17
+//! where Python's zlib took 1.1 s for the same.
 //!
 //! Any section but `SHT_NOBITS` must also lie inside the file (readers size their
 //! buffers from `sh_size`). Other compression types are not inflated by blazesym as

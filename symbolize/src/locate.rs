@@ -19,17 +19,21 @@
 //! has it (a file identified by its build id is the right one wherever it is found).
 //!
 //! Every candidate must be a regular file ([`hwprof_pmu::file::open`]: a FIFO or a
-//! device is never opened) and, when the recording gave a build id, carry that build id
-//! (compared as perf.data stores them: common prefix, zero padding trimmed); a debuglink
-//! target must carry the executable's build id, or, when neither has one, the CRC the
-//! link names. debuginfod is asked for a debug file only when the module has no DWARF of
+//! device is never opened), within [`crate::elfcheck`]'s bounds (no compressed section
+//! that claims or inflates to more than a file can hold: a file that is not is skipped
+//! with a notice, and the search goes on) and, when the recording gave a build id, carry
+//! that build id (compared as perf.data stores them: common prefix, zero padding
+//! trimmed); a debuglink target must carry the executable's build id, or, when neither
+//! has one, the CRC the link names. debuginfod is asked for a debug file only when the module has no DWARF of
 //! its own (`.debug_info`), so a report of unstripped binaries never goes to the network.
 //!
 //! Answers are kept for the run (per module, and per build id and server), so a module
 //! that is not found anywhere is searched for once. What the search did that a user
-//! should know (a download, a server that cannot be reached, a setting that was not
-//! understood) is kept as [`Locator::notices`] for the binary to print: this crate
-//! prints nothing.
+//! should know (a download, a server that cannot be reached, a file skipped, a setting
+//! that was not understood) is kept as [`Locator::notices`] for the binary to print:
+//! this crate prints nothing. The debuginfod client's bounds and its cache (never
+//! written through a link, temporaries of killed runs swept, elfutils' expiry settings)
+//! are described in `locate/debuginfod.rs` and `locate/cache.rs`.
 
 mod cache;
 mod debuginfod;
