@@ -342,4 +342,103 @@ mod tests {
         );
         let _ = std::fs::remove_dir_all(&d);
     }
+
+    /// A small C program with DWARF, built here.
+    fn program(dir: &Path) -> Option<Vec<u8>> {
+        let c = dir.join("p.c");
+        std::fs::write(&c, "static int f(int x) { return x * 3; }\nint main(int c, char **v) { (void)v; return f(c); }\n").unwrap();
+        let exe = dir.join("p");
+        hwprof_testkit::compile_c(&c, &exe, &["-g", "-O1"]).then(|| std::fs::read(&exe).unwrap())
+    }
+
+    fn check_bytes(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Rejected> {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let f = File::open(&p).unwrap();
+        check_file(f, bytes.len() as u64)
+    }
+
+    #[test]
+    fn each_bound_rejects_its_hostile_file() {
+        use hwprof_testkit::elf::{with_compressed_section, zlib, zlib_bomb};
+        let d = std::env::temp_dir().join(format!("hwprof-elfcheck-bounds-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let Some(good) = program(&d) else {
+            return;
+        };
+        assert_eq!(check_bytes(&d, "good", &good), Ok(()));
+        // An honest small compressed section passes.
+        let text = b"abcabcabc".repeat(1000);
+        let honest = with_compressed_section(&good, ".debug_str", text.len() as u64, &zlib(&text));
+        assert_eq!(check_bytes(&d, "honest", &honest), Ok(()));
+        let small = zlib(b"x");
+        let r = check_bytes(
+            &d,
+            "tb",
+            &with_compressed_section(&good, ".debug_info", 1 << 40, &small),
+        );
+        assert!(
+            matches!(r, Err(Rejected::TooLarge { claimed, .. }) if claimed == 1 << 40),
+            "{r:?}"
+        );
+        // Over RATIO_FREE at about 1000x (zeros): over the ratio, before inflating.
+        let stream = zlib_bomb(RATIO_FREE + 1);
+        let r = check_bytes(
+            &d,
+            "ratio",
+            &with_compressed_section(&good, ".debug_info", RATIO_FREE + 1, &stream),
+        );
+        assert!(matches!(r, Err(Rejected::Ratio { .. })), "{r:?}");
+        // A claim under RATIO_FREE whatever the ratio, inflating to exactly it: passes.
+        let exact =
+            with_compressed_section(&good, ".debug_info", RATIO_FREE, &zlib_bomb(RATIO_FREE));
+        assert_eq!(check_bytes(&d, "exact", &exact), Ok(()));
+        // One byte more than it claims.
+        let liar =
+            with_compressed_section(&good, ".debug_info", RATIO_FREE, &zlib_bomb(RATIO_FREE + 1));
+        let r = check_bytes(&d, "liar", &liar);
+        assert!(
+            matches!(r, Err(Rejected::Inflates { claimed, .. }) if claimed == RATIO_FREE),
+            "{r:?}"
+        );
+        // Seventeen sections claiming 16 MiB each, every one honest: 272 MiB in a file
+        // of about 300 KB is over FILE_FREE and MAX_FILE_RATIO.
+        let names = [
+            ".debug_info",
+            ".debug_abbrev",
+            ".debug_line",
+            ".debug_str",
+            ".debug_aranges",
+            ".comment",
+            ".symtab",
+            ".strtab",
+            ".dynamic",
+            ".text",
+            ".rodata",
+            ".data",
+            ".eh_frame",
+            ".dynsym",
+            ".dynstr",
+            ".init",
+            ".fini",
+        ];
+        let bomb = zlib_bomb(RATIO_FREE);
+        let mut many = good.clone();
+        for n in names {
+            many = with_compressed_section(&many, n, RATIO_FREE, &bomb);
+        }
+        let r = check_bytes(&d, "many", &many);
+        assert!(
+            matches!(r, Err(Rejected::FileRatio { claimed, .. }) if claimed == 17 * RATIO_FREE),
+            "{r:?}"
+        );
+        // A section that says it runs past the end of the file.
+        let mut outside = good.clone();
+        let shoff = u64::from_le_bytes(outside[0x28..0x30].try_into().unwrap()) as usize;
+        let sh = shoff + 64; // section 1
+        outside[sh + 32..sh + 40].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let r = check_bytes(&d, "outside", &outside);
+        assert!(matches!(r, Err(Rejected::OutsideFile { .. })), "{r:?}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
