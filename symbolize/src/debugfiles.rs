@@ -3,9 +3,10 @@
 //! `.debug_sup`, looked up in the debug directories and next to the file. blazesym
 //! opens them with a plain `open()`, which blocks forever on a FIFO and reads whatever
 //! a device gives. [`dwarf_is_safe`] lists the paths blazesym may try (the same search
-//! as its `DebugFileIter`) and says whether each is absent or a regular file; when one
-//! is not, the file is symbolized from its ELF symbols only, where blazesym opens
-//! nothing else.
+//! as its `DebugFileIter`) and says whether each is absent or a regular file that passes
+//! [`crate::elfcheck::check`] (no compressed section that claims or inflates to more
+//! than a file can hold); when one is not, the file is symbolized from its ELF symbols
+//! only, where blazesym opens nothing else.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -19,20 +20,36 @@ use object::{Object, ObjectSection};
 pub const DEBUG_DIRS: [&str; 2] = ["/usr/lib/debug", "/lib/debug"];
 
 /// Whether every separate debug file blazesym could open for the ELF file `elf` is
-/// absent or a regular file. `elf` itself must be a regular file (else: false).
+/// absent or a regular file that passes [`crate::elfcheck::check`]. `elf` itself must
+/// be a regular file (else: false).
 pub fn dwarf_is_safe(elf: &Path) -> bool {
+    unsafe_debug_file(elf).is_none()
+}
+
+/// Why a separate debug file blazesym could open for `elf` must not be read.
+#[derive(Debug)]
+pub(crate) enum Unsafe {
+    /// `elf` itself is not a regular file, or a linked path is there and is not one.
+    NotRegular,
+    /// The file at this path fails [`crate::elfcheck::check`].
+    Rejected(PathBuf),
+}
+
+/// The first separate debug file blazesym could open for `elf` that must not be read
+/// (see [`dwarf_is_safe`]), `None` when there is none.
+pub(crate) fn unsafe_debug_file(elf: &Path) -> Option<Unsafe> {
     let Ok((file, _)) = hwprof_pmu::file::open(elf) else {
-        return false;
+        return Some(Unsafe::NotRegular);
     };
     let mut dwp = elf.as_os_str().to_os_string();
     dwp.push(".dwp");
-    if !absent_or_regular(Path::new(&dwp)) {
-        return false;
+    if let Some(u) = check_path(Path::new(&dwp)) {
+        return Some(u);
     }
     let cache = ReadCache::new(file);
     let Ok(obj) = object::File::parse(&cache) else {
         // blazesym cannot read it either, and opens nothing else.
-        return true;
+        return None;
     };
     let own_id = obj.build_id().ok().flatten().map(<[u8]>::to_vec);
     let mut links: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
@@ -49,15 +66,23 @@ pub fn dwarf_is_safe(elf: &Path) -> bool {
     {
         links.push((PathBuf::from(OsStr::from_bytes(name)), None));
     }
-    if links.is_empty() {
-        return true;
-    }
     let canonical = std::fs::canonicalize(elf).ok();
-    links.iter().all(|(linkee, id)| {
+    links.iter().find_map(|(linkee, id)| {
         candidates(linkee, canonical.as_deref(), id.as_deref())
             .iter()
-            .all(|p| absent_or_regular(p))
+            .find_map(|p| check_path(p))
     })
+}
+
+/// Why the file at `p` must not be read: there and not a regular file, or a regular
+/// file that fails [`crate::elfcheck::check`]. `None`: absent, or fine.
+fn check_path(p: &Path) -> Option<Unsafe> {
+    if !absent_or_regular(p) {
+        return Some(Unsafe::NotRegular);
+    }
+    crate::elfcheck::check(p)
+        .is_err()
+        .then(|| Unsafe::Rejected(p.to_path_buf()))
 }
 
 /// The file named by a `.debug_sup` section (version u16, is_supplementary u8, then

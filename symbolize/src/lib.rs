@@ -11,7 +11,9 @@
 //! A recording names files by path, and a path may now be anything: only regular files
 //! are opened, never blocking (a FIFO, a device or a directory named by an MMAP2 record
 //! resolves to `[unknown]` in its module), and DWARF is read only when every separate
-//! debug file blazesym would open is a regular file ([`debugfiles`]).
+//! debug file blazesym would open is a regular file ([`debugfiles`]). No file is read
+//! whose compressed sections claim or inflate to more than a file can hold
+//! ([`elfcheck`]): a hostile debug file is skipped with a notice, not an abort.
 //!
 //! Its output is a [`Profile`]: interned frames and samples whose stacks are frame ids,
 //! the one input of `hwprof report` and `hwprof flamegraph`. It renders nothing.
@@ -31,9 +33,11 @@
 
 #![forbid(unsafe_code)]
 
+mod aliases;
 mod build;
 pub mod datasym;
 pub mod debugfiles;
+pub mod elfcheck;
 pub mod error;
 pub mod kallsyms;
 pub mod locate;

@@ -19,18 +19,23 @@
 //! has it (a file identified by its build id is the right one wherever it is found).
 //!
 //! Every candidate must be a regular file ([`hwprof_pmu::file::open`]: a FIFO or a
-//! device is never opened) and, when the recording gave a build id, carry that build id
-//! (compared as perf.data stores them: common prefix, zero padding trimmed); a debuglink
-//! target must carry the executable's build id, or, when neither has one, the CRC the
-//! link names. debuginfod is asked for a debug file only when the module has no DWARF of
+//! device is never opened), within [`crate::elfcheck`]'s bounds (no compressed section
+//! that claims or inflates to more than a file can hold: a file that is not is skipped
+//! with a notice, and the search goes on) and, when the recording gave a build id, carry
+//! that build id (compared as perf.data stores them: common prefix, zero padding
+//! trimmed); a debuglink target must carry the executable's build id, or, when neither
+//! has one, the CRC the link names. debuginfod is asked for a debug file only when the module has no DWARF of
 //! its own (`.debug_info`), so a report of unstripped binaries never goes to the network.
 //!
 //! Answers are kept for the run (per module, and per build id and server), so a module
 //! that is not found anywhere is searched for once. What the search did that a user
-//! should know (a download, a server that cannot be reached, a setting that was not
-//! understood) is kept as [`Locator::notices`] for the binary to print: this crate
-//! prints nothing.
+//! should know (a download, a server that cannot be reached, a file skipped, a setting
+//! that was not understood) is kept as [`Locator::notices`] for the binary to print:
+//! this crate prints nothing. The debuginfod client's bounds and its cache (never
+//! written through a link, temporaries of killed runs swept, elfutils' expiry settings)
+//! are described in `locate/debuginfod.rs` and `locate/cache.rs`.
 
+mod cache;
 mod debuginfod;
 
 use std::collections::HashMap;
@@ -44,7 +49,7 @@ use hwprof_sampler::buildid::read_build_id;
 use object::read::ReadCache;
 use object::{Object, ObjectSection, SectionKind};
 
-pub use debuginfod::DebuginfodConfig;
+pub use debuginfod::{DEFAULT_MAXSIZE, DebuginfodConfig, LOW_SPEED_LIMIT};
 
 use crate::symbolizer::same_build_id;
 
@@ -133,6 +138,8 @@ struct Inner {
     client: Option<debuginfod::Client>,
     memo: Mutex<HashMap<MemoKey, Option<PathBuf>>>,
     notices: Mutex<Vec<String>>,
+    /// Files that failed [`crate::elfcheck::check`] and were said so (once each).
+    rejected: Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl std::fmt::Debug for Locator {
@@ -170,6 +177,7 @@ impl Locator {
                 client,
                 memo: Mutex::new(HashMap::new()),
                 notices: Mutex::new(Vec::new()),
+                rejected: Mutex::new(std::collections::HashSet::new()),
             }),
         }
     }
@@ -190,6 +198,31 @@ impl Locator {
         if !more.is_empty() {
             lock(&self.inner.notices).append(&mut more);
         }
+    }
+
+    /// A notice for the binary to print (see [`Locator::notices`]).
+    pub(crate) fn note(&self, notice: String) {
+        lock(&self.inner.notices).push(notice);
+    }
+
+    /// Whether `p` passes [`crate::elfcheck::check`]; a notice for each file that does
+    /// not (once per file).
+    pub(crate) fn elf_ok(&self, p: &Path) -> bool {
+        match crate::elfcheck::check(p) {
+            Ok(()) => true,
+            Err(why) => {
+                if lock(&self.inner.rejected).insert(p.to_path_buf()) {
+                    self.note(skipped(p, &why));
+                }
+                false
+            }
+        }
+    }
+
+    /// `p` is a regular file with `build_id` (when given) that may be read
+    /// ([`crate::elfcheck`]).
+    fn usable(&self, p: &Path, build_id: Option<&[u8]>) -> bool {
+        is_module_file(p, build_id) && self.elf_ok(p)
     }
 
     /// The ELF file that holds the code and unwind tables (`.eh_frame`) of the module
@@ -251,14 +284,14 @@ impl Locator {
         if let Some(dir) = &c.buildid_dir {
             for hex in &ids {
                 let p = buildid_cache_path(dir, hex, "elf");
-                if is_module_file(&p, build_id) {
+                if self.usable(&p, build_id) {
                     return Some(p);
                 }
             }
         }
         if let Some(symfs) = &c.symfs {
             let p = under(symfs, Path::new(path));
-            if is_module_file(&p, build_id) {
+            if self.usable(&p, build_id) {
                 return Some(p);
             }
         }
@@ -266,7 +299,7 @@ impl Locator {
         // it is the one.
         let local_ok = c.symfs.is_none() || build_id.is_some();
         let p = PathBuf::from(path);
-        (local_ok && p.is_absolute() && is_module_file(&p, build_id)).then_some(p)
+        (local_ok && p.is_absolute() && self.usable(&p, build_id)).then_some(p)
     }
 
     /// Steps 1-3 of [`Locator::debug_file`]: no network.
@@ -277,7 +310,7 @@ impl Locator {
             if let Some(dir) = &c.buildid_dir {
                 for hex in &ids {
                     let p = buildid_cache_path(dir, hex, "debug");
-                    if is_module_file(&p, build_id) {
+                    if self.usable(&p, build_id) {
                         return Some(p);
                     }
                 }
@@ -285,7 +318,7 @@ impl Locator {
             for hex in &ids {
                 for d in self.debug_dirs() {
                     let p = build_id_debug_path(&d, hex);
-                    if is_module_file(&p, build_id) {
+                    if self.usable(&p, build_id) {
                         return Some(p);
                     }
                 }
@@ -348,6 +381,7 @@ impl Locator {
                     Some(id) => is_module_file(p, Some(id)),
                     None => file_crc32(p) == Some(crc),
                 }
+                && self.elf_ok(p)
         })
     }
 
@@ -374,6 +408,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// `/sym/usr/bin/x`), as perf's `path__join` puts recorded paths under a symfs.
 fn under(base: &Path, p: &Path) -> PathBuf {
     base.join(p.strip_prefix("/").unwrap_or(p))
+}
+
+/// The notice of a file not read because of [`crate::elfcheck`].
+pub(crate) fn skipped(p: &Path, why: &crate::elfcheck::Rejected) -> String {
+    format!(
+        "skipping {}: {why}; its module is symbolized without it",
+        p.display()
+    )
 }
 
 /// The lower-case hex of a build id.

@@ -431,12 +431,12 @@ impl Symbolizer {
         });
         let found = match (debug, exe) {
             (Some((elf, segs)), _) => Some(SymSource {
-                dwarf: crate::debugfiles::dwarf_is_safe(&elf),
+                dwarf: self.dwarf_is_safe(&elf),
                 elf,
                 segments: Some(segs),
             }),
             (None, Some(elf)) => Some(SymSource {
-                dwarf: crate::debugfiles::dwarf_is_safe(&elf),
+                dwarf: self.dwarf_is_safe(&elf),
                 elf,
                 segments: None,
             }),
@@ -444,6 +444,20 @@ impl Symbolizer {
         };
         self.sources.insert(id, found.clone());
         found
+    }
+
+    /// [`crate::debugfiles::dwarf_is_safe`], with a notice when a debug file is not
+    /// read because of [`crate::elfcheck`].
+    fn dwarf_is_safe(&self, elf: &Path) -> bool {
+        match crate::debugfiles::unsafe_debug_file(elf) {
+            None => true,
+            Some(crate::debugfiles::Unsafe::NotRegular) => false,
+            Some(crate::debugfiles::Unsafe::Rejected(p)) => {
+                // Noted once per file, as the locator notes its own candidates.
+                self.locator.elf_ok(&p);
+                false
+            }
+        }
     }
 
     fn lookup_file(
@@ -608,19 +622,26 @@ fn symbolize_file(
     };
     // The outer function's name comes from the ELF symbol table, as perf shows it:
     // DWARF names are short (`decode_sample` for a Rust path, `__GI___libc_read` for
-    // libc's `read`); lines and inlined frames stay DWARF's.
+    // libc's `read`); lines and inlined frames stay DWARF's. Among aliases (several
+    // symbols at one address), perf's choice (crate::aliases).
     let mut elf = Elf::new(src_path);
     elf.debug_syms = false;
-    let elf_names: Vec<Option<String>> = match blaze.symbolize(&Source::Elf(elf), input) {
+    let elf_syms: Vec<Option<(String, u64)>> = match blaze.symbolize(&Source::Elf(elf), input) {
         Ok(v) => v
             .into_iter()
             .map(|s| match s {
-                Symbolized::Sym(sym) => Some(sym.name.to_string()),
+                Symbolized::Sym(sym) => Some((sym.name.to_string(), sym.addr)),
                 _ => None,
             })
             .collect(),
         Err(_) => Vec::new(),
     };
+    let addrs: Vec<u64> = elf_syms.iter().flatten().map(|&(_, a)| a).collect();
+    let best = crate::aliases::best_names(src_path, &addrs);
+    let elf_names: Vec<Option<String>> = elf_syms
+        .into_iter()
+        .map(|s| s.map(|(name, addr)| best.get(&addr).cloned().unwrap_or(name)))
+        .collect();
     todo.iter()
         .zip(&query)
         .zip(syms)

@@ -19,8 +19,13 @@
 //! [`report_line`] (and [`report!`]) print figures past the capture too; a line they are
 //! given that starts with `SKIPPED` goes through [`skip`] as [`Why::Setup`], so a skip
 //! written as `report!("SKIPPED: ...")` cannot escape strict mode either.
+//!
+//! [`elf`] makes hostile ELF files at test time (compressed sections claiming any size,
+//! zlib bombs), so that nothing big is committed.
 
 #![forbid(unsafe_code)]
+
+pub mod elf;
 
 use std::fmt::Display;
 use std::io::Write;

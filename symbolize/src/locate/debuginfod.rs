@@ -5,34 +5,51 @@
 //! tools, `CACHE/HEX/debuginfo` (or `/executable`). The cache is
 //! `$DEBUGINFOD_CACHE_PATH`, else `$XDG_CACHE_HOME/debuginfod_client`, else
 //! `~/.cache/debuginfod_client` (or the older `~/.debuginfod_client_cache` when that
-//! exists), as elfutils chooses it.
+//! exists), as elfutils chooses it; how it is opened, written and cleaned is
+//! [`super::cache`]'s.
 //!
 //! Invariants:
 //! - a cache file is whole: a download goes to a temporary file in the same directory
-//!   and is renamed into place only once complete, within `DEBUGINFOD_MAXSIZE`, and an
-//!   ELF file with the build id asked for; anything else is deleted;
+//!   and is renamed into place only once complete, within the size limit, an ELF file
+//!   with the build id asked for, and within [`crate::elfcheck`]'s bounds; anything else
+//!   is deleted (and temporaries of killed runs are swept by the next one);
+//! - a cached file that fails [`crate::elfcheck`] is deleted, not used;
 //! - an empty cache file is elfutils' "not found" mark: a build id that every server
-//!   said it does not have is not asked for again for `CACHE/cache_miss_s` seconds (600
-//!   by default), and such a mark is written when every server said 404;
+//!   said it does not have is not asked for again while the mark is at most
+//!   `CACHE/cache_miss_s` seconds old (600 by default), and such a mark is written when
+//!   every server said 404;
 //! - each (build id, kind) is asked for once per run, and a server that cannot be
-//!   reached (refused, unresolvable, timed out) is not asked again in the run;
-//! - a server must start answering within `DEBUGINFOD_TIMEOUT` seconds (90 by default)
-//!   and never stall longer than that; `DEBUGINFOD_MAXTIME` bounds a whole download.
+//!   reached (refused, unresolvable, timed out, too slow) is not asked again in the run;
+//! - downloads are bounded: at most `DEBUGINFOD_MAXSIZE` bytes ([`DEFAULT_MAXSIZE`],
+//!   1 GiB, when unset; `0` lifts the limit, as in elfutils), refused from the
+//!   `Content-Length` when it says more and cut when the body goes past; a server must
+//!   start answering within `DEBUGINFOD_TIMEOUT` seconds (90 by default) and then send
+//!   at least 100 KiB per second over every `DEBUGINFOD_TIMEOUT` seconds (elfutils'
+//!   `CURLOPT_LOW_SPEED_LIMIT`/`_TIME`), and `DEBUGINFOD_MAXTIME` bounds a whole
+//!   download.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use hwprof_sampler::buildid::read_build_id;
 
+use super::cache::{self, Cache, Found};
 use super::{DEFAULT_DEBUGINFOD_TIMEOUT, lock};
 use crate::symbolizer::same_build_id;
 
-/// elfutils' default `cache_miss_s`: how long a "not found" mark holds.
-const DEFAULT_CACHE_MISS: Duration = Duration::from_secs(600);
+/// The size limit of a download when `DEBUGINFOD_MAXSIZE` is unset: 1 GiB. Debug files
+/// are mostly a few megabytes (libc's is 4 MB, compressed as distributions ship them);
+/// the largest ones servers hold (a browser's or a compiler's shared library) run to
+/// some hundreds of megabytes. Set `DEBUGINFOD_MAXSIZE` for more, or `0` for no limit.
+pub const DEFAULT_MAXSIZE: u64 = 1 << 30;
+
+/// elfutils' `CURLOPT_LOW_SPEED_LIMIT`: a transfer slower than this (bytes per second)
+/// over a whole `DEBUGINFOD_TIMEOUT` is abandoned.
+pub const LOW_SPEED_LIMIT: u64 = 100 * 1024;
 
 /// Settings of the debuginfod client (elfutils' environment variables).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,9 +62,10 @@ pub struct DebuginfodConfig {
     /// How long a server may take to connect and start answering, and the longest
     /// stall while it sends (`DEBUGINFOD_TIMEOUT`, seconds).
     pub timeout: Duration,
-    /// The largest file to download (`DEBUGINFOD_MAXSIZE`, bytes), sent to the server
-    /// as `X-DEBUGINFOD-MAXSIZE`.
-    pub max_size: Option<u64>,
+    /// The largest file to download (`DEBUGINFOD_MAXSIZE`, bytes; [`DEFAULT_MAXSIZE`]
+    /// when unset, `u64::MAX` for `0`: no limit), sent to the server as
+    /// `X-DEBUGINFOD-MAXSIZE`.
+    pub max_size: u64,
     /// The longest a whole download may take (`DEBUGINFOD_MAXTIME`, seconds).
     pub max_time: Option<Duration>,
 }
@@ -59,7 +77,7 @@ impl Default for DebuginfodConfig {
             urls: Vec::new(),
             cache: None,
             timeout: DEFAULT_DEBUGINFOD_TIMEOUT,
-            max_size: None,
+            max_size: DEFAULT_MAXSIZE,
             max_time: None,
         }
     }
@@ -118,7 +136,12 @@ impl DebuginfodConfig {
         let timeout = number("DEBUGINFOD_TIMEOUT")
             .filter(|&s| s > 0)
             .map_or(DEFAULT_DEBUGINFOD_TIMEOUT, Duration::from_secs);
-        let max_size = number("DEBUGINFOD_MAXSIZE").filter(|&n| n > 0);
+        // elfutils: 0 (or unset) is no limit; unset is the default limit here.
+        let max_size = match number("DEBUGINFOD_MAXSIZE") {
+            None => DEFAULT_MAXSIZE,
+            Some(0) => u64::MAX,
+            Some(n) => n,
+        };
         let max_time = number("DEBUGINFOD_MAXTIME")
             .filter(|&s| s > 0)
             .map(Duration::from_secs);
@@ -161,8 +184,11 @@ impl Kind {
 /// The client: servers, cache, and what this run has learnt.
 pub(crate) struct Client {
     urls: Vec<String>,
-    cache: PathBuf,
-    max_size: Option<u64>,
+    cache_path: PathBuf,
+    /// The cache, opened (and cleaned) on the first lookup; `None`: not usable.
+    cache: OnceLock<Option<Cache>>,
+    max_size: u64,
+    timeout: Duration,
     agent: ureq::Agent,
     /// Servers that could not be reached: not asked again this run.
     dead: Mutex<HashSet<String>>,
@@ -178,7 +204,7 @@ enum Miss {
     NotThere,
     /// It answered with another HTTP status (a server error...).
     Status(u16),
-    /// It could not be reached, or the transfer failed: not asked again this run.
+    /// It could not be reached, stalled or was too slow: not asked again this run.
     Unreachable(String),
     /// What it sent was not the file (too large, not ELF, another build id, cut short),
     /// or it could not be stored.
@@ -206,8 +232,10 @@ impl Client {
             .into();
         Some(Client {
             urls: c.urls.clone(),
-            cache,
+            cache_path: cache,
+            cache: OnceLock::new(),
             max_size: c.max_size,
+            timeout: c.timeout,
             agent,
             dead: Mutex::new(HashSet::new()),
             tried: Mutex::new(HashMap::new()),
@@ -240,30 +268,70 @@ impl Client {
         found
     }
 
+    /// The cache, opened and cleaned on first use; a notice when it cannot be used.
+    fn cache(&self, notices: &mut Vec<String>) -> Option<&Cache> {
+        self.cache
+            .get_or_init(|| match Cache::open(&self.cache_path) {
+                Ok(c) => {
+                    c.clean();
+                    Some(c)
+                }
+                Err(why) => {
+                    notices.push(format!(
+                        "debuginfod: cache {} not used: {why}; nothing is downloaded \
+                         (set DEBUGINFOD_CACHE_PATH to a directory of your own)",
+                        self.cache_path.display()
+                    ));
+                    None
+                }
+            })
+            .as_ref()
+    }
+
     fn fetch_uncached(&self, hex: &str, kind: Kind, notices: &mut Vec<String>) -> Option<PathBuf> {
-        let dir = self.cache.join(hex);
-        let target = dir.join(kind.name());
+        let cache = self.cache(notices)?;
+        let name = kind.name();
         let want = unhex(hex)?;
-        let cached = std::fs::symlink_metadata(&target)
-            .ok()
-            .filter(|m| m.file_type().is_file());
+        let entry = match cache.entry(hex, false) {
+            Ok(e) => e,
+            Err(why) => {
+                notices.push(format!("debuginfod: {why}; build id {hex} is not fetched"));
+                return None;
+            }
+        };
         let mut stale_mark = false;
-        if let Some(m) = &cached {
-            if m.len() > 0 {
-                if read_build_id(&target).is_some_and(|have| same_build_id(&have, &want)) {
-                    return Some(target);
+        if let Some(entry) = &entry {
+            entry.sweep(name);
+            match entry.look(name) {
+                Some(Found::File { size: 0, mtime }) => {
+                    // elfutils' "not found" mark, while it holds (its test, to the
+                    // second).
+                    let miss = cache
+                        .setting(cache::CACHE_MISS)
+                        .map_or(cache::CACHE_MISS.1, |(n, _)| n);
+                    if cache::now_secs().saturating_sub(mtime) <= miss {
+                        return None;
+                    }
+                    stale_mark = true;
                 }
-                // Not the file it should be: fetched again below, and replaced.
-            } else {
-                // elfutils' "not found" mark, while it holds.
-                let age = m
-                    .modified()
-                    .ok()
-                    .and_then(|t| SystemTime::now().duration_since(t).ok());
-                if age.is_some_and(|a| a < self.cache_miss()) {
-                    return None;
+                Some(Found::File { .. }) => {
+                    let p = entry.file_path(name);
+                    if read_build_id(&p).is_some_and(|have| same_build_id(&have, &want)) {
+                        match crate::elfcheck::check(&p) {
+                            Ok(()) => return Some(p),
+                            Err(why) => {
+                                entry.remove(name);
+                                notices.push(format!(
+                                    "debuginfod: removed {} from the cache: {why}",
+                                    p.display()
+                                ));
+                            }
+                        }
+                    }
+                    // Not the file it should be: fetched again below, and replaced.
                 }
-                stale_mark = true;
+                // A link or anything else is never read; a download replaces it.
+                Some(Found::Other) | None => {}
             }
         }
         let mut all_said_no = true;
@@ -272,14 +340,14 @@ impl Client {
                 all_said_no = false;
                 continue;
             }
-            match self.download(url, hex, &want, kind, &dir, &target) {
-                Ok(bytes) => {
+            match self.download(url, hex, &want, kind, cache) {
+                Ok((bytes, path)) => {
                     notices.push(format!(
                         "fetched {} for build id {hex} from {url} ({} KB)",
                         kind.what(),
                         bytes.div_ceil(1024)
                     ));
-                    return Some(target);
+                    return Some(path);
                 }
                 Err(Miss::NotThere) => {}
                 Err(Miss::Status(code)) => {
@@ -308,42 +376,31 @@ impl Client {
         if all_said_no {
             // elfutils' "not found" mark: an empty file, created whole or not at all
             // (an expired one is replaced, so that it holds from now).
-            if stale_mark {
-                let _ = std::fs::remove_file(&target);
-            }
-            if ensure_dir(&dir).is_ok() {
-                let _ = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&target);
+            if let Ok(Some(entry)) = cache.entry(hex, true) {
+                if stale_mark {
+                    entry.remove(name);
+                }
+                entry.mark(name);
             }
         }
         None
     }
 
-    /// How long a "not found" mark holds: `CACHE/cache_miss_s`, else 600 s.
-    fn cache_miss(&self) -> Duration {
-        hwprof_pmu::file::read_to_string(&self.cache.join("cache_miss_s"), 64)
-            .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .map_or(DEFAULT_CACHE_MISS, Duration::from_secs)
-    }
-
-    /// Downloads `URL/buildid/HEX/KIND` into `target` (through a temporary file in
-    /// `dir`); the size in bytes.
+    /// Downloads `URL/buildid/HEX/KIND` into the cache (through a temporary file in
+    /// `CACHE/HEX`): its size in bytes and its path.
     fn download(
         &self,
         url: &str,
         hex: &str,
         want: &[u8],
         kind: Kind,
-        dir: &Path,
-        target: &Path,
-    ) -> Result<u64, Miss> {
+        cache: &Cache,
+    ) -> Result<(u64, PathBuf), Miss> {
         let full = format!("{url}/buildid/{hex}/{}", kind.name());
+        let limit = self.max_size;
         let mut req = self.agent.get(&full);
-        if let Some(max) = self.max_size {
-            req = req.header("X-DEBUGINFOD-MAXSIZE", max.to_string());
+        if limit != u64::MAX {
+            req = req.header("X-DEBUGINFOD-MAXSIZE", limit.to_string());
         }
         let resp = req.call().map_err(|e| match e {
             ureq::Error::BadUri(_) | ureq::Error::Http(_) => {
@@ -356,51 +413,62 @@ impl Client {
             404 => return Err(Miss::NotThere),
             code => return Err(Miss::Status(code)),
         }
-        let limit = self.max_size.unwrap_or(u64::MAX);
+        let too_large = |n: Option<u64>| {
+            let size = n.map(|n| format!("{n} bytes, ")).unwrap_or_default();
+            Miss::Rejected(format!(
+                "{size}larger than DEBUGINFOD_MAXSIZE ({limit} bytes{})",
+                if limit == DEFAULT_MAXSIZE {
+                    ", the default"
+                } else {
+                    ""
+                }
+            ))
+        };
         let mut body = resp.into_body();
-        if body.content_length().is_some_and(|n| n > limit) {
-            return Err(Miss::Rejected(format!(
-                "larger than DEBUGINFOD_MAXSIZE ({limit} bytes)"
-            )));
+        if let Some(n) = body.content_length().filter(|&n| n > limit) {
+            return Err(too_large(Some(n)));
         }
-        ensure_dir(dir)
-            .map_err(|e| Miss::Rejected(format!("cannot create {}: {e}", dir.display())))?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{}.", kind.name()))
-            .tempfile_in(dir)
-            .map_err(|e| Miss::Rejected(format!("cannot write in {}: {e}", dir.display())))?;
-        let mut reader = body.with_config().limit(limit.saturating_add(1)).reader();
-        let copied = io::copy(&mut reader, tmp.as_file_mut());
-        let bytes = match copied {
+        let name = kind.name();
+        let entry = cache
+            .entry(hex, true)
+            .map_err(Miss::Rejected)?
+            .ok_or_else(|| Miss::Rejected(format!("cannot create {}", cache.root().display())))?;
+        entry.sweep(name);
+        let mut tmp = entry.temp(name).map_err(|e| {
+            Miss::Rejected(format!("cannot write in {}: {e}", cache.root().display()))
+        })?;
+        let reader = body.with_config().limit(limit.saturating_add(1)).reader();
+        let mut paced = Paced::new(reader, self.timeout);
+        let bytes = match io::copy(&mut paced, &mut tmp.file) {
             Ok(n) => n,
             Err(e) => {
-                // A body over the limit, a stall, a cut transfer: nothing is kept, and a
-                // server that stalls is not waited for again.
+                // A body over the limit, a stall, a crawl, a cut transfer: nothing is
+                // kept, and a server that stalls or crawls is not waited for again.
                 let inner = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>());
                 return Err(match inner {
-                    Some(ureq::Error::BodyExceedsLimit(_)) => {
-                        Miss::Rejected(format!("larger than DEBUGINFOD_MAXSIZE ({limit} bytes)"))
-                    }
+                    Some(ureq::Error::BodyExceedsLimit(_)) => too_large(None),
                     Some(ureq::Error::Timeout(_)) => {
                         Miss::Unreachable(format!("transfer stalled: {e}"))
                     }
                     _ if e.kind() == io::ErrorKind::TimedOut => {
                         Miss::Unreachable(format!("transfer stalled: {e}"))
                     }
+                    _ if paced.too_slow => Miss::Unreachable(e.to_string()),
                     _ => Miss::Rejected(format!("the transfer failed: {e}")),
                 });
             }
         };
         if bytes > limit {
-            return Err(Miss::Rejected(format!(
-                "larger than DEBUGINFOD_MAXSIZE ({limit} bytes)"
-            )));
+            return Err(too_large(None));
         }
-        tmp.as_file_mut()
+        tmp.file
             .flush()
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| Miss::Rejected(format!("cannot write in {}: {e}", dir.display())))?;
-        match read_build_id(tmp.path()) {
+            .and_then(|()| tmp.file.sync_all())
+            .map_err(|e| {
+                Miss::Rejected(format!("cannot write in {}: {e}", cache.root().display()))
+            })?;
+        let tmp_path = tmp.path();
+        match read_build_id(&tmp_path) {
             Some(have) if same_build_id(&have, want) => {}
             Some(have) => {
                 return Err(Miss::Rejected(format!(
@@ -410,15 +478,63 @@ impl Client {
             }
             None => return Err(Miss::Rejected("not an ELF file with a build id".into())),
         }
-        tmp.persist(target).map_err(|e| {
-            Miss::Rejected(format!("cannot store {}: {}", target.display(), e.error))
+        crate::elfcheck::check(&tmp_path).map_err(|why| Miss::Rejected(why.to_string()))?;
+        tmp.persist(name).map_err(|e| {
+            Miss::Rejected(format!(
+                "cannot store {}: {e}",
+                entry.file_path(name).display()
+            ))
         })?;
-        Ok(bytes)
+        Ok((bytes, entry.file_path(name)))
+    }
+}
+
+/// A body reader that fails once fewer than [`LOW_SPEED_LIMIT`] bytes per second came
+/// over a whole `window` (elfutils' low-speed limit over `DEBUGINFOD_TIMEOUT`).
+struct Paced<R> {
+    inner: R,
+    window: Duration,
+    start: Instant,
+    bytes: u64,
+    too_slow: bool,
+}
+
+impl<R> Paced<R> {
+    fn new(inner: R, window: Duration) -> Paced<R> {
+        Paced {
+            inner,
+            window,
+            start: Instant::now(),
+            bytes: 0,
+            too_slow: false,
+        }
+    }
+}
+
+impl<R: Read> Read for Paced<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        let elapsed = self.start.elapsed();
+        if n > 0 && elapsed >= self.window {
+            let need = LOW_SPEED_LIMIT.saturating_mul(self.window.as_secs().max(1));
+            if self.bytes < need {
+                self.too_slow = true;
+                return Err(io::Error::other(format!(
+                    "transfer slower than {} KB/s for {} s (DEBUGINFOD_TIMEOUT)",
+                    LOW_SPEED_LIMIT / 1024,
+                    self.window.as_secs()
+                )));
+            }
+            self.start = Instant::now();
+            self.bytes = 0;
+        }
+        Ok(n)
     }
 }
 
 /// Creates `dir` and its parents (mode 0700, as elfutils makes its cache).
-fn ensure_dir(dir: &Path) -> io::Result<()> {
+pub(super) fn ensure_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)

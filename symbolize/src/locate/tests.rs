@@ -41,7 +41,7 @@ fn environment_as_perf_and_elfutils_read_it() {
         Some(PathBuf::from("/home/u/.cache/debuginfod_client"))
     );
     assert_eq!(c.debuginfod.timeout, Duration::from_secs(90));
-    assert_eq!(c.debuginfod.max_size, None);
+    assert_eq!(c.debuginfod.max_size, DEFAULT_MAXSIZE);
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(c.debug_dirs, default_debug_dirs());
 
@@ -80,7 +80,7 @@ fn environment_as_perf_and_elfutils_read_it() {
         Some(PathBuf::from("/xdg/debuginfod_client"))
     );
     assert_eq!(c.debuginfod.timeout, Duration::from_secs(5));
-    assert_eq!(c.debuginfod.max_size, Some(1000));
+    assert_eq!(c.debuginfod.max_size, 1000);
     assert_eq!(c.debuginfod.max_time, Some(Duration::from_secs(60)));
     assert!(notes.is_empty(), "{notes:?}");
 

@@ -82,8 +82,11 @@ fn section<'d>(
 impl FileData {
     /// Reads the unwind tables of `exe` (the file with the code), taking `.debug_frame`
     /// from `debug` when `exe` has none. `None` when neither can be parsed as ELF or
-    /// neither has any unwind table. Only regular files are opened.
+    /// neither has any unwind table. Only regular files are opened, and only those
+    /// within [`crate::elfcheck`]'s bounds (a file that is not is as good as absent).
     pub fn load(exe: Option<&Path>, debug: Option<&Path>) -> Option<FileData> {
+        let bounded = |p: &&Path| crate::elfcheck::check(p).is_ok();
+        let (exe, debug) = (exe.filter(bounded), debug.filter(bounded));
         let mut out = FileData::default();
         if let Some(exe) = exe
             && let Ok((file, _)) = hwprof_pmu::file::open(exe)
