@@ -379,7 +379,9 @@ impl Entry {
         let mut removed = 0;
         for name in names(&self.fd) {
             let Ok(n) = name.to_str() else { continue };
-            let Some(pid) = hwprof_sampler::output::temp_owner(n, stem) else {
+            let Some(pid) = hwprof_sampler::output::temp_owner(n)
+                .and_then(|(s, pid)| (s == stem).then_some(pid))
+            else {
                 continue;
             };
             if pid == me || alive(pid) {
