@@ -181,4 +181,16 @@ mod tests {
         // 3 runs over 2 metrics can never reach 1%.
         assert!(best_p(3, 3, 2) >= 0.01);
     }
+
+    /// The interval of each change is at the confidence asked, the one of the verdict.
+    #[test]
+    fn change_intervals_are_at_the_confidence_asked() {
+        let base: Vec<f64> = (0..20u32).map(|i| 100.0 + f64::from(i * 37 % 19)).collect();
+        let cur: Vec<f64> = (0..20u32).map(|i| 104.0 + f64::from(i * 23 % 17)).collect();
+        for level in [0.99, 0.98, 0.95] {
+            let c = changes(&[(&base, &cur)], 5.0, level);
+            assert_eq!(c[0].change_ci, change_ci(&base, &cur, level), "{level}");
+        }
+        assert_ne!(change_ci(&base, &cur, 0.99), change_ci(&base, &cur, 0.98));
+    }
 }
