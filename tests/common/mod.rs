@@ -125,7 +125,8 @@ pub fn unique_copy(name: &str, tag: &str) -> PathBuf {
     fs::create_dir_all(&dir).expect("create copies dir");
     let dst = dir.join(format!("{name}_{tag}"));
     let tmp = dir.join(format!(".{name}_{tag}.{}", std::process::id()));
-    fs::copy(&src, &tmp).expect("copy workload");
+    // Written by a child process (ETXTBSY: see copy_executable).
+    hwprof_testkit::copy_executable(&src, &tmp).expect("copy workload");
     fs::rename(&tmp, &dst).expect("rename workload copy");
     dst
 }
@@ -796,8 +797,8 @@ impl Nobody {
         fs::create_dir_all(&dir).expect("creating a temp dir");
         chmod(&dir, 0o755);
         let bin = dir.join("hwprof");
-        fs::copy(hwprof_bin(), &bin).expect("copying hwprof");
-        chmod(&bin, 0o755);
+        // Written by a child process (ETXTBSY: see copy_executable).
+        hwprof_testkit::copy_executable(Path::new(hwprof_bin()), &bin).expect("copying hwprof");
         let out = dir.join("out");
         fs::create_dir(&out).expect("creating out/");
         std::os::unix::fs::chown(&out, Some(65534), Some(65534)).expect("chown out/ to nobody");
