@@ -319,9 +319,19 @@ fn ab_mode_flags_2x_and_10_percent_slower() {
 /// verdict is no_change (+49% to +130% seen; a quarter of +49% is +12).
 const WALL_2X_MIN_PCT: f64 = 12.0;
 
-/// 20 A/A comparisons at the default settings, in each mode: at most one may call a
+/// 20 A/A comparisons at the default settings in A/B mode: at most one may call a
 /// regression (the test is at 99% confidence with Holm's correction, plus the 5%
-/// threshold).
+/// threshold). Interleaving the two commands' runs cancels the machine's load.
+///
+/// Against a saved baseline the two series are measured at different moments, so an
+/// A/A regression there is a timing test of the machine: task-clock medians of one
+/// series moved by up to 3.6% between runs a second apart on this shared VM, and by
+/// more than the 5% threshold under other load ("baseline: [0, 4]" in 20 runs). What
+/// baseline mode adds to A/B mode is checked here without timing instead: the values
+/// compared are exactly those saved, the default gate leaves out what load moves (wall
+/// time), and the exit code follows the verdict. The false-regression rate of the
+/// statistics themselves is checked on synthetic A/A data, where no load enters
+/// (`aa_comparisons_rarely_find_a_difference` in analysis/src/stats/verdict.rs).
 #[test]
 fn aa_comparisons_rarely_call_a_regression() {
     let _g = serial();
@@ -336,24 +346,57 @@ fn aa_comparisons_rarely_call_a_regression() {
             1 => ab_false.push(i),
             c => panic!("exit {c}\n{}", r.dump()),
         }
+        if i % 4 != 0 {
+            continue;
+        }
         bench(&["--save", "aa", "--baseline-dir", &d], &cmd).assert_ok();
-        let r = bench(&["--baseline", "aa", "--baseline-dir", &d], &cmd);
-        match r.code() {
-            0 => {}
-            1 => {
-                report!("A/A baseline false regression:\n{}", r.stdout);
-                base_false.push(i)
-            }
-            c => panic!("exit {c}\n{}", r.dump()),
+        let saved: Value = serde_json::from_str(
+            &std::fs::read_to_string(Path::new(&d).join("aa.json")).expect("saved baseline"),
+        )
+        .expect("baseline JSON");
+        let r = bench(&["--baseline", "aa", "--baseline-dir", &d, "--json"], &cmd);
+        let doc = json(&r);
+        let cmp = &doc["comparison"];
+        assert_eq!(cmp["mode"], "baseline");
+        // The baseline compared is the one saved, value for value.
+        for m in saved["metrics"].as_array().expect("metrics") {
+            let name = m["name"].as_str().expect("name");
+            assert_eq!(
+                floats(&metric(&doc["baseline"], name)["values"]),
+                floats(&m["values"]),
+                "{name}"
+            );
+        }
+        // Gating: what the load moves (wall, user and system time) never decides.
+        let gating: Vec<&str> = cmp["metrics"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .filter(|m| m["gating"] == true)
+            .filter_map(|m| m["name"].as_str())
+            .collect();
+        let expected: &[&str] = if hardware_pmu() {
+            &["task-clock", "instructions", "cycles"]
+        } else {
+            &["task-clock"]
+        };
+        assert_eq!(gating, expected, "{cmp}");
+        let regressed = cmp["verdict"] == "regression";
+        assert_eq!(r.code(), i32::from(regressed), "{}", r.dump());
+        if regressed {
+            report!(
+                "A/A against a baseline saved a moment before: regression (task-clock {})",
+                change(&doc, "task-clock")
+            );
+            base_false.push(i);
         }
     }
     report!(
-        "A/A false regressions in 20 comparisons: A/B mode {}, baseline mode {}",
+        "A/A false regressions: A/B mode {} of 20, baseline mode {} of 5 (not asserted: the machine's drift between two moments)",
         ab_false.len(),
         base_false.len()
     );
     assert!(ab_false.len() <= 1, "A/B: {ab_false:?}");
-    assert!(base_false.len() <= 1, "baseline: {base_false:?}");
 }
 
 /// The verdict uses the Holm-corrected p-value, not each metric's own. The baseline's
