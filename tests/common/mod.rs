@@ -718,6 +718,19 @@ pub fn human_value(text: &str, event: &str) -> Option<String> {
     })
 }
 
+/// The `seconds user` and `seconds sys` of a human stat footer.
+pub fn stat_user_sys(r: &Run) -> (f64, f64) {
+    let secs = |what: &str| -> f64 {
+        r.stderr
+            .lines()
+            .find(|l| l.trim_end().ends_with(what))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no `{what}` line\n{}", r.dump()))
+    };
+    (secs("seconds user"), secs("seconds sys"))
+}
+
 /// Asserts `|a - b| <= tol` with a message showing both figures.
 pub fn assert_close(what: &str, perf: f64, hwprof: f64, tol: f64) {
     report!("{what}: perf={perf} hwprof={hwprof} (allowed difference {tol:.3})");
