@@ -28,43 +28,14 @@
 //!
 //! In your own crate: `hwprof-pmu = { version = "0.1", features = ["criterion"] }` under
 //! `[dev-dependencies]`, a `[[bench]]` with `harness = false`, and the `criterion_group!`
-//! below. (`tests/criterion_baselines.rs` runs `config` and `sum` twice with different
-//! events.)
+//! below, with the runner (`config`) and `sum` of `benches/support/mod.rs`, which
+//! `tests/criterion_baselines.rs` runs with different events.
 
-use std::hint::black_box;
-use std::time::Duration;
+mod support;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use hwprof_pmu::criterion::{CounterMeasurement, CriterionExt};
-
-/// The measurement: `HWPROF_BENCH_EVENT`, instructions by default.
-fn measurement() -> CounterMeasurement {
-    match std::env::var("HWPROF_BENCH_EVENT") {
-        Ok(ev) => CounterMeasurement::new(&ev).unwrap_or_else(|e| {
-            eprintln!("HWPROF_BENCH_EVENT: {e}");
-            std::process::exit(2)
-        }),
-        Err(_) => CounterMeasurement::instructions(),
-    }
-}
-
-/// The runner: the measurement, with its results kept apart per measured event.
-pub fn config() -> Criterion<CounterMeasurement> {
-    Criterion::default()
-        .with_counter(measurement())
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-}
-
-/// Sums 10,000 u64s.
-pub fn sum(c: &mut Criterion<CounterMeasurement>) {
-    let v: Vec<u64> = (0..10_000).collect();
-    let mut g = c.benchmark_group("sum");
-    g.throughput(Throughput::Elements(v.len() as u64));
-    g.bench_function("10k u64", |b| b.iter(|| black_box(&v).iter().sum::<u64>()));
-    g.finish();
-}
+use hwprof_pmu::criterion::CounterMeasurement;
+use support::{config, sum};
 
 fn sort(c: &mut Criterion<CounterMeasurement>) {
     // A fixed pseudo-random input (xorshift), copied afresh for every iteration.

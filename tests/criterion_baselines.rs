@@ -2,17 +2,16 @@
 //! with another (issue 11, defect 9: a baseline in TSC ticks compared with a rerun in
 //! task-clock ns printed "+154% Performance has regressed").
 //!
-//! The bench is `benches/counters.rs` itself (its `config` and `sum`), run in a child
-//! process of this test binary with `CRITERION_HOME` in a scratch directory and
-//! `HWPROF_BENCH_EVENT` set, three times: task-clock, then another event (`msr/tsc/`
+//! The bench is that of `benches/counters.rs` (its `config` and `sum`, a module both
+//! share in `benches/support/`), run in a child process of this test binary with
+//! `CRITERION_HOME` in a scratch directory and `HWPROF_BENCH_EVENT` set, three times: task-clock, then another event (`msr/tsc/`
 //! where the msr PMU exists, else cpu-clock), then task-clock again. The second run must
 //! not compare (no `change:` line), the third must (same event, same baseline).
 
 #[macro_use]
 mod common;
 
-#[allow(dead_code, unused_imports)]
-#[path = "../benches/counters.rs"]
+#[path = "../benches/support/mod.rs"]
 mod counters;
 
 use std::path::Path;

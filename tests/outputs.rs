@@ -417,8 +417,11 @@ fn bad_outputs_fail_before_the_target_and_failures_leave_nothing() {
         vec!["bench", "-r", "2", "--save", &out, "--", "/nonexistent/cmd"],
         // An event that fails to open, after the output exists.
         vec!["record", "-e", "msr/tsc/", "-o", &out, "--", "true"],
-        // Nothing to draw: the graph is not written.
-        vec!["flamegraph", "-o", &out, "--", "true"],
+        // Nothing to draw: the graph is not written. One sample per 10 s of cpu-clock (or
+        // 10^10 cycles): `true` can never have one, however slow a loaded machine (or a
+        // VM's stolen time) makes its millisecond; at the default -F 999 it sometimes did,
+        // drew a graph and exited 0.
+        vec!["flamegraph", "-c", "10000000000", "-o", &out, "--", "true"],
     ];
     for args in fails {
         let r = hwprof(&args);

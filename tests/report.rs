@@ -645,10 +645,40 @@ fn exec_through_a_shell_is_attributed_by_time() {
     };
     let spin_own = share("spin", "spin");
     let sh_unknown = share("sh", "[unknown]");
-    report!("sh -c 'spin 300': spin/spin {spin_own:.1}%, sh/[unknown] {sh_unknown:.1}%");
+    let spin_unknown = share("spin", "[unknown]");
+    // spin reads its CPU time with a syscall in its loop: 15% to 19% of its samples are
+    // in the kernel, more on a loaded machine (80.9% was left for its own code, against
+    // a bound of 80%). What is about attribution is the share of its user-space samples
+    // that land in its own code, and that no sample of the command is lost to sh or to
+    // an unknown module.
+    let kernel: f64 = rows
+        .iter()
+        .filter(|r| r["dso"].as_str().is_some_and(|d| d.starts_with("[kernel")))
+        .filter_map(|r| r["overhead"].as_f64())
+        .sum();
+    let comm_total = |comm: &str| -> f64 {
+        rows.iter()
+            .filter(|r| r["comm"] == comm)
+            .filter_map(|r| r["overhead"].as_f64())
+            .sum()
+    };
+    let spin_user = spin_own * 100.0 / (100.0 - kernel);
+    report!(
+        "sh -c 'spin 300': spin/spin {spin_own:.1}% ({spin_user:.1}% of user space; kernel {kernel:.1}%), spin in all {:.1}%, sh/[unknown] {sh_unknown:.1}%, spin/[unknown] {spin_unknown:.1}%",
+        comm_total("spin")
+    );
     assert!(
-        spin_own >= 80.0,
-        "spin's own code has {spin_own}%: {rows:?}"
+        spin_user >= 90.0,
+        "spin's own code has {spin_own}% of the samples, {spin_user}% of those in user space: {rows:?}"
+    );
+    assert!(
+        comm_total("spin") >= 95.0,
+        "the command has {}%: {rows:?}",
+        comm_total("spin")
     );
     assert!(sh_unknown < 2.0, "sh/[unknown] has {sh_unknown}%: {rows:?}");
+    assert!(
+        spin_unknown < 2.0,
+        "spin/[unknown] has {spin_unknown}%: {rows:?}"
+    );
 }

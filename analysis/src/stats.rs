@@ -114,12 +114,15 @@ impl Resampler {
 /// The `level` percentile interval of sorted bootstrap statistics.
 fn percentile_interval(mut stats: Vec<f64>, level: f64) -> (f64, f64) {
     stats.sort_by(f64::total_cmp);
-    let n = stats.len();
+    let (lo, hi) = percentile_ranks(stats.len(), level);
+    (stats[lo], stats[hi])
+}
+
+/// The 0-based ranks, among `n` sorted statistics (n > 0), of the ends of the central
+/// `level` interval: `(n - 1) q` rounded, for q = (1 - level) / 2 and 1 - q.
+fn percentile_ranks(n: usize, level: f64) -> (usize, usize) {
     let tail = (1.0 - level) / 2.0;
-    let at = |q: f64| -> f64 {
-        let i = ((n as f64 - 1.0) * q).round() as usize;
-        stats[i.min(n - 1)]
-    };
+    let at = |q: f64| (((n as f64 - 1.0) * q).round() as usize).min(n - 1);
     (at(tail), at(1.0 - tail))
 }
 
@@ -413,6 +416,109 @@ mod tests {
                 assert_eq!(fast, median(&draw), "n = {n}");
             }
         }
+    }
+
+    /// The ends of the interval among the 10,000 bootstrap statistics, worked out by
+    /// hand from round((n - 1) q): each level has its own ranks, so a 99% interval
+    /// computed as 98% (or 95%, or one rank off) is a different pair.
+    #[test]
+    fn percentile_ranks_of_the_usual_levels() {
+        assert_eq!(RESAMPLES, 10_000);
+        // 9999 × 0.005 = 49.995, 9999 × 0.995 = 9949.005
+        assert_eq!(percentile_ranks(10_000, 0.99), (50, 9949));
+        // 9999 × 0.01 = 99.99, 9999 × 0.99 = 9899.01
+        assert_eq!(percentile_ranks(10_000, 0.98), (100, 9899));
+        // 9999 × 0.025 = 249.975, 9999 × 0.975 = 9749.025
+        assert_eq!(percentile_ranks(10_000, 0.95), (250, 9749));
+        // 9999 × 0.05 = 499.95, 9999 × 0.95 = 9499.05
+        assert_eq!(percentile_ranks(10_000, 0.90), (500, 9499));
+        // Small counts: the whole range at 100%, the middle at 0%.
+        assert_eq!(percentile_ranks(5, 1.0), (0, 4));
+        assert_eq!(percentile_ranks(5, 0.0), (2, 2));
+        assert_eq!(percentile_ranks(1, 0.99), (0, 0));
+        // 200 × 0.05 = 10, 200 × 0.95 = 190
+        assert_eq!(percentile_ranks(201, 0.90), (10, 190));
+    }
+
+    /// A sample with many distinct values, so that neighbouring ranks of the bootstrap
+    /// distribution of its median are distinct values too.
+    fn spread(n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = Rng::new(seed);
+        (0..n)
+            .map(|_| 100.0 + (rng.next() >> 11) as f64 / (1u64 << 53) as f64 * 20.0)
+            .collect()
+    }
+
+    /// The median by sorting a copy: the reference, independent of `median`.
+    fn sorted_median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    }
+
+    /// A reference percentile bootstrap with the same seed and draws: 10,000 medians of
+    /// resamples (copied and sorted), sorted, read at the ranks given by hand.
+    fn reference_ci(xs: &[f64], seed: u64, ranks: (usize, usize)) -> (f64, f64) {
+        let mut sorted = xs.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let mut rng = Rng::new(seed);
+        let mut stats: Vec<f64> = (0..10_000)
+            .map(|_| sorted_median((0..n).map(|_| sorted[rng.below(n)]).collect()))
+            .collect();
+        stats.sort_by(f64::total_cmp);
+        (stats[ranks.0], stats[ranks.1])
+    }
+
+    #[test]
+    fn median_ci_is_the_reference_bootstrap_at_each_level() {
+        const SEED: u64 = 0x6877_7072_6f66_0001;
+        for n in [40usize, 41] {
+            let xs = spread(n, n as u64);
+            let ci99 = median_ci(&xs, 0.99);
+            let ci98 = median_ci(&xs, 0.98);
+            let ci95 = median_ci(&xs, 0.95);
+            assert_eq!(ci99, reference_ci(&xs, SEED, (50, 9949)), "n = {n}");
+            assert_eq!(ci98, reference_ci(&xs, SEED, (100, 9899)), "n = {n}");
+            assert_eq!(ci95, reference_ci(&xs, SEED, (250, 9749)), "n = {n}");
+            // Wider at a higher level, strictly for this sample.
+            assert!(ci99.0 < ci98.0 && ci98.1 < ci99.1, "{ci99:?} {ci98:?}");
+            assert!(ci98.0 < ci95.0 && ci95.1 < ci98.1, "{ci98:?} {ci95:?}");
+        }
+    }
+
+    #[test]
+    fn change_ci_is_the_reference_bootstrap_at_each_level() {
+        let (base, new) = (spread(30, 1), spread(31, 2));
+        // The reference: per resample, a median of each side (base first) from one
+        // generator, their relative change in percent.
+        let reference = |ranks: (usize, usize)| {
+            let sort = |v: &[f64]| {
+                let mut s = v.to_vec();
+                s.sort_by(f64::total_cmp);
+                s
+            };
+            let (sb, sn) = (sort(&base), sort(&new));
+            let mut rng = Rng::new(0x6877_7072_6f66_0002);
+            let mut stats: Vec<f64> = (0..10_000)
+                .map(|_| {
+                    let b = sorted_median((0..sb.len()).map(|_| sb[rng.below(sb.len())]).collect());
+                    let c = sorted_median((0..sn.len()).map(|_| sn[rng.below(sn.len())]).collect());
+                    (c / b - 1.0) * 100.0
+                })
+                .collect();
+            stats.sort_by(f64::total_cmp);
+            (stats[ranks.0], stats[ranks.1])
+        };
+        let ci99 = change_ci(&base, &new, 0.99);
+        let ci98 = change_ci(&base, &new, 0.98);
+        assert_eq!(ci99, reference((50, 9949)));
+        assert_eq!(ci98, reference((100, 9899)));
+        assert!(ci99.0 < ci98.0 && ci98.1 < ci99.1, "{ci99:?} {ci98:?}");
     }
 
     #[test]

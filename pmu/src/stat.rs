@@ -594,6 +594,58 @@ mod tests {
         assert!((s.wall - 0.1).abs() < 1e-12 && s.wall_sd.abs() < 1e-12);
     }
 
+    /// A finished command's run: `user_us` and `sys_us` of CPU time, `wall_ms` of wall.
+    fn command_run(user_us: u64, sys_us: u64, wall_ms: u64) -> Run {
+        Run {
+            lines: Vec::new(),
+            wall: Duration::from_millis(wall_ms),
+            exit: Some(ExitInfo {
+                code: 0,
+                signal: None,
+                user_us,
+                sys_us,
+                max_rss_kb: 0,
+            }),
+        }
+    }
+
+    /// `-r`'s user and sys seconds are the means of the runs' rusage, each kept apart:
+    /// values chosen so that a sum instead of a mean, user and sys swapped or mixed, a
+    /// run left out or counted twice, or microseconds read as another unit all differ.
+    #[test]
+    fn user_and_sys_of_repeated_runs_are_their_means() {
+        let runs = [
+            command_run(300_000, 20_000, 400),
+            command_run(310_000, 30_000, 420),
+            command_run(350_000, 70_000, 500),
+        ];
+        let s = summarize(&runs);
+        assert!((s.user - 0.32).abs() < 1e-12, "user {}", s.user);
+        assert!((s.sys - 0.04).abs() < 1e-12, "sys {}", s.sys);
+        assert!((s.wall - 0.44).abs() < 1e-12, "wall {}", s.wall);
+        // The totals, as one run prints them.
+        let (u, sy) = cpu_seconds(&runs);
+        assert!(
+            (u - 0.96).abs() < 1e-12 && (sy - 0.12).abs() < 1e-12,
+            "{u} {sy}"
+        );
+        assert_eq!(cpu_seconds(&runs[..1]), (0.3, 0.02));
+        // Microseconds are kept whole: 1 µs is 1e-6 s, not rounded to a millisecond.
+        let tiny = summarize(&[command_run(1, 3, 1), command_run(2, 4, 1)]);
+        assert!((tiny.user - 1.5e-6).abs() < 1e-15, "{}", tiny.user);
+        assert!((tiny.sys - 3.5e-6).abs() < 1e-15, "{}", tiny.sys);
+    }
+
+    /// A run without rusage (attached, not waited for) adds no CPU time.
+    #[test]
+    fn runs_without_an_exit_add_no_cpu_time() {
+        let mut attached = command_run(0, 0, 100);
+        attached.exit = None;
+        assert_eq!(cpu_seconds(&[attached.clone()]), (0.0, 0.0));
+        let s = summarize(&[attached]);
+        assert_eq!((s.user, s.sys), (0.0, 0.0));
+    }
+
     #[test]
     fn a_command_is_counted_with_intervals() {
         let stop = Stop::new().expect("stop");

@@ -343,6 +343,9 @@ impl Drop for Ring {
 }
 
 #[cfg(test)]
+mod full_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -23,11 +23,13 @@ fn never() -> Stop {
 }
 
 const CPU_CLOCK: u64 = 0;
+const LOST: u32 = 2;
 const COMM: u32 = 3;
 const EXIT: u32 = 4;
 const FORK: u32 = 7;
 const SAMPLE: u32 = 9;
 const MMAP2: u32 = 10;
+const LOST_SAMPLES: u32 = 13;
 const MISC_COMM_EXEC: u16 = 1 << 13;
 
 /// Compiles `tests/workloads/NAME.c` of the workspace once per test binary. A source
@@ -350,7 +352,23 @@ fn a_tiny_ring_loses_records_and_still_finishes() {
     assert_eq!(stats.exit.map(|e| e.code), Some(0));
     assert!(stats.lost + stats.lost_samples > 0, "{stats:?}");
     assert_eq!(stats.corrupt, 0);
-    assert!(recs.iter().any(|r| rtype(r) == 2), "a LOST record");
+    assert!(recs.iter().any(|r| rtype(r) == LOST), "a LOST record");
+    // The counts are those of the records the sink got, decoded here on their own:
+    // PERF_RECORD_LOST is header, id, lost; PERF_RECORD_LOST_SAMPLES is header, lost.
+    let sum = |ty: u32, at: usize| -> u64 {
+        recs.iter()
+            .filter(|r| rtype(r) == ty)
+            .map(|r| u64_at(r, at))
+            .sum()
+    };
+    assert_eq!(stats.lost, sum(LOST, 16), "{stats:?}");
+    assert_eq!(stats.lost_samples, sum(LOST_SAMPLES, 8), "{stats:?}");
+    assert_eq!(stats.samples, samples(&recs).len() as u64);
+    assert_eq!(stats.records, recs.len() as u64);
+    assert_eq!(
+        stats.bytes,
+        recs.iter().map(|r| r.len() as u64).sum::<u64>()
+    );
 }
 
 #[test]

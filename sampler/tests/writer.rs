@@ -534,8 +534,8 @@ fn create_fails_where_it_cannot_write() {
         );
     } else {
         let exe = dir.join("writer-test");
-        std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Never written in this process: see copy_executable (ETXTBSY under load).
+        hwprof_testkit::copy_executable(&std::env::current_exe().unwrap(), &exe).unwrap();
         let out = Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(&exe)

@@ -1,6 +1,7 @@
 //! The one skip policy of hwprof's tests, shared by every test crate of the workspace
 //! (the root package's `tests/`, `pmu`, `sampler` and `symbolize`, unit and integration
-//! tests alike).
+//! tests alike; `analysis` tests need nothing a machine may lack, and the scan below
+//! keeps any skip it grows on the policy too).
 //!
 //! A test that cannot run on this machine calls [`skip`] with the reason's kind ([`Why`])
 //! and returns. The `SKIPPED: ...` line goes to the process's real stderr, past libtest's
@@ -180,6 +181,34 @@ pub fn compile_c(src: &std::path::Path, out: &std::path::Path, flags: &[&str]) -
     true
 }
 
+/// Copies the executable `src` to `dst` (mode 0755) so that it can be run at once, from
+/// any thread of a test binary.
+///
+/// Writing the copy in this process would race with every other thread that forks: a
+/// child forked while the copy's file is open for writing holds that descriptor until it
+/// execs (`O_CLOEXEC` only closes it then), and running the copy meanwhile fails with
+/// `ETXTBSY` ("Text file busy"), as seen under load. So the copy is written by `cp` in a
+/// child process, whose descriptors no other child can inherit, and is closed before
+/// this returns. (Not a hard link: a copy is a file of its own, so uprobes and modes set
+/// on it never reach the original.)
+pub fn copy_executable(src: &std::path::Path, dst: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let out = std::process::Command::new("cp")
+        .arg("--")
+        .arg(src)
+        .arg(dst)
+        .output()?;
+    if !out.status.success() {
+        return Err(std::io::Error::other(format!(
+            "cp {} {}: {}",
+            src.display(),
+            dst.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(0o755))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +234,51 @@ mod tests {
         }
     }
 
+    /// Copies run at once while other threads fork and exec all the time never fail
+    /// with ETXTBSY. (Written with `fs::copy` instead, 6 of 300 did on a loaded 2-core
+    /// machine.)
+    #[test]
+    fn copies_run_while_other_threads_fork() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        const ETXTBSY: i32 = 26;
+        let src = Path::new("/bin/true");
+        if !src.exists() {
+            skip(Why::Setup, "/bin/true not found");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("hwprof-testkit-copy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let stop = Arc::new(AtomicBool::new(false));
+        let forkers: Vec<_> = (0..3)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = std::process::Command::new(src).status();
+                    }
+                })
+            })
+            .collect();
+        let mut busy = 0;
+        for i in 0..300 {
+            let exe = dir.join(format!("true{i}"));
+            copy_executable(src, &exe).expect("copy");
+            match std::process::Command::new(&exe).status() {
+                Ok(st) => assert!(st.success()),
+                Err(e) if e.raw_os_error() == Some(ETXTBSY) => busy += 1,
+                Err(e) => panic!("running {}: {e}", exe.display()),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for f in forkers {
+            f.join().expect("forker");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(busy, 0, "copies that could not run (Text file busy)");
+    }
+
     #[test]
     fn skipped_lines_of_report_are_setup_skips() {
         assert_eq!(skip_reason("SKIPPED: no cc"), Some("no cc"));
@@ -213,6 +287,8 @@ mod tests {
         assert_eq!(skip_reason("not SKIPPED: x"), None);
     }
 
+    /// The `.rs` files under `dir`, outside build output (`target`), git's folder, and
+    /// `benches` (benches are not tests and may print their skips).
     fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(rd) = std::fs::read_dir(dir) else {
             return;
@@ -230,37 +306,143 @@ mod tests {
         }
     }
 
+    /// The lines of `text` where a `print!`-family macro (print, println, eprint,
+    /// eprintln) starts its format string with `SKIPPED`, the string on the macro's line
+    /// or on the next one (as rustfmt breaks long calls).
+    fn printed_skips(text: &str) -> Vec<usize> {
+        // Built from pieces so that this file does not match itself.
+        let word = format!("\"{}", "SKIPPED");
+        let mut found = Vec::new();
+        for (at, _) in text.match_indices("print") {
+            let rest = &text[at + "print".len()..];
+            let rest = rest.strip_prefix("ln").unwrap_or(rest);
+            let Some(args) = rest.strip_prefix("!(") else {
+                continue;
+            };
+            if args.trim_start().starts_with(&word) {
+                found.push(text[..at].matches('\n').count() + 1);
+            }
+        }
+        found
+    }
+
+    /// Every `.rs` file of the workspace under `root` with a skip printed behind the
+    /// capture, as `path:line`.
+    fn skips_behind_the_capture(root: &Path) -> (usize, Vec<String>) {
+        let mut files = Vec::new();
+        rust_files(root, &mut files);
+        let mut bad = Vec::new();
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            for line in printed_skips(&text) {
+                bad.push(format!("{}:{line}", f.display()));
+            }
+        }
+        (files.len(), bad)
+    }
+
     /// Every skip in the workspace goes through the policy: no `SKIPPED` line printed
     /// with the `print!` macros (captured, so invisible when the test passes, and never
-    /// failing in strict mode). Benches (`benches/`) are not tests and may.
+    /// failing in strict mode). The whole workspace is scanned, so a crate added later
+    /// is too. Benches (`benches/`) are not tests and may.
     #[test]
     fn no_test_skips_behind_the_capture() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .expect("workspace root");
-        let mut files = Vec::new();
-        for d in ["tests", "cli", "pmu", "sampler", "symbolize", "testkit"] {
-            rust_files(&root.join(d), &mut files);
-        }
-        assert!(files.len() > 50, "found only {} .rs files", files.len());
-        let mut bad = Vec::new();
-        // Built from pieces so that this file does not match itself.
-        let needles: Vec<String> = ["println!(\"", "print!(\"", "eprint!(\""]
-            .iter()
-            .map(|m| format!("{m}{}", "SKIPPED"))
-            .collect();
-        for f in &files {
-            let text = std::fs::read_to_string(f).unwrap_or_default();
-            for (i, line) in text.lines().enumerate() {
-                if needles.iter().any(|n| line.contains(n.as_str())) {
-                    bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
-                }
-            }
-        }
+        let (n, bad) = skips_behind_the_capture(root);
+        assert!(n > 50, "found only {n} .rs files");
         assert!(
             bad.is_empty(),
             "skips printed with print!/eprintln! (use hwprof_testkit::skip or report!):\n{}",
             bad.join("\n")
         );
+    }
+
+    /// Every member of the workspace is under the scanned root (none outside it).
+    #[test]
+    fn the_scan_covers_every_workspace_member() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace root");
+        let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+        let members = manifest
+            .lines()
+            .find(|l| l.trim_start().starts_with("members"))
+            .expect("a members list");
+        let mut files = Vec::new();
+        rust_files(root, &mut files);
+        for m in members.split('"').skip(1).step_by(2) {
+            assert!(
+                files.iter().any(|f| f.starts_with(root.join(m))),
+                "workspace member {m} has no scanned .rs file"
+            );
+        }
+        for d in [
+            "analysis",
+            "pmu",
+            "sampler",
+            "symbolize",
+            "cli",
+            "tests",
+            "testkit",
+        ] {
+            assert!(
+                files.iter().any(|f| f.starts_with(root.join(d))),
+                "{d}/ is not scanned"
+            );
+        }
+    }
+
+    /// The scan finds skips printed in any folder (`analysis/` included), on one line
+    /// or broken over two, and leaves benches, build output and other text alone.
+    #[test]
+    fn the_scan_finds_printed_skips() {
+        let word = "SKIPPED";
+        let dir = std::env::temp_dir().join(format!("hwprof-testkit-scan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let write = |rel: &str, text: &str| {
+            let p = dir.join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        };
+        write(
+            "analysis/src/a.rs",
+            &format!("fn f() {{\n    println!(\"{word}: no fixture\");\n}}\n"),
+        );
+        write(
+            "symbolize/src/b.rs",
+            &format!(
+                "fn f() {{\n    eprintln!(\n        \"{word}: x {{}}\",\n        1\n    );\n}}\n"
+            ),
+        );
+        write(
+            "pmu/src/c.rs",
+            &format!("fn f() {{ eprint!(\"{word} y\"); }}\n"),
+        );
+        write(
+            "benches/d.rs",
+            &format!("fn f() {{ eprintln!(\"{word}: ok\"); }}\n"),
+        );
+        write(
+            "target/e.rs",
+            &format!("fn f() {{ eprintln!(\"{word}: ok\"); }}\n"),
+        );
+        write(
+            "tests/f.rs",
+            &format!("fn f() {{ report!(\"{word}: ok\"); eprintln!(\"not {word}\"); }}\n"),
+        );
+        let (_, mut bad) = skips_behind_the_capture(&dir);
+        bad.sort();
+        let at = |rel: &str, line: usize| format!("{}:{line}", dir.join(rel).display());
+        assert_eq!(
+            bad,
+            [
+                at("analysis/src/a.rs", 2),
+                at("pmu/src/c.rs", 1),
+                at("symbolize/src/b.rs", 2)
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

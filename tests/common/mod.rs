@@ -125,7 +125,8 @@ pub fn unique_copy(name: &str, tag: &str) -> PathBuf {
     fs::create_dir_all(&dir).expect("create copies dir");
     let dst = dir.join(format!("{name}_{tag}"));
     let tmp = dir.join(format!(".{name}_{tag}.{}", std::process::id()));
-    fs::copy(&src, &tmp).expect("copy workload");
+    // Written by a child process (ETXTBSY: see copy_executable).
+    hwprof_testkit::copy_executable(&src, &tmp).expect("copy workload");
     fs::rename(&tmp, &dst).expect("rename workload copy");
     dst
 }
@@ -717,6 +718,19 @@ pub fn human_value(text: &str, event: &str) -> Option<String> {
     })
 }
 
+/// The `seconds user` and `seconds sys` of a human stat footer.
+pub fn stat_user_sys(r: &Run) -> (f64, f64) {
+    let secs = |what: &str| -> f64 {
+        r.stderr
+            .lines()
+            .find(|l| l.trim_end().ends_with(what))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no `{what}` line\n{}", r.dump()))
+    };
+    (secs("seconds user"), secs("seconds sys"))
+}
+
 /// Asserts `|a - b| <= tol` with a message showing both figures.
 pub fn assert_close(what: &str, perf: f64, hwprof: f64, tol: f64) {
     report!("{what}: perf={perf} hwprof={hwprof} (allowed difference {tol:.3})");
@@ -796,8 +810,8 @@ impl Nobody {
         fs::create_dir_all(&dir).expect("creating a temp dir");
         chmod(&dir, 0o755);
         let bin = dir.join("hwprof");
-        fs::copy(hwprof_bin(), &bin).expect("copying hwprof");
-        chmod(&bin, 0o755);
+        // Written by a child process (ETXTBSY: see copy_executable).
+        hwprof_testkit::copy_executable(Path::new(hwprof_bin()), &bin).expect("copying hwprof");
         let out = dir.join("out");
         fs::create_dir(&out).expect("creating out/");
         std::os::unix::fs::chown(&out, Some(65534), Some(65534)).expect("chown out/ to nobody");

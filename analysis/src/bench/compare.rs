@@ -363,4 +363,61 @@ mod tests {
             Err(Error::NoGate)
         ));
     }
+
+    /// A metric multiplexed on either side (its values estimated from time enabled /
+    /// running) is named in one warning; nothing is said when neither side was.
+    #[test]
+    fn multiplexed_metrics_are_warned_from_either_side() {
+        let mk = |scaled: [bool; 2]| {
+            let mut d = doc(vec![
+                ("wall-time", around(100.0, 10)),
+                ("cycles", around(5.0, 10)),
+                ("page-faults", around(7.0, 10)),
+            ]);
+            d.metrics[1].scaled = scaled[0];
+            d.metrics[2].scaled = scaled[1];
+            d
+        };
+        let warned = |base: &Doc, cur: &Doc| -> Vec<String> {
+            compare(base, cur, 5.0, 0.99, Mode::Ab, &gate())
+                .warnings
+                .into_iter()
+                .filter(|w| w.contains("multiplexed"))
+                .collect()
+        };
+        let plain = mk([false, false]);
+        assert_eq!(warned(&plain, &plain), Vec::<String>::new());
+        let expected =
+            ["multiplexed, so estimated (scaled by time enabled/running): cycles".to_string()];
+        assert_eq!(
+            warned(&mk([true, false]), &plain),
+            expected,
+            "baseline only"
+        );
+        assert_eq!(
+            warned(&plain, &mk([true, false])),
+            expected,
+            "this run only"
+        );
+        assert_eq!(
+            warned(&mk([true, true]), &mk([false, true])),
+            ["multiplexed, so estimated (scaled by time enabled/running): cycles, page-faults"]
+        );
+    }
+
+    /// Each compared metric carries the interval of its change at the confidence asked.
+    #[test]
+    fn change_intervals_follow_the_confidence() {
+        let b: Vec<f64> = (0..20u32).map(|i| 100.0 + f64::from(i * 37 % 19)).collect();
+        let c: Vec<f64> = (0..20u32).map(|i| 104.0 + f64::from(i * 23 % 17)).collect();
+        let (base, cur) = (
+            doc(vec![("wall-time", b.clone())]),
+            doc(vec![("wall-time", c.clone())]),
+        );
+        for level in [0.99, 0.98] {
+            let got = compare(&base, &cur, 5.0, level, Mode::Ab, &gate()).metrics[0].change_ci;
+            let (lo, hi) = crate::stats::change_ci(&b, &c, level);
+            assert_eq!(got, Some([lo, hi]), "{level}");
+        }
+    }
 }

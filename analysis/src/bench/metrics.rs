@@ -193,4 +193,60 @@ mod tests {
         );
         assert_eq!(m[6].unit, Unit::Kib);
     }
+
+    /// Each metric's `ci95` is the bootstrap interval of its median at 95%: the same
+    /// numbers as `stats::median_ci` at 0.95 (whose ranks are tested against a reference
+    /// in `stats`), not those of another level.
+    #[test]
+    fn ci95_is_the_95_percent_interval() {
+        let walls: Vec<f64> = (0..25u32)
+            .map(|i| 1e6 + f64::from((i * 7919) % 101) * 1e3 + f64::from(i))
+            .collect();
+        let runs: Vec<RunResult> = walls.iter().map(|&w| run(w, vec![])).collect();
+        let m = metrics(&runs, &[]);
+        let got = m[0].ci95.expect("an interval");
+        let at = |level| {
+            let (lo, hi) = stats::median_ci(&walls, level);
+            [lo, hi]
+        };
+        assert_eq!(got, at(0.95));
+        assert_ne!(got, at(0.99));
+        assert_ne!(got, at(0.90));
+    }
+
+    /// A count is an estimate when its event ran for less time than it was enabled:
+    /// `running == enabled` is exact, one nanosecond less is multiplexed, and one run
+    /// multiplexed among exact ones makes the metric's values estimates.
+    #[test]
+    fn multiplexed_means_running_less_than_enabled_in_any_run() {
+        let c = |raw, enabled, running| {
+            Some(Count {
+                raw,
+                enabled,
+                running,
+            })
+        };
+        let names = ["page-faults".to_string()];
+        let scaled = |counts: Vec<Option<Count>>| -> bool {
+            let runs: Vec<RunResult> = counts.into_iter().map(|c| run(1.0, vec![c])).collect();
+            metrics(&runs, &names)[3].scaled
+        };
+        assert!(!scaled(vec![c(10, 1000, 1000), c(10, 1000, 1000)]));
+        assert!(scaled(vec![c(10, 1000, 999), c(10, 1000, 1000)]));
+        assert!(scaled(vec![
+            c(10, 1000, 1000),
+            c(10, 1000, 1000),
+            c(10, 1000, 999)
+        ]));
+        // Never ran (<not counted>): no estimate to warn about.
+        assert!(!scaled(vec![c(0, 1000, 0)]));
+        // Enabled and running 0 (a software event read at once): exact.
+        assert!(!scaled(vec![c(5, 0, 0)]));
+        // The estimate is raw x enabled / running.
+        let runs = vec![
+            run(1.0, vec![c(999, 1000, 999)]),
+            run(1.0, vec![c(10, 40, 10)]),
+        ];
+        assert_eq!(metrics(&runs, &names)[3].values, [1000.0, 40.0]);
+    }
 }

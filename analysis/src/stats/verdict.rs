@@ -64,6 +64,22 @@ pub struct Change {
 /// beyond `threshold_pct` percent that is significant at `confidence` (e.g. 0.99) after
 /// Holm's correction over all of them is a regression or an improvement.
 pub fn changes(pairs: &[(&[f64], &[f64])], threshold_pct: f64, confidence: f64) -> Vec<Change> {
+    pairs
+        .iter()
+        .zip(changes_without_intervals(pairs, threshold_pct, confidence))
+        .map(|((b, c), ch)| Change {
+            change_ci: change_ci(b, c, confidence),
+            ..ch
+        })
+        .collect()
+}
+
+/// [`changes`] with `change_ci` left NaN: the verdicts alone, without the bootstrap.
+fn changes_without_intervals(
+    pairs: &[(&[f64], &[f64])],
+    threshold_pct: f64,
+    confidence: f64,
+) -> Vec<Change> {
     let alpha = 1.0 - confidence;
     let raw: Vec<f64> = pairs.iter().map(|(b, c)| mann_whitney_p(b, c)).collect();
     let adjusted = holm(&raw);
@@ -86,7 +102,7 @@ pub fn changes(pairs: &[(&[f64], &[f64])], threshold_pct: f64, confidence: f64) 
                 baseline_median: bm,
                 median: cm,
                 change_pct: change,
-                change_ci: change_ci(b, c, confidence),
+                change_ci: (f64::NAN, f64::NAN),
                 p_value: p,
                 p_adjusted: padj,
                 verdict,
@@ -180,5 +196,66 @@ mod tests {
         assert!(min_p(n - 1, n - 1) * 7.0 * 2.0 >= 0.01);
         // 3 runs over 2 metrics can never reach 1%.
         assert!(best_p(3, 3, 2) >= 0.01);
+    }
+
+    /// The interval of each change is at the confidence asked, the one of the verdict.
+    #[test]
+    fn change_intervals_are_at_the_confidence_asked() {
+        let base: Vec<f64> = (0..20u32).map(|i| 100.0 + f64::from(i * 37 % 19)).collect();
+        let cur: Vec<f64> = (0..20u32).map(|i| 104.0 + f64::from(i * 23 % 17)).collect();
+        for level in [0.99, 0.98, 0.95] {
+            let c = changes(&[(&base, &cur)], 5.0, level);
+            assert_eq!(c[0].change_ci, change_ci(&base, &cur, level), "{level}");
+        }
+        assert_ne!(change_ci(&base, &cur, 0.99), change_ci(&base, &cur, 0.98));
+    }
+
+    /// A/A comparisons, both sides drawn from one distribution, rarely call anything:
+    /// at 99% confidence with Holm's correction over seven metrics (those of a machine
+    /// without a PMU), at most 1% of the comparisons may have any significant metric.
+    /// 1,000 pairs of 10 runs with 10% noise (so that the 5% threshold alone protects
+    /// nothing) and 5% outlier runs, from a fixed seed: the count is always the same,
+    /// and no machine's load enters it (the live A/A test of tests/bench.rs measures A/B
+    /// mode, where interleaving cancels the load).
+    #[test]
+    fn aa_comparisons_rarely_find_a_difference() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut uniform = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut series = || -> Vec<f64> {
+            (0..10)
+                .map(|_| {
+                    // A sum of 4 uniforms: about normal, sd 10% of the centre.
+                    let z = (0..4).map(|_| uniform()).sum::<f64>() - 2.0;
+                    let outlier = if uniform() < 0.05 { 1.5 } else { 1.0 };
+                    17e6 * (1.0 + 0.17 * z) * outlier
+                })
+                .collect()
+        };
+        let (mut any, mut regressions) = (0, 0);
+        for _ in 0..1000 {
+            let sides: Vec<(Vec<f64>, Vec<f64>)> = (0..7).map(|_| (series(), series())).collect();
+            let pairs: Vec<(&[f64], &[f64])> = sides
+                .iter()
+                .map(|(b, c)| (b.as_slice(), c.as_slice()))
+                .collect();
+            let c = changes_without_intervals(&pairs, 5.0, 0.99);
+            any += usize::from(c.iter().any(|c| c.verdict != Verdict::NoChange));
+            regressions += usize::from(c[3].verdict == Verdict::Regression);
+        }
+        // 6 here, where 10 are allowed (the 1% family-wise error); 10% noise and no
+        // Holm correction would give about 7 times as many.
+        assert!(
+            any <= 10,
+            "{any} of 1000 A/A comparisons found a difference"
+        );
+        assert!(
+            regressions <= 5,
+            "{regressions} of 1000 called a regression"
+        );
     }
 }
