@@ -419,7 +419,8 @@ fn tracefs_failures_each_say_their_own_cause() {
     std::fs::write(tfs.join("uprobe_events"), "").expect("uprobe_events");
     chmod(&tfs.join("uprobe_events"), 0o644);
     let target = nobody.dir.join("calls");
-    std::fs::copy(common::workload("calls"), &target).expect("copying a workload");
+    hwprof_testkit::copy_executable(&common::workload("calls"), &target)
+        .expect("copying a workload");
     chmod(&target, 0o755);
     let probe = format!("uprobe:{}:hot_function", target.display());
     let t = target.to_str().expect("utf-8 path");
@@ -600,7 +601,17 @@ fn a_command_too_short_for_a_flame_graph_is_named_not_the_scratch_file() {
     let dir = scratch_path("short_flame");
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let out = dir.join("short.svg");
-    let r = hwprof(&["flamegraph", "-o", out.to_str().unwrap(), "--", "true"]);
+    // One sample per 10 s of CPU: `true` (under 1 ms) is never sampled, even when a
+    // loaded machine stretches it past the default 1 ms period.
+    let r = hwprof(&[
+        "flamegraph",
+        "-c",
+        "10000000000",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(r.code(), 1, "{}", r.dump());
     // One error line (after, on a machine without a PMU, the one cpu-clock note).
@@ -612,7 +623,8 @@ fn a_command_too_short_for_a_flame_graph_is_named_not_the_scratch_file() {
     assert_eq!(errors.len(), 1, "one line\n{}", r.dump());
     let err = errors[0];
     assert!(
-        err.contains("`true` ran too briefly to be sampled") && err.contains("-F 999"),
+        err.contains("`true` ran too briefly to be sampled")
+            && err.contains("every 10000000000 events"),
         "names the command and the rate: {err}"
     );
     assert!(

@@ -47,7 +47,7 @@ fn raw_controls(text: &str, tabs: bool) -> Vec<(usize, char)> {
 /// The workload, copied to a file whose name holds an escape and a line break.
 fn evil_bin(dir: &Path) -> PathBuf {
     let bin = dir.join(BIN);
-    fs::copy(workload("evil_comm"), &bin).expect("copy the workload");
+    hwprof_testkit::copy_executable(&workload("evil_comm"), &bin).expect("copy the workload");
     bin
 }
 
