@@ -370,7 +370,8 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
         format!("{base_title}: {} vs {}", file_name(new), file_name(base))
     });
     let subtitle = Some(format!(
-        "red = grew, blue = shrank; {} normalised to the total of {}",
+        "{}; {} normalised to the total of {}",
+        svg::diff_scale_words(),
         file_name(base),
         file_name(new)
     ));
@@ -380,7 +381,7 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
         count_name: count_name_of(a, &pn, ev_new),
         sources: &fn_.sources,
     };
-    let bytes = svg::render(two.lines(), &r).context("drawing the flame graph")?;
+    let bytes = svg::render_diff(two.lines(), &r).context("drawing the flame graph")?;
     write_output(&a.output, None, &bytes)?;
     eprintln!("hwprof: wrote {} ({title})", a.output.display());
     Ok(())
