@@ -111,6 +111,13 @@ fn load_level(
     Ok(p)
 }
 
+/// Which modules built without frame pointers cut the profile's stacks short, if any.
+fn note_cut_stacks(p: &Profile) {
+    if let Some(c) = &p.cut_stacks {
+        crate::recording::note_cut_stacks(c);
+    }
+}
+
 fn event_names(p: &Profile) -> String {
     let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
     names.join(", ")
@@ -232,6 +239,10 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
         Some(level) => load_level(path, &sym_options(a), level)?,
         None => load(path, &sym_options(a))?,
     };
+    // A command recorded here was noted when it was recorded.
+    if !a.records() {
+        note_cut_stacks(&profile);
+    }
     let (events, note) = select_events(a, &profile, path)?;
     let several = events.len() > 1;
     let to_stdout = folded_to_stdout(a);
@@ -323,7 +334,9 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
 fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
     let opts = sym_options(a);
     let pb = load(base, &opts)?;
+    note_cut_stacks(&pb);
     let pn = load(new, &opts)?;
+    note_cut_stacks(&pn);
     let ev_new = match &a.draw_event {
         Some(name) => find_event(&pn, name, new)?,
         None => (0..pn.events.len() as u32)
@@ -426,7 +439,10 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let options = RecordOptions {
         sampling: crate::recording::sampling(freq, a.count)?,
-        call_graph: crate::recording::call_graph(a.call_graph.as_deref(), a.call_graph.is_none())?,
+        call_graph: Some(crate::recording::auto_call_graph(
+            a.call_graph.as_deref(),
+            &a.command,
+        )?),
         weight: a.weight == Weight::Weight,
         default_event,
         ..RecordOptions::default()

@@ -61,7 +61,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         cpus: None,
     })?;
     let enc = crate::encode::encoder(None, &[])?;
-    let mode = stack_mode(a.call_graph.as_deref())?;
+    let mode = stack_mode(a.call_graph.as_deref(), &a.command)?;
     let dwarf = matches!(mode, CallGraph::Dwarf { .. });
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
     let data_pages = crate::recording::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
@@ -111,17 +111,15 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
 }
 
 /// `--call-graph`: frame pointers or DWARF (LBR records only branches of hardware
-/// events, which the off-CPU events are not).
-fn stack_mode(arg: Option<&str>) -> anyhow::Result<CallGraph> {
-    match arg {
-        None => Ok(CallGraph::Fp),
-        Some(s) => match CallGraph::parse(s).map_err(|e| crate::error::Usage(format!("--call-graph: {e}")))? {
-            CallGraph::Lbr => Err(crate::error::Usage(
-                "--call-graph lbr cannot record off-CPU stacks (LBR samples only hardware events): use fp or dwarf".into(),
-            )
-            .into()),
-            m => Ok(m),
-        },
+/// events, which the off-CPU events are not); without it, DWARF for a command whose
+/// program has no frame pointers ([`crate::recording::auto_call_graph`]).
+fn stack_mode(arg: Option<&str>, command: &[String]) -> anyhow::Result<CallGraph> {
+    match crate::recording::auto_call_graph(arg, command)? {
+        CallGraph::Lbr => Err(crate::error::Usage(
+            "--call-graph lbr cannot record off-CPU stacks (LBR samples only hardware events): use fp or dwarf".into(),
+        )
+        .into()),
+        m => Ok(m),
     }
 }
 

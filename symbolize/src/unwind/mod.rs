@@ -15,6 +15,7 @@
 //! too small, or an address could not be unwound).
 
 mod elf;
+pub mod fp;
 pub mod online;
 pub mod stream;
 
