@@ -199,6 +199,12 @@ fn draw_into(a: &OffcpuArgs, data: &Path, early: Option<Output>) -> anyhow::Resu
     };
     let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
     crate::render::note_truncated(&profile);
+    // Read from a file (a recording made here was noted when it was made).
+    if early.is_none()
+        && let Some(c) = &profile.cut_stacks
+    {
+        crate::recording::note_cut_stacks(c);
+    }
     let folded = fold::fold(
         &profile,
         0,
