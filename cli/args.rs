@@ -479,7 +479,8 @@ pub struct FlamegraphArgs {
     /// Record: sample every N events.
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
-    /// Record: callchain mode, fp (default), lbr or dwarf[,SIZE].
+    /// Record: callchain mode, fp, lbr or dwarf[,SIZE] (default: fp, or dwarf for a
+    /// command whose program was built without frame pointers).
     #[arg(long = "call-graph", value_name = "fp|lbr|dwarf[,SIZE]")]
     pub call_graph: Option<String>,
     /// Record: attach to these PIDs.
@@ -619,9 +620,10 @@ pub struct OffcpuArgs {
     /// Leave kernel frames out of the stacks.
     #[arg(long = "no-kernel")]
     pub no_kernel: bool,
-    /// How to record user stacks: fp (frame pointers, the default) or dwarf[,SIZE]
-    /// (copy SIZE bytes of stack, default 8192, and unwind them with the modules' unwind
-    /// tables: whole stacks through code built without frame pointers, such as libc).
+    /// How to record user stacks: fp (frame pointers) or dwarf[,SIZE] (copy SIZE bytes
+    /// of stack, default 8192, and unwind them with the modules' unwind tables: whole
+    /// stacks through code built without frame pointers, such as libc). Default: fp, or
+    /// dwarf for a command whose program was built without frame pointers.
     #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]")]
     pub call_graph: Option<String>,
     /// Look for files with symbols relative to this directory (perf's --symfs: the

@@ -120,6 +120,13 @@ fn load_level(
     Ok(p)
 }
 
+/// Which modules built without frame pointers cut the profile's stacks short, if any.
+fn note_cut_stacks(p: &Profile) {
+    if let Some(c) = &p.cut_stacks {
+        crate::recording::note_cut_stacks(c);
+    }
+}
+
 fn event_names(p: &Profile) -> String {
     let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
     names.join(", ")
@@ -241,6 +248,10 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
         Some(level) => load_level(path, &sym_options(a), level)?,
         None => load(path, &sym_options(a), !a.records())?,
     };
+    // A command recorded here was noted when it was recorded.
+    if !a.records() {
+        note_cut_stacks(&profile);
+    }
     let (events, note) = select_events(a, &profile, path)?;
     let several = events.len() > 1;
     let to_stdout = folded_to_stdout(a);
@@ -332,7 +343,9 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
 fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
     let opts = sym_options(a);
     let pb = load(base, &opts, true)?;
+    note_cut_stacks(&pb);
     let pn = load(new, &opts, true)?;
+    note_cut_stacks(&pn);
     let ev_new = match &a.draw_event {
         Some(name) => find_event(&pn, name, new)?,
         None => (0..pn.events.len() as u32)
@@ -379,7 +392,8 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
         format!("{base_title}: {} vs {}", file_name(new), file_name(base))
     });
     let subtitle = Some(format!(
-        "red = grew, blue = shrank; {} normalised to the total of {}",
+        "{}; {} normalised to the total of {}",
+        svg::diff_scale_words(),
         file_name(base),
         file_name(new)
     ));
@@ -389,7 +403,7 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
         count_name: count_name_of(a, &pn, ev_new),
         sources: &fn_.sources,
     };
-    let bytes = svg::render(two.lines(), &r).context("drawing the flame graph")?;
+    let bytes = svg::render_diff(two.lines(), &r).context("drawing the flame graph")?;
     write_output(&a.output, None, &bytes)?;
     eprintln!("hwprof: wrote {} ({title})", a.output.display());
     Ok(())
@@ -436,7 +450,10 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let options = RecordOptions {
         sampling: crate::recording::sampling(freq, a.count)?,
-        call_graph: crate::recording::call_graph(a.call_graph.as_deref(), a.call_graph.is_none())?,
+        call_graph: Some(crate::recording::auto_call_graph(
+            a.call_graph.as_deref(),
+            &a.command,
+        )?),
         weight: a.weight == Weight::Weight,
         default_event,
         ..RecordOptions::default()

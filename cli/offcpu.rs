@@ -62,7 +62,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         cpus: None,
     })?;
     let enc = crate::encode::encoder(None, &[])?;
-    let mode = stack_mode(a.call_graph.as_deref())?;
+    let mode = stack_mode(a.call_graph.as_deref(), &a.command)?;
     let dwarf = matches!(mode, CallGraph::Dwarf { .. });
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
     let data_pages = crate::recording::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
@@ -113,17 +113,15 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
 }
 
 /// `--call-graph`: frame pointers or DWARF (LBR records only branches of hardware
-/// events, which the off-CPU events are not).
-fn stack_mode(arg: Option<&str>) -> anyhow::Result<CallGraph> {
-    match arg {
-        None => Ok(CallGraph::Fp),
-        Some(s) => match CallGraph::parse(s).map_err(|e| crate::error::Usage(format!("--call-graph: {e}")))? {
-            CallGraph::Lbr => Err(crate::error::Usage(
-                "--call-graph lbr cannot record off-CPU stacks (LBR samples only hardware events): use fp or dwarf".into(),
-            )
-            .into()),
-            m => Ok(m),
-        },
+/// events, which the off-CPU events are not); without it, DWARF for a command whose
+/// program has no frame pointers ([`crate::recording::auto_call_graph`]).
+fn stack_mode(arg: Option<&str>, command: &[String]) -> anyhow::Result<CallGraph> {
+    match crate::recording::auto_call_graph(arg, command)? {
+        CallGraph::Lbr => Err(crate::error::Usage(
+            "--call-graph lbr cannot record off-CPU stacks (LBR samples only hardware events): use fp or dwarf".into(),
+        )
+        .into()),
+        m => Ok(m),
     }
 }
 
@@ -192,7 +190,8 @@ pub(crate) fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
 }
 
 /// [`draw`], into `early` when the output was opened before recording; says how many
-/// stacks are truncated when `say_truncated` (the recording said it otherwise).
+/// stacks are truncated or cut short by code without frame pointers when
+/// `say_truncated` (the recording said it otherwise).
 fn draw_into(
     a: &OffcpuArgs,
     data: &Path,
@@ -208,8 +207,12 @@ fn draw_into(
         symfs: a.symfs.clone(),
     };
     let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
+    // Read from a file: a recording made here said both when it was made.
     if say_truncated {
         crate::render::note_truncated(&profile);
+        if let Some(c) = &profile.cut_stacks {
+            crate::recording::note_cut_stacks(c);
+        }
     }
     let folded = fold::fold(
         &profile,

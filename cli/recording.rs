@@ -11,6 +11,7 @@ use hwprof_sampler::output::Output;
 use hwprof_sampler::recorder::{
     Diagnosis, OpenError, Recorded, Recorder, Recording, Refused, Sink,
 };
+use hwprof_symbolize::unwind::fp::{self, CutStacks, FpWatch, FramePointers};
 use hwprof_symbolize::unwind::{Arch, online::OnlineUnwinder};
 
 use crate::args::TargetWords;
@@ -48,6 +49,71 @@ pub fn call_graph(mode: Option<&str>, fp: bool) -> anyhow::Result<Option<CallGra
         (None, true) => Some(CallGraph::Fp),
         (None, false) => None,
     })
+}
+
+/// `--call-graph` of a command recorded and drawn at once (`flamegraph -- CMD`,
+/// `offcpu -- CMD`): the user's `--call-graph` as given; without one, DWARF when the
+/// program the command runs was built without frame pointers (its unwind tables say
+/// so, [`fp::file_frame_pointers`]), with a note saying so, else frame pointers.
+pub fn auto_call_graph(arg: Option<&str>, command: &[String]) -> anyhow::Result<CallGraph> {
+    if let Some(s) = arg {
+        return CallGraph::parse(s)
+            .map_err(|e| crate::error::Usage(format!("--call-graph: {e}")).into());
+    }
+    let Some(program) = program_of(command) else {
+        return Ok(CallGraph::Fp);
+    };
+    if fp::file_frame_pointers(&program) != FramePointers::Omitted {
+        return Ok(CallGraph::Fp);
+    }
+    eprintln!(
+        "hwprof: note: {} was built without frame pointers: recording its stacks with --call-graph dwarf (--call-graph fp keeps frame pointers)",
+        program.display()
+    );
+    Ok(CallGraph::Dwarf {
+        stack_size: config::DEFAULT_DWARF_STACK,
+    })
+}
+
+/// The ELF program `command` runs: its first word found as `execvp` finds it (in
+/// `PATH` unless it holds a `/`), and for a `#!` script its interpreter (`env NAME`
+/// found in `PATH`). `None` when there is no such file.
+pub fn program_of(command: &[String]) -> Option<std::path::PathBuf> {
+    let first = command.first()?;
+    let path = find_in_path(first)?;
+    let head = hwprof_pmu::file::open(&path).ok().and_then(|(f, _)| {
+        use std::io::Read;
+        let mut buf = Vec::with_capacity(256);
+        f.take(256).read_to_end(&mut buf).ok()?;
+        Some(buf)
+    })?;
+    let Some(line) = head.strip_prefix(b"#!") else {
+        return Some(path);
+    };
+    let line =
+        String::from_utf8_lossy(line.split(|&b| b == b'\n').next().unwrap_or(&[])).into_owned();
+    let mut words = line.split_whitespace();
+    let interp = words.next()?;
+    if interp.rsplit('/').next() == Some("env") {
+        let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
+        return find_in_path(name);
+    }
+    Some(std::path::PathBuf::from(interp))
+}
+
+/// A program's path as `execvp` finds it: as given when it holds a `/`, else the first
+/// executable regular file of that name in `PATH`.
+fn find_in_path(name: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    if name.contains('/') {
+        return Some(std::path::PathBuf::from(name));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Data pages per ring from `--mmap-pages`.
@@ -148,6 +214,14 @@ pub fn record(
             ));
             recorder.run(Sink::PerfData(output), stop)?
         }
+        (false, Some(arch)) if FpWatch::applies(recorder.entries()) => {
+            let mut w = FpWatch::new(recorder.decoder());
+            let done = recorder.run_rewriting(Sink::PerfData(output), stop, &mut w)?;
+            if !quiet && let Some(c) = w.cut_here(arch) {
+                note_cut_stacks(&c);
+            }
+            done
+        }
         (false, _) => recorder.run(Sink::PerfData(output), stop)?,
     };
     let s = &done.stats;
@@ -159,6 +233,39 @@ pub fn record(
         );
     }
     Ok(done)
+}
+
+/// Says which modules cut frame-pointer stacks short (built without frame pointers)
+/// and what gives whole stacks: after recording (`record -g`) and when reading such a
+/// recording (report, flamegraph).
+pub fn note_cut_stacks(c: &CutStacks) {
+    eprintln!("hwprof: note: {}", cut_stacks_words(c));
+}
+
+/// The words of [`note_cut_stacks`]: executables by path, libraries by file name.
+pub fn cut_stacks_words(c: &CutStacks) -> String {
+    let names: Vec<&str> = c
+        .modules
+        .iter()
+        .map(|p| {
+            let file = p.rsplit('/').next().unwrap_or(p);
+            if file.contains(".so") {
+                file
+            } else {
+                p.as_str()
+            }
+        })
+        .collect();
+    let share = 100.0 * c.short as f64 / c.samples.max(1) as f64;
+    let who = if names.len() == 1 {
+        "it was"
+    } else {
+        "these were"
+    };
+    format!(
+        "stacks through {} stop after 1-2 frames ({share:.0}% of the samples): {who} built without frame pointers; record with --call-graph dwarf for whole stacks",
+        names.join(", ")
+    )
 }
 
 /// What to use instead of branch stacks for call stacks.
@@ -270,6 +377,31 @@ mod tests {
             "{small}"
         );
         assert!(larger_stack_advice(None).contains("if it was below 65528"));
+    }
+
+    #[test]
+    fn cut_stacks_name_executables_by_path_and_libraries_by_file() {
+        let c = CutStacks {
+            modules: vec![
+                "/usr/bin/gzip".into(),
+                "/usr/lib/x86_64-linux-gnu/libz.so.1".into(),
+            ],
+            short: 970,
+            samples: 1000,
+        };
+        assert_eq!(
+            cut_stacks_words(&c),
+            "stacks through /usr/bin/gzip, libz.so.1 stop after 1-2 frames (97% of the samples): these were built without frame pointers; record with --call-graph dwarf for whole stacks"
+        );
+        let one = CutStacks {
+            modules: vec!["/usr/lib/libc.so.6".into()],
+            short: 50,
+            samples: 1000,
+        };
+        assert!(
+            cut_stacks_words(&one)
+                .contains("libc.so.6 stop after 1-2 frames (5% of the samples): it was built")
+        );
     }
 
     #[test]

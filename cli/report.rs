@@ -154,6 +154,9 @@ fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
         anyhow::bail!("{} has no samples", path.display());
     }
     crate::render::note_truncated(&p);
+    if let Some(c) = &p.cut_stacks {
+        crate::recording::note_cut_stacks(c);
+    }
     Ok(p)
 }
 

@@ -456,6 +456,10 @@ fn differential_shows_growth() {
     hwprof(&["flamegraph", "--diff", s(&base), s(&new), "-o", s(&svg)]).assert_ok();
     let text = fs::read_to_string(&svg).expect("diff svg");
     assert!(text.contains("red = grew"), "no legend");
+    assert!(
+        text.contains("full colour at ±10 points"),
+        "the legend does not say the colour scale"
+    );
     assert!(text.contains("hot_b ("), "no hot_b frame");
 }
 

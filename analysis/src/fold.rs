@@ -175,6 +175,42 @@ impl Folded {
 /// local profile.
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
+/// The annotation of kernel frames (`schedule_[k]`).
+pub const KERNEL_SUFFIX: &str = "_[k]";
+/// The annotation of inlined functions (`mix_[i]`).
+pub const INLINED_SUFFIX: &str = "_[i]";
+/// The annotation of JIT frames, from a perf map (`LFoo;bar_[j]`).
+pub const JIT_SUFFIX: &str = "_[j]";
+
+/// What the code of a folded stack's frame is, as its label says: the annotation
+/// [`frame_label`] gave it, never the spelling of the name (a capital letter, a dot or
+/// `::` say nothing about where code runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelKind {
+    /// Code of a user-space module (and labels that are not code: the command name,
+    /// `[unknown]`, `[truncated]`).
+    User,
+    /// The kernel or one of its modules (`_[k]`).
+    Kernel,
+    /// A function inlined into its caller (`_[i]`).
+    Inlined,
+    /// JIT code named by a perf map (`_[j]`).
+    Jit,
+}
+
+/// The kind of a frame of a folded line, from its annotation.
+pub fn label_kind(label: &str) -> LabelKind {
+    if label.ends_with(KERNEL_SUFFIX) {
+        LabelKind::Kernel
+    } else if label.ends_with(INLINED_SUFFIX) {
+        LabelKind::Inlined
+    } else if label.ends_with(JIT_SUFFIX) {
+        LabelKind::Jit
+    } else {
+        LabelKind::User
+    }
+}
+
 /// The label of a frame in a folded stack (see the module docs).
 pub fn frame_label(f: &Frame) -> String {
     let mut s = match &f.function {
@@ -189,9 +225,9 @@ pub fn frame_label(f: &Frame) -> String {
         }
     };
     match (f.kind, f.inlined) {
-        (FrameKind::Kernel, _) => s.push_str("_[k]"),
-        (FrameKind::Jit, _) => s.push_str("_[j]"),
-        (FrameKind::User, true) => s.push_str("_[i]"),
+        (FrameKind::Kernel, _) => s.push_str(KERNEL_SUFFIX),
+        (FrameKind::Jit, _) => s.push_str(JIT_SUFFIX),
+        (FrameKind::User, true) => s.push_str(INLINED_SUFFIX),
         (FrameKind::User, false) => {}
     }
     s
@@ -199,7 +235,7 @@ pub fn frame_label(f: &Frame) -> String {
 
 /// The name without inferno's annotation (`_[k]`, `_[i]`, `_[j]`), as its titles show it.
 pub fn deannotate(s: &str) -> &str {
-    for suffix in ["_[k]", "_[i]", "_[j]"] {
+    for suffix in [KERNEL_SUFFIX, INLINED_SUFFIX, JIT_SUFFIX] {
         if let Some(base) = s.strip_suffix(suffix) {
             return base;
         }
@@ -647,6 +683,39 @@ pub(crate) mod tests {
         assert_eq!(frame_label(&f), "[vdso]");
         assert_eq!(deannotate("x_[k]"), "x");
         assert_eq!(deannotate("x"), "x");
+    }
+
+    /// The kind comes from the annotation the label was given, never from the name.
+    #[test]
+    fn label_kinds_follow_the_frame_not_its_spelling() {
+        let kind = |name: &str, k: FrameKind, inlined: bool| {
+            label_kind(&frame_label(&frame(Some(name), k, inlined)))
+        };
+        for name in [
+            "Py_RunMain",
+            "foo.isra.0",
+            "std::vec::Vec<T>::push",
+            "LFoo;bar",
+        ] {
+            assert_eq!(
+                kind(name, FrameKind::User, false),
+                LabelKind::User,
+                "{name}"
+            );
+            assert_eq!(
+                kind(name, FrameKind::User, true),
+                LabelKind::Inlined,
+                "{name}"
+            );
+            assert_eq!(
+                kind(name, FrameKind::Kernel, false),
+                LabelKind::Kernel,
+                "{name}"
+            );
+            assert_eq!(kind(name, FrameKind::Jit, false), LabelKind::Jit, "{name}");
+        }
+        assert_eq!(label_kind("my_prog"), LabelKind::User);
+        assert_eq!(label_kind("[libc.so.6]"), LabelKind::User);
     }
 
     #[test]

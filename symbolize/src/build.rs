@@ -18,6 +18,7 @@ use crate::profile::{
     Branch, BranchEnd, EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample,
 };
 use crate::symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};
+use crate::unwind::fp::{self, ShortStacks};
 use crate::unwind::stream::TRUNCATED_MARK;
 use crate::unwind::{Arch, Ending, FileData, Mapped, Unwinder, UserFrame, UserRegs};
 
@@ -95,6 +96,10 @@ struct Builder {
     versions: u64,
     /// Samples whose recorded callchain ends in [`TRUNCATED_MARK`].
     marked_truncated: u64,
+    /// Per attr: its samples carry frame-pointer user stacks.
+    fp_stacks: Vec<bool>,
+    /// What they say about modules built without frame pointers.
+    short_stacks: ShortStacks,
     /// With [`Profile::build_with_branches`]: the distinct branch-stack entries (per
     /// sample, which [`Options::merge`] merges) in the order first seen, with counts.
     branches: Option<BranchCounts>,
@@ -218,6 +223,7 @@ impl Builder {
                 }
             })
             .collect();
+        let fp_stacks = events.iter().map(|e| fp::has_fp_stacks(&e.attr)).collect();
         let lbr_call_stack = events
             .iter()
             .map(|e| {
@@ -278,6 +284,8 @@ impl Builder {
             unwind,
             versions: 0,
             marked_truncated: 0,
+            fp_stacks,
+            short_stacks: ShortStacks::default(),
             branches: branches.then(Default::default),
         };
         // Files are written ring by ring, so a sample can come before (in file order) the
@@ -677,6 +685,20 @@ impl Builder {
         }
         let stack = self.intern_stack(&cur);
         self.cur = cur;
+        if let (false, true, Some(chain)) = (
+            lbr_used,
+            self.fp_stacks.get(attr).copied().unwrap_or(false),
+            &s.callchain,
+        ) && !chain.iter().any(|a| a == TRUNCATED_MARK)
+        {
+            // Frame-pointer stacks (not those unwound while recording, which may end in
+            // the mark): how far they got, and in which module they started.
+            let (n, first) = fp::user_part(chain.iter());
+            if let Some(pc) = first {
+                let module = self.spaces.get(&pid).and_then(|sp| sp.find(pc));
+                self.short_stacks.add(stack, n, module.map(|m| m.module));
+            }
+        }
         if self.branches.is_some()
             && let Some(bs) = &s.branch_stack
         {
@@ -760,6 +782,34 @@ impl Builder {
         }
         u.frames = frames;
         self.unwind = Some(u);
+    }
+
+    /// The modules built without frame pointers that cut the frame-pointer stacks short
+    /// (see [`fp`]): `stacks` and `frames` name the stacks' functions.
+    fn cut_stacks(&self, stacks: &[Vec<FrameId>], frames: &[Frame]) -> Option<fp::CutStacks> {
+        let arch = self
+            .unwind
+            .as_ref()
+            .map(|u| u.unwinder.arch())
+            .or_else(Arch::host)?;
+        let reached_root = |stack: u32| {
+            stacks.get(stack as usize).is_some_and(|st| {
+                st.iter().any(|&f| {
+                    frames.get(f as usize).is_some_and(|f| {
+                        f.kind == FrameKind::User
+                            && f.function.as_deref().is_some_and(fp::is_root_function)
+                    })
+                })
+            })
+        };
+        self.short_stacks
+            .cut(reached_root, |&m| match self.sym.module(m) {
+                Some(Module::File { path, build_id }) => Some((
+                    path.clone(),
+                    fp::module_frame_pointers(self.sym.locator(), path, build_id.as_deref(), arch),
+                )),
+                _ => None,
+            })
     }
 
     /// The location of the `[truncated]` frame.
@@ -888,6 +938,7 @@ impl Builder {
                 stack
             })
             .collect();
+        let cut_stacks = self.cut_stacks(&stacks, &frames);
         drop(self.stack_ids);
         drop(self.merged);
         // A branch end is the function holding it: the last (outermost) frame of its
@@ -945,6 +996,7 @@ impl Builder {
                     .as_ref()
                     .map_or(0, |u| u.unwinder.stats.truncated),
             notices: self.sym.locator().notices(),
+            cut_stacks,
         };
         (profile, self.sym, branches)
     }

@@ -199,6 +199,10 @@ pub struct Profile {
     /// print once ([`crate::Locator::notices`]).
     #[serde(skip)]
     pub notices: Vec<String>,
+    /// The modules built without frame pointers that cut the recording's
+    /// frame-pointer stacks short ([`crate::unwind::fp`]), if any did.
+    #[serde(skip)]
+    pub cut_stacks: Option<crate::unwind::fp::CutStacks>,
 }
 
 impl Profile {

@@ -47,6 +47,9 @@ pub struct FileData {
     pub(crate) debug_frame: Option<Bytes>,
     pub(crate) text: Option<std::ops::Range<u64>>,
     pub(crate) got: Option<std::ops::Range<u64>>,
+    /// The ELF entry point (`e_entry`), where the kernel starts the process: the root
+    /// of every stack that reaches it.
+    pub(crate) entry: Option<u64>,
     /// Answers of [`FileData::is_x86_64_sigreturn`] by address: one read per distinct
     /// return address, not per frame.
     sigreturn: std::sync::Mutex<rustc_hash::FxHashMap<u64, bool>>,
@@ -105,6 +108,7 @@ impl FileData {
                     .section_by_name(".got")
                     .map(|s| s.address()..s.address().saturating_add(s.size()));
                 out.code_file = code;
+                out.entry = Some(obj.entry()).filter(|&e| e != 0);
             }
         }
         if out.debug_frame.is_none()

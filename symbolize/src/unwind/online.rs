@@ -60,7 +60,7 @@ impl OnlineUnwinder {
 /// Files as the recording machine has them: the processes' own (through
 /// `/proc/PID/root`), the build-id cache and debug directories, never a debuginfod
 /// download (which could stall the rings' reader).
-fn local_locator() -> crate::Locator {
+pub(crate) fn local_locator() -> crate::Locator {
     let (mut config, _) = crate::locate::Config::from_env(None);
     config.debuginfod.urls.clear();
     crate::Locator::new(config)

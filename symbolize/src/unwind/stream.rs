@@ -6,6 +6,22 @@
 //! to keep each process's executable mappings, and unwinds every sample that carries
 //! user registers and a stack copy. It never symbolizes: the result is addresses, as
 //! the kernel would have written them in a user callchain.
+//!
+//! Records come in per-ring order (the recorder drains one CPU's ring, then the next),
+//! not in time order: a process's samples on one CPU can come before the MMAPs its
+//! exec wrote on another, or after its EXIT. The rules:
+//! - **a thread's exit** (EXIT with `tid != pid`) changes nothing: the other threads
+//!   keep the process's mappings;
+//! - **a process's exit** (EXIT of its main thread, `tid == pid`, which also comes
+//!   first when `main` calls `pthread_exit` and the others run on) only marks it: its
+//!   mappings stay for the samples still to come, and go once [`EXITED_KEPT`] other
+//!   processes have exited since its EXIT or its last sample (memory stays bounded on
+//!   a system-wide recording of many short processes);
+//! - **a pid reused** (a FORK that makes a new process with it) or **an exec** (COMM
+//!   with `exec`) starts the process's mappings anew, whatever was kept;
+//! - **live processes** (a recording): a sample whose pc is in none of its process's
+//!   known mappings (its exec's MMAPs are still in another ring) reads the process's
+//!   executable mappings from `/proc/PID/maps`, once per state of its mappings.
 
 use std::sync::Arc;
 
@@ -25,6 +41,13 @@ pub const TRUNCATED_MARK: u64 = 0x7fff_ffff_ffff_ffff;
 /// `PERF_RECORD_MISC_MMAP_DATA`.
 const MISC_MMAP_DATA: u16 = 1 << 13;
 
+/// How many processes may exit after an exited process's EXIT (or last sample) before
+/// its mappings are dropped (see the module docs).
+pub const EXITED_KEPT: usize = 256;
+
+/// The largest `/proc/PID/maps` read (a JVM's is a few MB).
+const MAX_PROC_MAPS: u64 = 64 << 20;
+
 /// Follows a record stream's processes and unwinds its samples' user stacks.
 pub struct StreamUnwinder {
     unwinder: Unwinder,
@@ -40,6 +63,14 @@ pub struct StreamUnwinder {
     /// Files not yet loaded (index = module id).
     pending: Vec<Option<PendingFile>>,
     frames: Vec<UserFrame>,
+    /// Processes whose main thread exited: pid → the value of `exits` at its EXIT or
+    /// its last sample since.
+    exited: HashMap<u32, u64>,
+    /// Processes that exited so far.
+    exits: u64,
+    /// Live: per process, the version of its mappings when `/proc/PID/maps` was last
+    /// read for it (read again only once they change).
+    from_proc: HashMap<u32, u64>,
 }
 
 impl std::fmt::Debug for StreamUnwinder {
@@ -72,7 +103,15 @@ impl StreamUnwinder {
             files: Vec::new(),
             pending: Vec::new(),
             frames: Vec::new(),
+            exited: HashMap::default(),
+            exits: 0,
+            from_proc: HashMap::default(),
         }
+    }
+
+    /// How many processes' mappings are kept (running, or exited not long ago).
+    pub fn processes(&self) -> usize {
+        self.spaces.len()
     }
 
     /// Stacks unwound so far, and how many of them were cut short.
@@ -146,6 +185,8 @@ impl StreamUnwinder {
             }
             Body::Fork(t) => {
                 if t.pid != t.ppid {
+                    // A new process: whatever an exited one of this pid left is not its.
+                    self.exited.remove(&t.pid);
                     let copy = self.spaces.get(&t.ppid).cloned().unwrap_or_default();
                     self.spaces.insert(t.pid, copy);
                     self.bump(t.pid);
@@ -153,9 +194,12 @@ impl StreamUnwinder {
                 None
             }
             Body::Exit(t) => {
+                // A thread's exit leaves the process as it is; the process's, for a
+                // while (see the module docs).
                 if t.pid == t.tid {
-                    self.spaces.remove(&t.pid);
-                    self.unwinder.forget(t.pid);
+                    self.exits += 1;
+                    self.exited.insert(t.pid, self.exits);
+                    self.drop_long_exited();
                 }
                 None
             }
@@ -167,6 +211,12 @@ impl StreamUnwinder {
                     .get(..usize::try_from(stack.dyn_size).unwrap_or(usize::MAX))
                     .unwrap_or(stack.data);
                 let pid = s.pid?;
+                if let Some(seen) = self.exited.get_mut(&pid) {
+                    *seen = self.exits;
+                }
+                if self.live {
+                    self.cover_from_proc(pid, regs.pc);
+                }
                 let version = self.spaces.get(&pid).map_or(0, |s| s.version);
                 let mut frames = std::mem::take(&mut self.frames);
                 frames.clear();
@@ -183,6 +233,63 @@ impl StreamUnwinder {
             }
             _ => None,
         }
+    }
+
+    /// Drops the mappings of the processes that exited longest ago once more than
+    /// [`EXITED_KEPT`] are kept: the older half, at once (so the sort is paid once per
+    /// `EXITED_KEPT / 2` exits).
+    fn drop_long_exited(&mut self) {
+        if self.exited.len() <= EXITED_KEPT {
+            return;
+        }
+        let mut by_age: Vec<(u64, u32)> = self.exited.iter().map(|(&p, &e)| (e, p)).collect();
+        by_age.sort_unstable();
+        for &(_, pid) in by_age.iter().take(self.exited.len() - EXITED_KEPT / 2) {
+            self.exited.remove(&pid);
+            self.spaces.remove(&pid);
+            self.from_proc.remove(&pid);
+            self.unwinder.forget(pid);
+        }
+    }
+
+    /// A live process's sample at `pc`, which none of its known mappings holds: its
+    /// executable mappings from `/proc/PID/maps` (once per state of its mappings), for
+    /// the MMAPs of its exec that another ring still holds.
+    fn cover_from_proc(&mut self, pid: u32, pc: u64) {
+        let space = self.spaces.get(&pid);
+        if space.is_some_and(|s| s.find(pc).is_some()) {
+            return;
+        }
+        let version = space.map_or(0, |s| s.version);
+        if self.from_proc.get(&pid) == Some(&version) {
+            return;
+        }
+        let path = format!("/proc/{pid}/maps");
+        let text = match hwprof_pmu::file::read(std::path::Path::new(&path), MAX_PROC_MAPS) {
+            Ok(b) => b,
+            Err(_) => {
+                self.from_proc.insert(pid, version);
+                return;
+            }
+        };
+        for line in text.split(|&b| b == b'\n') {
+            let Some(m) = ProcMap::parse(line) else {
+                continue;
+            };
+            if !m.exec {
+                continue;
+            }
+            let id = self.module(pid, m.name, None);
+            self.spaces.entry(pid).or_default().insert(Mapping {
+                start: m.start,
+                end: m.end,
+                pgoff: m.pgoff,
+                module: id,
+            });
+        }
+        self.bump(pid);
+        let version = self.spaces.get(&pid).map_or(0, |s| s.version);
+        self.from_proc.insert(pid, version);
     }
 
     /// The mappings of `pid`, with the unwind tables of their files (read on first use).
@@ -212,6 +319,45 @@ impl StreamUnwinder {
             }
         }
         self.files.get(i).cloned().flatten()
+    }
+}
+
+/// One line of `/proc/PID/maps`: `START-END PERMS OFFSET DEV INODE [NAME]`.
+struct ProcMap<'a> {
+    start: u64,
+    end: u64,
+    exec: bool,
+    pgoff: u64,
+    name: &'a [u8],
+}
+
+impl<'a> ProcMap<'a> {
+    fn parse(line: &'a [u8]) -> Option<ProcMap<'a>> {
+        let mut rest = line;
+        let mut field = || -> Option<&'a [u8]> {
+            let start = rest.iter().position(|&b| b != b' ')?;
+            let tail = &rest[start..];
+            let len = tail.iter().position(|&b| b == b' ').unwrap_or(tail.len());
+            rest = &tail[len..];
+            Some(&tail[..len])
+        };
+        let range = std::str::from_utf8(field()?).ok()?;
+        let perms = field()?;
+        let offset = std::str::from_utf8(field()?).ok()?;
+        let _dev = field()?;
+        let _inode = field()?;
+        let (start, end) = range.split_once('-')?;
+        let name = match rest.iter().position(|&b| b != b' ') {
+            Some(i) => &rest[i..],
+            None => &[],
+        };
+        Some(ProcMap {
+            start: u64::from_str_radix(start, 16).ok()?,
+            end: u64::from_str_radix(end, 16).ok()?,
+            exec: perms.get(2) == Some(&b'x'),
+            pgoff: u64::from_str_radix(offset, 16).ok()?,
+            name,
+        })
     }
 }
 
@@ -253,3 +399,6 @@ pub fn callchain(
     out.push(context::USER);
     user_addrs(frames, ending, out);
 }
+
+#[cfg(test)]
+mod tests;
