@@ -37,6 +37,7 @@ use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::FlamegraphArgs;
 use crate::error::usage;
+use crate::render::escape;
 use svg::Render;
 
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
@@ -262,8 +263,11 @@ fn draw_file(
         if folded.is_empty() {
             if several {
                 eprintln!(
-                    "hwprof: note: no samples of {name} in {}; no graph for it",
-                    path.display()
+                    "hwprof: note: {}",
+                    escape(&format!(
+                        "no samples of {name} in {}; no graph for it",
+                        path.display()
+                    ))
                 );
                 continue;
             }
@@ -295,13 +299,16 @@ fn draw_file(
                     None => stdout.insert(crate::outfile::stdout()?),
                 };
                 if several {
-                    writeln!(o, "# event: {name}")?;
+                    writeln!(o, "# event: {}", escape(&name))?;
                 }
                 o.write_all(text.as_bytes())?;
             } else {
                 let early = per_event_output(several, &out, &mut early, stop)?;
                 write_output(&out, early, text.as_bytes())?;
-                eprintln!("hwprof: wrote {} ({title})", out.display());
+                eprintln!(
+                    "hwprof: wrote {}",
+                    escape(&format!("{} ({title})", out.display()))
+                );
             }
         } else {
             let r = Render {
@@ -313,7 +320,10 @@ fn draw_file(
             let bytes = svg::render(folded.lines(), &r).context("drawing the flame graph")?;
             let early = per_event_output(several, &out, &mut early, stop)?;
             write_output(&out, early, &bytes)?;
-            eprintln!("hwprof: wrote {} ({title})", out.display());
+            eprintln!(
+                "hwprof: wrote {}",
+                escape(&format!("{} ({title})", out.display()))
+            );
         }
         drawn += 1;
     }
@@ -328,7 +338,7 @@ fn draw_file(
         crate::outfile::commit(o)?;
     }
     if let Some(note) = note {
-        eprintln!("{note}");
+        eprintln!("{}", escape(&note));
     }
     Ok(())
 }
@@ -370,7 +380,7 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
             write_output(Path::new("-"), None, text.as_bytes())?;
         } else {
             write_output(&a.output, None, text.as_bytes())?;
-            eprintln!("hwprof: wrote {}", a.output.display());
+            eprintln!("hwprof: wrote {}", escape(&a.output.display().to_string()));
         }
         return Ok(());
     }
@@ -397,7 +407,10 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
     };
     let bytes = svg::render(two.lines(), &r).context("drawing the flame graph")?;
     write_output(&a.output, None, &bytes)?;
-    eprintln!("hwprof: wrote {} ({title})", a.output.display());
+    eprintln!(
+        "hwprof: wrote {}",
+        escape(&format!("{} ({title})", a.output.display()))
+    );
     Ok(())
 }
 
