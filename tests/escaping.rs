@@ -552,3 +552,38 @@ fn metrics_escape_names_from_metric_files() {
         r.dump()
     );
 }
+
+/// Outputs named with control characters: the lines that name them (`record`'s
+/// summary, `flamegraph` and `offcpu`'s "wrote") print the name escaped.
+#[test]
+fn output_paths_are_escaped_where_they_are_named() {
+    let dir = fresh_dir("escaping_outputs");
+    let bin = evil_bin(&dir);
+    let data = dir.join("out\x1b[2J\n.data");
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-o",
+        &s(&data),
+        "--",
+        &s(&bin),
+        "100",
+        "10",
+    ]);
+    r.assert_ok();
+    no_raw_controls(&r);
+    assert!(r.stderr.contains("out\\x1b[2J\\n.data ]"), "{}", r.dump());
+    let svg = dir.join("g\x1b[2J\n.svg");
+    let r = hwprof(&["flamegraph", "-i", &s(&data), "-o", &s(&svg)]);
+    r.assert_ok();
+    no_raw_controls(&r);
+    assert!(r.stderr.contains("wrote "), "{}", r.dump());
+    assert!(r.stderr.contains("g\\x1b[2J\\n.svg ("), "{}", r.dump());
+    if require_tracefs("offcpu -o PATH") {
+        let r = hwprof(&["offcpu", "-o", &s(&svg), "--", &s(&bin), "10", "50"]);
+        r.assert_ok();
+        no_raw_controls(&r);
+        assert!(r.stderr.contains("g\\x1b[2J\\n.svg ("), "{}", r.dump());
+    }
+}
