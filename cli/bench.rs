@@ -23,6 +23,7 @@ use hwprof_sampler::output::Output;
 
 use crate::args::BenchArgs;
 use crate::error::{ExitWith, Usage, usage};
+use crate::render::escape;
 use run::Runner;
 
 /// The default counters: time and software events everywhere, hardware events where
@@ -172,7 +173,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
             &cur.settings.gate,
         );
         for w in &cmp.warnings {
-            eprintln!("hwprof: warning: {w}");
+            eprintln!("hwprof: warning: {}", escape(w));
         }
         if cmp.verdict == compare::REGRESSION {
             code = 1;
@@ -197,15 +198,19 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     if interrupted {
         if let Some(name) = &a.save {
             // Fewer runs than asked for: not a baseline to compare against later.
-            eprintln!("hwprof: baseline '{name}' not saved: the bench was interrupted");
+            eprintln!(
+                "hwprof: baseline '{}' not saved: the bench was interrupted",
+                escape(name)
+            );
         }
         return Ok(130);
     }
     if let (Some(name), Some(saver)) = (&a.save, saver.take()) {
         let path = save(&cur, name, saver)?;
         eprintln!(
-            "hwprof: saved baseline '{name}' to {} ({})",
-            path.display(),
+            "hwprof: saved baseline '{}' to {} ({})",
+            escape(name),
+            escape(&path.display().to_string()),
             crate::render::plural(u64::from(cur.settings.runs), "run")
         );
     }
@@ -325,6 +330,6 @@ fn note_unsupported(first: &RunResult, names: &[String], classes: &[Class], has_
     };
     eprintln!(
         "hwprof: note: {} <not supported>: {why}; the verdict uses the other metrics",
-        missing.join(", ")
+        escape(&missing.join(", "))
     );
 }

@@ -13,6 +13,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use hwprof_analysis::c2c::{self, Line, Report, Stats};
 
+use crate::render::escape;
+
 /// Flags of `hwprof c2c`.
 #[derive(Debug, Args)]
 pub struct C2cArgs {
@@ -158,7 +160,7 @@ fn text(out: &mut impl Write, r: &Report) -> io::Result<()> {
             s.lcl_dram,
             s.rmt_dram,
             l.threads.len(),
-            l.data_symbol.as_deref().unwrap_or("-"),
+            escape(l.data_symbol.as_deref().unwrap_or("-")),
         )?;
     }
     writeln!(out)?;
@@ -178,7 +180,7 @@ fn line(out: &mut impl Write, i: usize, l: &Line) -> io::Result<()> {
         out,
         "  ---- line {i}: {:#x} {}  RmtHitm {}  LclHitm {}  Store L1Hit {}  L1Miss {} ----",
         l.address,
-        l.data_symbol.as_deref().unwrap_or(""),
+        escape(l.data_symbol.as_deref().unwrap_or("")),
         s.rmt_hitm,
         s.lcl_hitm,
         s.st_l1hit,
@@ -219,8 +221,8 @@ fn line(out: &mut impl Write, i: usize, l: &Line) -> io::Result<()> {
             c.2,
             a.stats.records,
             a.cpus,
-            a.function,
-            a.module,
+            escape(&a.function),
+            escape(&a.module),
             threads.join(" "),
         )?;
     }

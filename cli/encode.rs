@@ -83,7 +83,13 @@ pub fn run(a: EncodeArgs) -> anyhow::Result<()> {
         } else {
             format!("member of group led by #{}", e.leader)
         };
-        writeln!(out, "#{i} {} (pmu {}, {leader})", e.name, e.pmu)?;
+        // The name as given and a file's path (uprobes): escaped.
+        writeln!(
+            out,
+            "#{i} {} (pmu {}, {leader})",
+            crate::render::escape(&e.name),
+            crate::render::escape(&e.pmu)
+        )?;
         let rows: [(&str, String); 15] = [
             ("type", a.type_.to_string()),
             ("config", format!("{:#x}", a.config)),
@@ -108,7 +114,7 @@ pub fn run(a: EncodeArgs) -> anyhow::Result<()> {
             writeln!(out, "  {:<16} {}", "bp_type", a.bp_type)?;
         }
         if let Some(p) = &a.uprobe_path {
-            writeln!(out, "  {:<16} {p}", "uprobe_path")?;
+            writeln!(out, "  {:<16} {}", "uprobe_path", crate::render::escape(p))?;
         }
     }
     Ok(())

@@ -37,6 +37,7 @@ use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::FlamegraphArgs;
 use crate::error::usage;
+use crate::render::escape;
 use svg::Render;
 
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
@@ -73,7 +74,7 @@ pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     if recording {
         return record_and_draw(&a, stop);
     }
-    draw_file(&a, &a.input, None)?;
+    draw_file(&a, &a.input, None, stop)?;
     Ok(0)
 }
 
@@ -242,8 +243,14 @@ fn count_name_of(a: &FlamegraphArgs, p: &Profile, ev: u32) -> String {
     svg::count_name(&unit, a.weight)
 }
 
-/// Draws `path`. `early` is the output opened before recording (used for a single graph).
-fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyhow::Result<()> {
+/// Draws `path`. `early` is the output opened before recording (used for a single graph);
+/// the files of `--all`, opened now, wait for a FIFO's reader only until `stop`.
+fn draw_file(
+    a: &FlamegraphArgs,
+    path: &Path,
+    mut early: Option<Output>,
+    stop: &Stop,
+) -> anyhow::Result<()> {
     let profile = match a.mem {
         Some(level) => load_level(path, &sym_options(a), level)?,
         None => load(path, &sym_options(a), !a.records())?,
@@ -267,8 +274,11 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
         if folded.is_empty() {
             if several {
                 eprintln!(
-                    "hwprof: note: no samples of {name} in {}; no graph for it",
-                    path.display()
+                    "hwprof: note: {}",
+                    escape(&format!(
+                        "no samples of {name} in {}; no graph for it",
+                        path.display()
+                    ))
                 );
                 continue;
             }
@@ -300,13 +310,16 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
                     None => stdout.insert(crate::outfile::stdout()?),
                 };
                 if several {
-                    writeln!(o, "# event: {name}")?;
+                    writeln!(o, "# event: {}", escape(&name))?;
                 }
                 o.write_all(text.as_bytes())?;
             } else {
-                let early = if several { None } else { early.take() };
+                let early = per_event_output(several, &out, &mut early, stop)?;
                 write_output(&out, early, text.as_bytes())?;
-                eprintln!("hwprof: wrote {} ({title})", out.display());
+                eprintln!(
+                    "hwprof: wrote {}",
+                    escape(&format!("{} ({title})", out.display()))
+                );
             }
         } else {
             let r = Render {
@@ -316,9 +329,12 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
                 sources: &folded.sources,
             };
             let bytes = svg::render(folded.lines(), &r).context("drawing the flame graph")?;
-            let early = if several { None } else { early.take() };
+            let early = per_event_output(several, &out, &mut early, stop)?;
             write_output(&out, early, &bytes)?;
-            eprintln!("hwprof: wrote {} ({title})", out.display());
+            eprintln!(
+                "hwprof: wrote {}",
+                escape(&format!("{} ({title})", out.display()))
+            );
         }
         drawn += 1;
     }
@@ -333,7 +349,7 @@ fn draw_file(a: &FlamegraphArgs, path: &Path, mut early: Option<Output>) -> anyh
         crate::outfile::commit(o)?;
     }
     if let Some(note) = note {
-        eprintln!("{note}");
+        eprintln!("{}", escape(&note));
     }
     Ok(())
 }
@@ -377,7 +393,7 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
             write_output(Path::new("-"), None, text.as_bytes())?;
         } else {
             write_output(&a.output, None, text.as_bytes())?;
-            eprintln!("hwprof: wrote {}", a.output.display());
+            eprintln!("hwprof: wrote {}", escape(&a.output.display().to_string()));
         }
         return Ok(());
     }
@@ -405,7 +421,10 @@ fn diff(a: &FlamegraphArgs, base: &Path, new: &Path) -> anyhow::Result<()> {
     };
     let bytes = svg::render_diff(two.lines(), &r).context("drawing the flame graph")?;
     write_output(&a.output, None, &bytes)?;
-    eprintln!("hwprof: wrote {} ({title})", a.output.display());
+    eprintln!(
+        "hwprof: wrote {}",
+        escape(&format!("{} ({title})", a.output.display()))
+    );
     Ok(())
 }
 
@@ -487,7 +506,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     .exit_code();
     // With --all, files get one name per event: `early` only proved -o (stdout serves
     // every event).
-    let drawn = draw_file(a, &data, early);
+    let drawn = draw_file(a, &data, early, stop);
     drop(scratch);
     match drawn {
         // The recording is hwprof's own scratch file: its path means nothing to the
@@ -533,6 +552,22 @@ impl std::fmt::Display for NoSamples {
 }
 
 impl std::error::Error for NoSamples {}
+
+/// The output of one graph: `early` for a single one; with `--all`, `out` opened now
+/// through the same gate as every output ([`crate::outfile::create`]: a FIFO without a
+/// reader is waited for only until `stop`, Ctrl-C when recording).
+fn per_event_output(
+    several: bool,
+    out: &Path,
+    early: &mut Option<Output>,
+    stop: &Stop,
+) -> anyhow::Result<Option<Output>> {
+    if several {
+        crate::outfile::create(out, &crate::outfile::REPORT, stop).map(Some)
+    } else {
+        Ok(early.take())
+    }
+}
 
 /// Writes `bytes` to `path` ([`crate::outfile`], reports' mode; `-` is stdout), into
 /// `early` when the output was opened before recording.

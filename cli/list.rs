@@ -6,6 +6,7 @@ use std::io::Write;
 use hwprof_pmu::catalog::{self, Entry};
 
 use crate::args::ListArgs;
+use crate::render::escape;
 
 pub fn run(a: ListArgs) -> anyhow::Result<()> {
     let enc = crate::encode::encoder(a.cpu.as_deref(), &a.event_file)?;
@@ -38,7 +39,7 @@ pub fn run(a: ListArgs) -> anyhow::Result<()> {
                 " ({})",
                 enc.tables()
                     .iter()
-                    .map(|t| t.source.as_str())
+                    .map(|t| escape(&t.source))
                     .collect::<Vec<_>>()
                     .join(", ")
             )
@@ -52,23 +53,26 @@ pub fn run(a: ListArgs) -> anyhow::Result<()> {
             } else {
                 "  <not supported here>"
             };
+            // Names and descriptions come from event files and tracefs: escaped.
             if kind == "vendor" {
                 writeln!(
                     out,
                     "  {:<48} [{}]{mark}\n      {}",
-                    e.name, e.category, e.desc
+                    escape(&e.name),
+                    escape(&e.category),
+                    escape(&e.desc)
                 )?;
             } else {
                 let names = std::iter::once(e.name.as_str())
                     .chain(e.aliases.iter().map(String::as_str))
                     .collect::<Vec<_>>()
                     .join(" OR ");
-                writeln!(out, "  {names:<48} [{title}]{mark}")?;
+                writeln!(out, "  {:<48} [{title}]{mark}", escape(&names))?;
             }
         }
     }
     if let Some(n) = tp_note {
-        writeln!(out, "\n(tracepoints not listed: {n})")?;
+        writeln!(out, "\n(tracepoints not listed: {})", escape(&n))?;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ use hwprof_symbolize::Options;
 use serde_json::json;
 
 use crate::error::usage;
+use crate::render::escape;
 
 /// Flags of `hwprof mem`.
 #[derive(Debug, Args)]
@@ -129,7 +130,7 @@ fn report(a: MemReportArgs) -> anyhow::Result<u8> {
         let t = p.total(e);
         let (n, w) = (t.samples, t.cost);
         let name = p.events.get(e as usize).map_or("?", |s| s.as_str());
-        writeln!(out, "# Samples: {n}  of event '{name}'")?;
+        writeln!(out, "# Samples: {n}  of event '{}'", escape(name))?;
         writeln!(out, "# Total weight : {w}")?;
         writeln!(out, "#")?;
         for &k in &a.sort {
@@ -144,7 +145,7 @@ fn report(a: MemReportArgs) -> anyhow::Result<u8> {
 fn print_table(out: &mut impl Write, k: Key, rows: &[Row]) -> io::Result<()> {
     let width = rows
         .iter()
-        .map(|r| r.key.chars().count())
+        .map(|r| escape(&r.key).chars().count())
         .chain([k.title().len()])
         .max()
         .unwrap_or(0);
@@ -162,18 +163,18 @@ fn print_table(out: &mut impl Write, k: Key, rows: &[Row]) -> io::Result<()> {
         "Max"
     )?;
     for r in rows {
-        let l = &r.latency;
+        let (l, key) = (&r.latency, escape(&r.key));
         if l.n == 0 {
             writeln!(
                 out,
                 "  {:<width$}  {:>8}  {:>7.2}%  {:>7.2}%  {:>8}  {:>6}  {:>6}  {:>6}  {:>6}",
-                r.key, r.samples, r.period_pct, r.weight_pct, "-", "-", "-", "-", "-"
+                key, r.samples, r.period_pct, r.weight_pct, "-", "-", "-", "-", "-"
             )?;
         } else {
             writeln!(
                 out,
                 "  {:<width$}  {:>8}  {:>7.2}%  {:>7.2}%  {:>8.1}  {:>6}  {:>6}  {:>6}  {:>6}",
-                r.key, r.samples, r.period_pct, r.weight_pct, l.mean, l.p50, l.p90, l.p99, l.max
+                key, r.samples, r.period_pct, r.weight_pct, l.mean, l.p50, l.p90, l.p99, l.max
             )?;
         }
     }

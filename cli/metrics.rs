@@ -97,7 +97,7 @@ pub fn load(
 pub fn say_source(model: &str, source: &Source) {
     eprintln!(
         "hwprof: TopDown formulas for {model}: {}",
-        source.describe()
+        crate::render::escape(&source.describe())
     );
 }
 
@@ -321,21 +321,33 @@ pub fn print(
         }
         return Ok(());
     }
-    let width = values
+    // Names, units and reasons come from metric files and perf's tables: escaped.
+    use crate::render::escape;
+    let labels: Vec<String> = values
         .iter()
-        .map(|v| v.name.len() + 2 * (v.level as usize).saturating_sub(1))
+        .map(|v| {
+            let indent = " ".repeat(2 * (v.level as usize).saturating_sub(1));
+            format!("{indent}{}", escape(&v.name))
+        })
+        .collect();
+    let width = labels
+        .iter()
+        .map(|l| l.chars().count())
         .max()
         .unwrap_or(0)
         .max(6);
     writeln!(w, "{:<width$}  {:>10}", "Metric", "Value")?;
-    for v in values {
-        let indent = " ".repeat(2 * (v.level as usize).saturating_sub(1));
-        let label = format!("{indent}{}", v.name);
+    for (v, label) in values.iter().zip(&labels) {
         match v.value {
             Some(x) if v.unit == "percent" => writeln!(w, "{label:<width$}  {x:>10.2} %")?,
             Some(x) if v.unit.is_empty() => writeln!(w, "{label:<width$}  {x:>10.3}")?,
-            Some(x) => writeln!(w, "{label:<width$}  {x:>10.3} {}", v.unit)?,
-            None => writeln!(w, "{label:<width$}  {:>10}   ({})", "-", why_not(v))?,
+            Some(x) => writeln!(w, "{label:<width$}  {x:>10.3} {}", escape(&v.unit))?,
+            None => writeln!(
+                w,
+                "{label:<width$}  {:>10}   ({})",
+                "-",
+                escape(&why_not(v))
+            )?,
         }
     }
     Ok(())

@@ -146,7 +146,7 @@ pub fn offcpu_profile(
         None => {
             eprintln!(
                 "hwprof: warning: {} holds no sched_switch format (no tracing data): blocks end only at switch-ins, on-CPU samples and the next switch-out",
-                path.display()
+                crate::render::escape(&path.display().to_string())
             );
             SwitchFormat::default()
         }
@@ -270,7 +270,8 @@ fn draw_into(
         write_output(Path::new("-"), early, &out_bytes)?;
     } else {
         write_output(&a.output, early, &out_bytes)?;
-        eprintln!("hwprof: wrote {} ({title})", a.output.display());
+        let wrote = format!("{} ({title})", a.output.display());
+        eprintln!("hwprof: wrote {}", crate::render::escape(&wrote));
     }
     Ok(())
 }

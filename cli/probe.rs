@@ -29,6 +29,7 @@ use hwprof_symbolize::unwind::{Arch, StreamUnwinder, stream};
 
 use crate::args::{ProbeArgs, TargetWords};
 use crate::error::{ExitWith, usage};
+use crate::render::escape;
 
 use calls::{Hit, pair};
 use hwprof_sampler::synth::Mapping;
@@ -181,7 +182,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     rec.session = sopts;
     let recorder = Recorder::open(rec).map_err(|e| open_error(e.error, &target))?;
     for n in recorder.notices().iter().filter(|_| !quiet) {
-        eprintln!("hwprof: note: {n}");
+        eprintln!("hwprof: note: {}", escape(n));
     }
     let mut event_of: HashMap<u64, usize> = HashMap::new();
     for (i, e) in recorder.entries().iter().enumerate() {
@@ -259,12 +260,12 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     output::print(sink.w(), &a, &funcs, &results, threshold, &mut sym)?;
     sink.commit()?;
     for n in sym.notices() {
-        eprintln!("hwprof: note: {n}");
+        eprintln!("hwprof: note: {}", escape(&n));
     }
     if !quiet {
         for (f, r) in funcs.iter().zip(&results) {
             if let Some(n) = output::short_calls_note(&f.target, &r.durations) {
-                eprintln!("hwprof: note: {n}");
+                eprintln!("hwprof: note: {}", escape(&n));
             }
         }
     }

@@ -69,7 +69,7 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     if !a.quiet {
         for n in hwprof_pmu::probe::breakpoint_notices(&list, &target) {
-            eprintln!("hwprof: warning: {n}");
+            eprintln!("hwprof: warning: {}", crate::render::escape(&n));
         }
     }
     let mut rec = Recording::new(list, target);
@@ -107,7 +107,7 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
             if a.output.as_os_str() == "-" {
                 "stdout".to_string()
             } else {
-                a.output.display().to_string()
+                crate::render::escape(&a.output.display().to_string()).into_owned()
             },
             if done.pipe { " (pipe mode)" } else { "" }
         );

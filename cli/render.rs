@@ -95,7 +95,12 @@ pub fn header(
     } else {
         String::new()
     };
-    writeln!(w, "\n Performance counter stats for {target}{runs}:\n")
+    // The target is the command line (or process ids) as given: escaped.
+    writeln!(
+        w,
+        "\n Performance counter stats for {}{runs}:\n",
+        escape(target)
+    )
 }
 
 /// Writes event lines; `ts` is the interval timestamp in seconds.
@@ -125,7 +130,7 @@ fn human_line(w: &mut dyn Write, ts: Option<f64>, l: &Line) -> io::Result<()> {
         (None, Some(v)) => (thousands(format_args!("{:.0}", v.round())), ""),
         (None, None) => (String::new(), ""),
     };
-    s.push_str(&format!("{value:>18} {unit:<4} {:<32}", l.event));
+    s.push_str(&format!("{value:>18} {unit:<4} {:<32}", escape(&l.event)));
     match (&l.metric, status_text(l)) {
         (Some(m), None) => {
             let pct = if m.unit.starts_with("of all") || m.unit.ends_with("idle") {
@@ -165,7 +170,7 @@ fn csv_line(w: &mut dyn Write, sep: &str, ts: Option<f64>, l: &Line) -> io::Resu
         (None, None) => String::new(),
     });
     f.push(if clock { "msec".into() } else { String::new() });
-    f.push(l.event.clone());
+    f.push(escape(&l.event).into_owned());
     if let Some(sd) = l.stddev_pct {
         f.push(format!("{sd:.2}%"));
     }

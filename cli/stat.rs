@@ -59,7 +59,7 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     let quiet_notices = !matches!(fmt, Format::Human) && a.output.is_none();
     if !quiet_notices {
         for n in hwprof_pmu::probe::breakpoint_notices(&events, &target) {
-            eprintln!("hwprof: warning: {n}");
+            eprintln!("hwprof: warning: {}", render::escape(&n));
         }
     }
     let interval = a.interval.map(Duration::from_millis);
@@ -133,7 +133,7 @@ fn notices(counter: &Counter, has_cpu_pmu: bool, quiet: bool) {
         return;
     }
     for n in counter.notices() {
-        eprintln!("hwprof: note: {n}");
+        eprintln!("hwprof: note: {}", render::escape(n));
     }
     let unsupported = stat::unsupported_hardware(counter);
     if !unsupported.is_empty() {
@@ -144,7 +144,7 @@ fn notices(counter: &Counter, has_cpu_pmu: bool, quiet: bool) {
         };
         eprintln!(
             "hwprof: note: {} <not supported>: {why}; software events are still counted",
-            unsupported.join(", ")
+            render::escape(&unsupported.join(", "))
         );
     }
 }

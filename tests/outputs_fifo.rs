@@ -393,3 +393,92 @@ fn a_reader_that_stops_reading_cannot_keep_hwprof_running() {
         "record -o FIFO with a reader that stopped reading: SIGTERM ends it after the grace period, a second SIGINT at once"
     );
 }
+
+/// `flamegraph --all` opens its per-event files after recording: a FIFO at one of
+/// those names is waited for under the stop as every other output (it used to block in
+/// open(2), deaf to SIGINT and SIGTERM). Without a reader, a signal ends it with 128 +
+/// the signal and nothing left (no scratch recording, no temporary file); a reader
+/// that comes gets the whole graph. When Ctrl-C ended the recording, the FIFO waits
+/// for its reader until a second Ctrl-C.
+#[test]
+fn flamegraph_all_outputs_opened_after_recording_wait_under_the_stop() {
+    let dir = fresh_dir("fifo_fg_all");
+    let out = dir.join("g.svg");
+    // The first event's file is the FIFO: nothing is written before it.
+    let fifo = dir.join("g.cpu-clock.svg");
+    let ok = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|st| st.success());
+    assert!(ok, "mkfifo");
+    let args = |target: &[String]| {
+        let mut v: Vec<String> = ["flamegraph", "--all", "-e", "cpu-clock,task-clock", "-o"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.push(s(&out));
+        v.push("--".into());
+        v.extend(target.iter().cloned());
+        v
+    };
+    let short = vec![wl("two_hot"), "300".to_string()];
+    let names = ["g.cpu-clock.svg".to_string()];
+
+    // No reader: SIGINT and SIGTERM end the wait.
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let mut r = Running::spawn(&args(&short), &dir);
+        let pid = r.bg.pid();
+        r.wait_for(WAITING);
+        assert!(signal(pid, sig), "kill {pid}");
+        let (st, err) = r.wait();
+        assert_eq!(st.code(), Some(code), "signal {sig}: {st:?}\n{err}");
+        assert!(err.contains("stopped while waiting for a reader"), "{err}");
+        assert_eq!(entries(&dir), names, "files left behind\n{err}");
+    }
+
+    // A reader that comes late gets the whole graph; the other event's file is written.
+    let mut r = Running::spawn(&args(&short), &dir);
+    r.wait_for(WAITING);
+    let reader = read_late(&fifo);
+    let (st, err) = r.wait();
+    assert!(st.success(), "{st:?}\n{err}");
+    let got = String::from_utf8_lossy(&reader.join().expect("reader")).into_owned();
+    assert!(got.starts_with("<?xml"), "{got:.200}");
+    assert!(got.trim_end().ends_with("</svg>"), "cut short");
+    assert_eq!(
+        entries(&dir),
+        ["g.cpu-clock.svg", "g.task-clock.svg"],
+        "{err}"
+    );
+    fs::remove_file(dir.join("g.task-clock.svg")).expect("rm");
+
+    // Ctrl-C ends the recording (the workload never ends by itself); the FIFO is then
+    // waited for until a second Ctrl-C.
+    let started = dir.join("started");
+    let long = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("touch {}; exec {} 1000000", s(&started), wl("two_hot")),
+    ];
+    let mut r = Running::spawn(&args(&long), &dir);
+    let pid = r.bg.pid();
+    let start = Instant::now();
+    while !started.exists() {
+        assert!(start.elapsed() < TIMEOUT, "the workload never started");
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Some samples first.
+    thread::sleep(Duration::from_millis(300));
+    assert!(signal(pid, libc::SIGINT), "kill {pid}");
+    r.wait_for(WAITING);
+    assert!(r.bg.alive(), "gave up at the first stop\n{}", r.stderr);
+    assert!(signal(pid, libc::SIGINT), "kill {pid}");
+    let (st, err) = r.wait();
+    assert_eq!(st.code(), Some(130), "{st:?}\n{err}");
+    assert!(err.contains("stopped while waiting for a reader"), "{err}");
+    fs::remove_file(&started).expect("rm");
+    assert_eq!(entries(&dir), names, "files left behind\n{err}");
+    report!(
+        "flamegraph --all with a FIFO at a per-event name: SIGINT (130) and SIGTERM (143) end the wait, a late reader gets the graph, after a Ctrl-C that ended the recording a second one ends the wait"
+    );
+}

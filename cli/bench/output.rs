@@ -1,10 +1,14 @@
 //! The human table (with the distribution plot) and the Markdown table of a bench run.
+//! What came from outside (the command line, metric names made of event names, a
+//! baseline's name and date, the machine's CPU name) is escaped where it is printed.
 
 use std::io::Write;
 
 use hwprof_analysis::bench::command::shell_words;
 use hwprof_analysis::bench::compare::{IMPROVEMENT, NEGLIGIBLE, REGRESSION};
 use hwprof_analysis::bench::doc::{Comparison, Doc, Metric, MetricChange, Unit};
+
+use crate::render::escape;
 
 /// A value with its unit, four significant digits for times and sizes, counts whole
 /// with thousands separators.
@@ -131,12 +135,14 @@ fn table(w: &mut dyn Write, rows: &[Vec<String>], right: &[bool]) -> std::io::Re
     Ok(())
 }
 
-fn unsupported(doc: &Doc) -> Vec<&str> {
+/// The metrics not supported here, as one escaped list.
+fn unsupported(doc: &Doc) -> String {
     doc.metrics
         .iter()
         .filter(|m| !m.supported)
-        .map(|m| m.name.as_str())
-        .collect()
+        .map(|m| escape(&m.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn runs_line(doc: &Doc) -> String {
@@ -152,16 +158,21 @@ fn runs_line(doc: &Doc) -> String {
     )
 }
 
+/// A command line as a shell would take it, escaped.
+fn command(argv: &[String]) -> String {
+    escape(&shell_words(argv)).into_owned()
+}
+
 fn title(doc: &Doc) -> String {
-    let cmd = shell_words(&doc.command);
+    let cmd = command(&doc.command);
     match (&doc.baseline, &doc.comparison) {
         (Some(b), Some(c)) if c.mode == "ab" => {
-            format!("A: {}  vs  B: {cmd} (interleaved)", shell_words(&b.command))
+            format!("A: {}  vs  B: {cmd} (interleaved)", command(&b.command))
         }
         (Some(b), Some(_)) => format!(
             "{cmd} vs baseline '{}' ({}, {})",
-            b.name.as_deref().unwrap_or("?"),
-            b.created,
+            escape(b.name.as_deref().unwrap_or("?")),
+            escape(&b.created),
             crate::render::plural(b.runs_measured() as u64, "run")
         ),
         _ => cmd,
@@ -210,16 +221,16 @@ fn human_summary(w: &mut dyn Write, doc: &Doc) -> std::io::Result<()> {
     table(w, &rows, &[false, true, true, true, true, false])?;
     let uns = unsupported(doc);
     if !uns.is_empty() {
-        writeln!(w, "\nnot supported here: {}", uns.join(", "))?;
+        writeln!(w, "\nnot supported here: {uns}")?;
     }
     Ok(())
 }
 
 fn name_of(m: &Metric) -> String {
     if m.scaled {
-        format!("{} (scaled)", m.name)
+        format!("{} (scaled)", escape(&m.name))
     } else {
-        m.name.clone()
+        escape(&m.name).into_owned()
     }
 }
 
@@ -243,7 +254,7 @@ fn human_comparison(
         runs_line(doc),
         s.threshold_pct,
         s.confidence * 100.0,
-        s.gate.join(", ")
+        escape(&s.gate.join(", "))
     )?;
     let (a, b) = if cmp.mode == "ab" {
         ("A", "B")
@@ -258,7 +269,7 @@ fn human_comparison(
     ];
     for c in &cmp.metrics {
         rows.push(vec![
-            c.name.clone(),
+            escape(&c.name).into_owned(),
             value(c.baseline_median, c.unit),
             value(c.median, c.unit),
             pct(c.change_pct),
@@ -296,7 +307,7 @@ fn human_comparison(
             .copied()
             .fold(f64::NEG_INFINITY, f64::max);
         rows.push(vec![
-            c.name.clone(),
+            escape(&c.name).into_owned(),
             a.to_string(),
             format!("│{}│", spark(&bv, lo, hi, 32)),
             value(lo, c.unit),
@@ -311,7 +322,7 @@ fn human_comparison(
     table(w, &rows, &[false, false, false, true])?;
     let uns = unsupported(doc);
     if !uns.is_empty() {
-        writeln!(w, "\nnot supported here: {}", uns.join(", "))?;
+        writeln!(w, "\nnot supported here: {uns}")?;
     }
     writeln!(w, "\n{}", summary_line(cmp, s.threshold_pct, s.confidence))
 }
@@ -322,7 +333,7 @@ pub fn summary_line(cmp: &Comparison, threshold: f64, confidence: f64) -> String
         cmp.metrics
             .iter()
             .filter(|m| m.gating && m.verdict == v)
-            .map(|m| format!("{} {}", m.name, pct(m.change_pct)))
+            .map(|m| format!("{} {}", escape(&m.name), pct(m.change_pct)))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -335,7 +346,7 @@ pub fn summary_line(cmp: &Comparison, threshold: f64, confidence: f64) -> String
         .metrics
         .iter()
         .filter(|m| !m.gating && (m.verdict == REGRESSION || m.verdict == IMPROVEMENT))
-        .map(|m| format!("{} {}", m.name, pct(m.change_pct)))
+        .map(|m| format!("{} {}", escape(&m.name), pct(m.change_pct)))
         .collect();
     let evidence = if evidence.is_empty() {
         String::new()
@@ -368,7 +379,7 @@ pub fn summary_line(cmp: &Comparison, threshold: f64, confidence: f64) -> String
 pub fn markdown(w: &mut dyn Write, doc: &Doc) -> std::io::Result<()> {
     let s = &doc.settings;
     let m = &doc.machine;
-    let cmd = |argv: &[String]| format!("`{}`", shell_words(argv));
+    let cmd = |argv: &[String]| format!("`{}`", command(argv));
     let heading = match (&doc.baseline, &doc.comparison) {
         (Some(b), Some(c)) if c.mode == "ab" => {
             format!("A: {}  vs  B: {}", cmd(&b.command), cmd(&doc.command))
@@ -376,7 +387,7 @@ pub fn markdown(w: &mut dyn Write, doc: &Doc) -> std::io::Result<()> {
         (Some(b), Some(_)) => format!(
             "{} vs baseline `{}`",
             cmd(&doc.command),
-            b.name.as_deref().unwrap_or("?")
+            escape(b.name.as_deref().unwrap_or("?"))
         ),
         _ => cmd(&doc.command),
     };
@@ -384,12 +395,12 @@ pub fn markdown(w: &mut dyn Write, doc: &Doc) -> std::io::Result<()> {
     let machine = format!(
         "{} ({} CPUs), kernel {}, {}",
         if m.cpu.is_empty() {
-            "unknown CPU"
+            "unknown CPU".into()
         } else {
-            &m.cpu
+            escape(&m.cpu)
         },
         m.cpus,
-        m.kernel,
+        escape(&m.kernel),
         if m.pmu {
             "hardware PMU"
         } else {
@@ -422,7 +433,7 @@ pub fn markdown(w: &mut dyn Write, doc: &Doc) -> std::io::Result<()> {
                 writeln!(
                     w,
                     "| {} | {} | {} | {} | {} | {} | {v} |",
-                    c.name,
+                    escape(&c.name),
                     value(c.baseline_median, c.unit),
                     value(c.median, c.unit),
                     pct(c.change_pct),
@@ -438,7 +449,7 @@ pub fn markdown(w: &mut dyn Write, doc: &Doc) -> std::io::Result<()> {
                 s.threshold_pct
             )?;
             for warn in &cmp.warnings {
-                writeln!(w, "\n> **warning:** {warn}")?;
+                writeln!(w, "\n> **warning:** {}", escape(warn))?;
             }
         }
         _ => {
@@ -467,7 +478,7 @@ pub fn markdown(w: &mut dyn Write, doc: &Doc) -> std::io::Result<()> {
     }
     let uns = unsupported(doc);
     if !uns.is_empty() {
-        writeln!(w, "\n<sub>not supported here: {}</sub>", uns.join(", "))?;
+        writeln!(w, "\n<sub>not supported here: {uns}</sub>")?;
     }
     Ok(())
 }

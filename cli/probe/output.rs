@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::calls::FuncResult;
 use super::stacks::Stacks;
 use super::{Func, ProbeArgs};
-use crate::render::plural;
+use crate::render::{escape, plural};
 
 /// Percentiles of a set of durations (ns).
 #[derive(Debug, Default, Clone, Copy)]
@@ -170,11 +170,13 @@ pub fn print(
         writeln!(w)?;
         return Ok(());
     }
+    // Text: the probe (a path from the command line) and the stacks' names (symbols
+    // and file names) escaped; JSON escapes them itself.
     for (f, r) in funcs.iter().zip(results) {
         writeln!(
             w,
             "{}: {} ({}, {} timed)",
-            f.target,
+            escape(&f.target),
             plural(r.calls, "call"),
             plural(r.returns, "return"),
             r.durations.len()
@@ -209,7 +211,7 @@ pub fn print(
                 )?;
                 if a.stacks {
                     for n in stacks.names(s.pid, &s.stack) {
-                        writeln!(w, "      {n}")?;
+                        writeln!(w, "      {}", escape(&n))?;
                     }
                 }
             }

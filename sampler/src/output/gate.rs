@@ -7,7 +7,9 @@
 //!   reader. So [`open_fifo`] tries `O_WRONLY|O_NONBLOCK` (ENXIO: no reader yet), then
 //!   waits on the stop's fd for a short, growing delay (1 ms up to 100 ms) and tries
 //!   again. A reader blocked in its own `open` already counts, so `cat FIFO` started
-//!   before or after hwprof both work; a stop ends the wait with [`Stopped`].
+//!   before or after hwprof both work; a stop ends the wait with [`Stopped`]. A FIFO
+//!   opened after the stop (the graphs `flamegraph --all` draws once Ctrl-C ended the
+//!   recording) waits until the next stop: the first one ended the target, not this.
 //! - **Writing** ([`Gate`]): a full pipe whose reader stalls blocks `write(2)` the same
 //!   way. A FIFO or device hwprof opened keeps `O_NONBLOCK` (the open file description
 //!   is its own), and a full pipe means waiting for room or the stop. A stream hwprof
@@ -63,11 +65,18 @@ impl Stopped {
 
 /// Opens the FIFO `path` for writing once it has a reader (see the module docs),
 /// calling `waiting` once when there is none yet. ENXIO ends in an error only through
-/// the stop; other errors are returned as they are.
+/// the stop (when `stop` was already stopped, through a later one); other errors are
+/// returned as they are.
 pub fn open_fifo(path: &Path, stop: &Stop, waiting: &mut dyn FnMut(&Path)) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut pause = Duration::from_millis(1);
     let mut told = false;
+    // Stopped already: the stops counted so far are not this wait's.
+    let before = stop.is_stopped().then(|| stop.times());
+    let stopped = || match before {
+        None => stop.is_stopped(),
+        Some(n) => stop.times() > n,
+    };
     loop {
         let opened = std::fs::OpenOptions::new()
             .write(true)
@@ -77,7 +86,7 @@ pub fn open_fifo(path: &Path, stop: &Stop, waiting: &mut dyn FnMut(&Path)) -> io
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
             other => return other,
         }
-        if stop.is_stopped() {
+        if stopped() {
             return Err(io::Error::other(Stopped::new(
                 stop,
                 "stopped while waiting for a reader",
@@ -87,9 +96,16 @@ pub fn open_fifo(path: &Path, stop: &Stop, waiting: &mut dyn FnMut(&Path)) -> io
             waiting(path);
             told = true;
         }
+        // The stop's fd stays readable once stopped: after a stop, only the pause (a
+        // signal cuts it short with EINTR).
         let mut fds = [PollFd::from_borrowed_fd(stop.fd(), PollFlags::IN)];
+        let fds = if before.is_some() {
+            &mut fds[..0]
+        } else {
+            &mut fds[..]
+        };
         // EINTR (the signal itself): the loop looks at the flag again.
-        let _ = poll(&mut fds, Some(&timespec(pause)));
+        let _ = poll(fds, Some(&timespec(pause)));
         pause = (pause * 2).min(RETRY_MAX);
     }
 }

@@ -516,3 +516,35 @@ fn writes_to_a_stalled_reader_end_with_a_second_stop() {
     o.commit().unwrap();
     assert!(reader.join().unwrap() == data);
 }
+
+/// Opened after a stop (a graph drawn once Ctrl-C ended the recording): the FIFO waits
+/// for its reader until the next stop, not failing at once for the first; a reader that
+/// comes gets the data.
+#[test]
+fn a_fifo_opened_after_the_stop_waits_until_the_next_one() {
+    let d = scratch();
+    let fifo = mkfifo(d.path(), "fifo");
+    let stop = Stop::new().unwrap();
+    stop.stop();
+    let t = stop_later(&stop, 300);
+    let mut told = 0;
+    let e = Output::create_until(&fifo, &Options::REPORT, &stop, &mut |_| told += 1).unwrap_err();
+    t.join().unwrap();
+    assert_eq!(told, 1);
+    assert_eq!(stop.times(), 2, "ended by the second stop");
+    let Error::Io { source, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert!(Stopped::find(source).is_some(), "{e:?}");
+
+    let f2 = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::fs::read(&f2).unwrap()
+    });
+    let mut o = Output::create_until(&fifo, &Options::REPORT, &stop, &mut |_| {}).unwrap();
+    o.write_all(b"<svg/>").unwrap();
+    o.commit().unwrap();
+    assert_eq!(reader.join().unwrap(), b"<svg/>");
+    assert_eq!(names(d.path()), ["fifo"]);
+}
