@@ -296,7 +296,7 @@ fn errors_are_one_line_and_exit_non_zero() {
     );
 
     let stripped = scratch_path("probe_lat_stripped");
-    hwprof_testkit::copy_executable(&bin, &stripped).expect("copy");
+    hwprof_testkit::copy_executable(bin.as_ref(), &stripped).expect("copy");
     let st = Command::new("strip").arg(&stripped).status();
     if st.map(|s| s.success()).unwrap_or(false) {
         let s = stripped.to_str().expect("utf-8");

@@ -606,6 +606,7 @@ mod tests {
                 sys_us,
                 max_rss_kb: 0,
             }),
+            timed: false,
         }
     }
 
