@@ -105,10 +105,13 @@ fn load_level(
     level: hwprof_analysis::mem::Level,
 ) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
-    let p = hwprof_analysis::mem::profile_for_level(&pd, opts, level)
+    let lp = hwprof_analysis::mem::profile_for_level(&pd, opts, level)
         .with_context(|| format!("symbolizing {}", path.display()))?;
-    crate::input::notices(&p);
-    Ok(p)
+    if lp.memory == 0 {
+        return Err(crate::mem::no_memory_samples(path, lp.with_source));
+    }
+    crate::input::notices(&lp.profile);
+    Ok(lp.profile)
 }
 
 fn event_names(p: &Profile) -> String {

@@ -263,7 +263,8 @@ fn recording_without_data_source_is_a_usage_error() {
     let run = common::hwprof(&["c2c", "report", "-i", path.to_str().unwrap()]);
     assert_eq!(run.code(), 2, "{}", run.dump());
     assert!(
-        run.stderr.contains("no samples with a data source"),
+        run.stderr
+            .contains("has no memory samples: no sample carries a data source"),
         "{}",
         run.dump()
     );

@@ -212,11 +212,88 @@ fn recording_without_data_source_is_a_usage_error() {
     let run = common::hwprof(&["mem", "report", "-i", path.to_str().unwrap()]);
     assert_eq!(run.code(), 2, "{}", run.dump());
     assert!(
-        run.stderr.contains("no samples with a data source"),
+        run.stderr
+            .contains("has no memory samples: no sample carries a data source"),
         "{}",
         run.dump()
     );
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.dump());
+}
+
+/// Recordings without memory samples: an ordinary `hwprof record --call-graph dwarf`
+/// (its cpu-clock samples carry DATA_SRC, as perf's do with dwarf callchains, every value
+/// `PERF_MEM_NA`) and `perf record`s without memory events, with and without dwarf
+/// callchains. `mem report`, `c2c report` and `flamegraph --mem` each refuse them in one
+/// line (exit 2) that names why, where they printed N/A tables or zeros with exit 0.
+#[test]
+fn recordings_without_memory_samples_are_usage_errors() {
+    let spin = common::wl("spin");
+    let mut files: Vec<(String, &str)> = Vec::new();
+    let hw = common::scratch_path("mem_dwarf_hwprof.data");
+    let h = hw.to_str().unwrap().to_string();
+    let rec = common::hwprof(&[
+        "record",
+        "-q",
+        "--call-graph",
+        "dwarf",
+        "-e",
+        "cpu-clock",
+        "-o",
+        &h,
+        "--",
+        spin.as_str(),
+        "100",
+    ]);
+    rec.assert_ok();
+    // The premise: its samples do carry a data source field.
+    let script = common::hwprof(&["script", "--format", "jsonl", "-i", &h]);
+    script.assert_ok();
+    assert!(
+        script.stdout.contains(r#""data_src":"#),
+        "no data source in the dwarf recording"
+    );
+    files.push((h, "every one is N/A"));
+    let perf_files = [
+        (
+            "mem_dwarf_perf.data",
+            vec!["--call-graph", "dwarf"],
+            "every one is N/A",
+        ),
+        (
+            "mem_plain_perf.data",
+            vec![],
+            "no sample carries a data source",
+        ),
+    ];
+    if common::require_perf("perf record makes recordings without memory samples") {
+        for (name, extra, why) in perf_files {
+            let path = common::scratch_path(name);
+            let p = path.to_str().unwrap().to_string();
+            let mut args = vec!["record", "-q", "-e", "cpu-clock", "-o", &p];
+            args.extend(extra);
+            args.extend(["--", spin.as_str(), "100"]);
+            common::perf(&args).assert_ok();
+            files.push((p, why));
+        }
+    }
+    for (f, why) in &files {
+        for cmd in [
+            vec!["mem", "report", "-i", f],
+            vec!["c2c", "report", "-i", f],
+            vec!["flamegraph", "--mem", "l1", "--folded", "-i", f],
+        ] {
+            let run = common::hwprof(&cmd);
+            assert_eq!(run.code(), 2, "{cmd:?}\n{}", run.dump());
+            assert!(run.stdout.is_empty(), "{cmd:?}\n{}", run.dump());
+            assert_eq!(run.stderr.lines().count(), 1, "{cmd:?}\n{}", run.dump());
+            assert!(
+                run.stderr.contains("has no memory samples") && run.stderr.contains(why),
+                "{cmd:?}\n{}",
+                run.dump()
+            );
+        }
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 /// `flamegraph --mem LEVEL` draws only the samples served from LEVEL, by samples or by

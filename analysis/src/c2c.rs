@@ -379,8 +379,17 @@ pub fn analyze(p: &MemProfile, all: bool) -> Report {
             .then(b.stats.stores.cmp(&a.stats.stores))
             .then(a.address.cmp(&b.address))
     });
+    // The samples of events that are no memory events (every data source PERF_MEM_NA:
+    // cpu-clock with DATA_SRC in its sample type) counted in the totals only as records
+    // that parse as neither load nor store: taken out again.
+    let mut total = p.c2c_total;
+    for e in p.not_memory_events() {
+        let n = p.total(e).samples;
+        total.records = total.records.saturating_sub(n);
+        total.noparse = total.noparse.saturating_sub(n);
+    }
     Report {
-        total: p.c2c_total,
+        total,
         shared,
         shared_lines,
         lines: out,
