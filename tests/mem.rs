@@ -421,3 +421,76 @@ fn symfs_names_functions_and_data() {
     assert_eq!(keys(&v, "data"), ["memshare"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Data sources as newer CPUs write them (tests/memdata/encodings.rs: `mem_lvl_num` L1
+/// to L4, any cache, LFB, RAM, PMEM, CXL and N/A, alone or with `mem_lvl`; `mem_remote`
+/// with and without hops 1 to 4; snoop forward and peer; remote and hop HITMs; a locked
+/// load; stores without a level): the level, snoop, TLB and function tables agree with
+/// perf's, row by row, and `flamegraph --mem LEVEL` folds exactly the accesses labelled
+/// with that level.
+#[test]
+fn newer_data_source_encodings_agree_with_perf() {
+    use memdata::encodings;
+    let bin = memdata::bin();
+    let path = common::scratch_path("mem_encodings.data");
+    let accesses = encodings::accesses(&bin);
+    memdata::write(&path, &bin, &[memdata::PID, memdata::TID2], &accesses);
+    let p = path.to_str().unwrap();
+    if common::require_perf("perf mem report judges the newer encodings") {
+        for (perf_key, key) in [
+            ("mem", "level"),
+            ("snoop", "snoop"),
+            ("tlb", "tlb"),
+            ("sym", "function"),
+        ] {
+            check(p, perf_key, key, true);
+        }
+    }
+    // Every level of `--mem` against the labels, by samples and by latency.
+    let kinds = encodings::kinds();
+    for level in [
+        "l1",
+        "lfb",
+        "l2",
+        "l3",
+        "dram",
+        "local-dram",
+        "remote-dram",
+        "remote-cache",
+        "hitm",
+    ] {
+        let (mut want_n, mut want_w) = (0u64, 0u64);
+        for a in &accesses {
+            let k = kinds
+                .iter()
+                .find(|k| k.data_src == a.data_src && k.store == a.store)
+                .expect("every access is of a kind");
+            if k.levels.contains(&level) {
+                want_n += 1;
+                want_w += u64::from(a.weight);
+            }
+        }
+        assert!(want_n > 0, "no access labelled {level}");
+        for (weight, want) in [("samples", want_n), ("weight", want_w)] {
+            let run = common::hwprof(&[
+                "flamegraph",
+                "--mem",
+                level,
+                "--weight",
+                weight,
+                "--folded",
+                "-i",
+                p,
+            ]);
+            run.assert_ok();
+            let got: u64 = common::parse_folded(&run.stdout)
+                .iter()
+                .map(|(_, n)| n)
+                .sum();
+            assert_eq!(got, want, "--mem {level} --weight {weight}\n{}", run.dump());
+        }
+        common::report_line(&format!(
+            "flamegraph --mem {level}: {want_n} accesses of the newer encodings, as labelled"
+        ));
+    }
+}

@@ -27,7 +27,8 @@ pub enum Level {
     LocalDram,
     /// Remote DRAM.
     RemoteDram,
-    /// A remote cache (another socket's).
+    /// A remote cache: another socket's (`mem_lvl`'s remote cache bits), or any cache
+    /// `mem_remote` marks as another core's, node's, socket's or board's.
     RemoteCache,
     /// A load that found the line modified in another core's cache (snoop HITM), local
     /// or remote.
@@ -47,18 +48,25 @@ impl Level {
         const REM_CCE: u16 = 0x400 | 0x800;
         let lvl = d.mem_lvl;
         let hit = lvl & HIT != 0;
-        // Newer kernels may say the level only in mem_lvl_num (PERF_MEM_LVLNUM_*).
+        // Newer kernels may say the level only in mem_lvl_num (PERF_MEM_LVLNUM_*), and
+        // with mem_remote that it is another core's, node's, socket's or board's (how
+        // far in mem_hops): a remote L1, L2 or L3 is a remote cache, not this core's.
         let num = d.mem_lvl_num;
+        let remote = d.mem_remote;
         let ram = num == 0x0d;
+        // L1 to L4, L2 MHB, memory-side cache, any cache, LFB: not uncached, CXL, I/O,
+        // RAM, PMEM or N/A.
+        let cache = matches!(num, 0x01..=0x06 | 0x0b | 0x0c);
+        let local = |n: u8| num == n && !remote;
         match self {
-            Level::L1 => hit && (lvl & L1 != 0 || num == 1),
-            Level::Lfb => hit && (lvl & LFB != 0 || num == 0x0c),
-            Level::L2 => hit && (lvl & L2 != 0 || num == 2),
-            Level::L3 => hit && (lvl & L3 != 0 || (num == 3 && !d.mem_remote)),
+            Level::L1 => hit && (lvl & L1 != 0 || local(1)),
+            Level::Lfb => hit && (lvl & LFB != 0 || local(0x0c)),
+            Level::L2 => hit && (lvl & L2 != 0 || local(2)),
+            Level::L3 => hit && (lvl & L3 != 0 || local(3)),
             Level::Dram => hit && (lvl & (LOC_RAM | REM_RAM) != 0 || ram),
-            Level::LocalDram => hit && (lvl & LOC_RAM != 0 || (ram && !d.mem_remote)),
-            Level::RemoteDram => hit && (lvl & REM_RAM != 0 || (ram && d.mem_remote)),
-            Level::RemoteCache => lvl & REM_CCE != 0 || (d.mem_remote && !ram && num != 0),
+            Level::LocalDram => hit && (lvl & LOC_RAM != 0 || local(0x0d)),
+            Level::RemoteDram => hit && (lvl & REM_RAM != 0 || (ram && remote)),
+            Level::RemoteCache => lvl & REM_CCE != 0 || (remote && cache),
             Level::Hitm => d.mem_snoop & 0x10 != 0,
         }
     }
