@@ -80,7 +80,7 @@ fn report(a: C2cReportArgs) -> anyhow::Result<u8> {
 fn text(out: &mut impl Write, r: &Report) -> io::Result<()> {
     let t = &r.total;
     writeln!(out, "# Trace event information")?;
-    let rows: [(&str, u64); 20] = [
+    let rows: [(&str, u64); 22] = [
         ("Total records", t.records),
         ("Locked load/store operations", t.locks),
         ("Load operations", t.loads),
@@ -91,6 +91,8 @@ fn text(out: &mut impl Write, r: &Report) -> io::Result<()> {
         ("Loads - local HITM", t.lcl_hitm),
         ("Loads - remote HITM", t.rmt_hitm),
         ("Loads - remote HIT", t.rmt_hit),
+        ("Loads - local peer", t.lcl_peer),
+        ("Loads - remote peer", t.rmt_peer),
         ("Loads - local DRAM", t.lcl_dram),
         ("Loads - remote DRAM", t.rmt_dram),
         ("Loads - miss", t.ld_miss),

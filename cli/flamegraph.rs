@@ -28,7 +28,7 @@ use hwprof_analysis::fold::{self, FoldOptions, Folded, Weight};
 use hwprof_pmu::EventList;
 use hwprof_pmu::attr::types;
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::target::Flags;
+use hwprof_pmu::target::{Flags, Target};
 use hwprof_sampler::config::RecordOptions;
 use hwprof_sampler::output::Output;
 use hwprof_sampler::recorder::Recording;
@@ -115,10 +115,13 @@ fn load_level(
     level: hwprof_analysis::mem::Level,
 ) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
-    let p = hwprof_analysis::mem::profile_for_level(&pd, opts, level)
+    let lp = hwprof_analysis::mem::profile_for_level(&pd, opts, level)
         .with_context(|| format!("symbolizing {}", path.display()))?;
-    crate::input::notices(&p);
-    Ok(p)
+    if lp.memory == 0 {
+        return Err(crate::mem::no_memory_samples(path, lp.with_source));
+    }
+    crate::input::notices(&lp.profile);
+    Ok(lp.profile)
 }
 
 /// Which modules built without frame pointers cut the profile's stacks short, if any.
@@ -471,7 +474,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         sampling: crate::recording::sampling(freq, a.count)?,
         call_graph: Some(crate::recording::auto_call_graph(
             a.call_graph.as_deref(),
-            &a.command,
+            &target,
         )?),
         weight: a.weight == Weight::Weight,
         default_event,
@@ -484,6 +487,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     } else {
         crate::encode::parse_all(&enc, &a.events)?
     };
+    let who = ran_briefly(&target);
     let mut rec = Recording::new(list, target);
     rec.options = options;
     rec.session = SessionOptions {
@@ -522,8 +526,8 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
                 event
             };
             anyhow::bail!(
-                "`{}` ran too briefly to be sampled: no samples of {event} (at {}); sample more often (-F 10000, or -c N) or give it more work",
-                a.command.join(" "),
+                "{}: no samples of {event} (at {}); sample more often (-F 10000, or -c N) or give it more work",
+                who,
                 match (&a.freq, a.count) {
                     (_, Some(c)) => format!("one sample every {c} events"),
                     (Some(f), None) => format!("-F {f}"),
@@ -533,6 +537,22 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
         Err(e) => Err(e),
         Ok(()) => Ok(code),
+    }
+}
+
+/// Who ran too briefly to be sampled, in the user's words: the command, or the
+/// processes, threads or CPUs recorded (while a command ran).
+fn ran_briefly(target: &Target) -> String {
+    let ids = |v: &[i32]| v.iter().map(i32::to_string).collect::<Vec<_>>().join(",");
+    let brief = "ran too briefly to be sampled";
+    match target {
+        Target::Command(argv) => format!("`{}` {brief}", argv.join(" ")),
+        Target::During { argv, of } => {
+            format!("{} while `{}` ran", ran_briefly(of), argv.join(" "))
+        }
+        Target::Pids(p) => format!("process {} {brief}", ids(p)),
+        Target::Tids(t) => format!("thread {} {brief}", ids(t)),
+        _ => format!("the system {brief}"),
     }
 }
 

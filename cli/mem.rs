@@ -14,7 +14,6 @@ use hwprof_analysis::mem::{self, Key, MemProfile, Row};
 use hwprof_symbolize::Options;
 use serde_json::json;
 
-use crate::error::usage;
 use crate::render::escape;
 
 /// Flags of `hwprof mem`.
@@ -69,7 +68,8 @@ pub fn run(a: MemArgs) -> anyhow::Result<u8> {
     }
 }
 
-/// Reads the memory samples of `input`; a recording without any is a usage error.
+/// Reads the memory samples of `input`; a recording without any is a usage error, and
+/// events without any (their samples carry DATA_SRC but say nothing) are named in a note.
 pub fn load(input: &std::path::Path, symfs: Option<PathBuf>) -> anyhow::Result<MemProfile> {
     let pd = crate::input::open(input)?;
     let opts = Options {
@@ -78,13 +78,35 @@ pub fn load(input: &std::path::Path, symfs: Option<PathBuf>) -> anyhow::Result<M
     };
     let p = mem::collect(&pd, &opts)?;
     if p.is_empty() {
-        return usage(format!(
-            "{} has no samples with a data source: record loads and stores with \
-             `perf mem record` (or an event sampled with -d on a PEBS CPU)",
-            input.display()
-        ));
+        return Err(no_memory_samples(input, p.with_source()));
+    }
+    for e in p.not_memory_events() {
+        eprintln!(
+            "hwprof: note: {} samples of {} carry no data source (every one N/A): left out",
+            p.total(e).samples,
+            p.events.get(e as usize).map_or("?", |s| s.as_str())
+        );
     }
     Ok(p)
+}
+
+/// The usage error of a recording without memory samples (`with_source`: its samples
+/// that carry a data source field, all N/A).
+pub fn no_memory_samples(input: &std::path::Path, with_source: u64) -> anyhow::Error {
+    let why = if with_source == 0 {
+        "no sample carries a data source".to_string()
+    } else {
+        format!(
+            "its {with_source} samples carry a data source field, but every one is N/A \
+             (their events do not sample memory; --call-graph dwarf asks for the field, as perf does)"
+        )
+    };
+    crate::error::Usage(format!(
+        "{} has no memory samples: {why}; record loads and stores with `perf mem record` \
+         or `perf c2c record` (or `hwprof record -e cpu/mem-loads/P -d` on a PEBS CPU)",
+        input.display()
+    ))
+    .into()
 }
 
 fn report(a: MemReportArgs) -> anyhow::Result<u8> {

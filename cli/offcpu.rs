@@ -5,6 +5,7 @@
 //! format stored in the recording): an SVG flame graph titled "Off-CPU time", folded
 //! stacks (`--folded`), or a table (`--report`).
 
+mod attach;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -62,7 +63,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         cpus: None,
     })?;
     let enc = crate::encode::encoder(None, &[])?;
-    let mode = stack_mode(a.call_graph.as_deref(), &a.command)?;
+    let mode = stack_mode(a.call_graph.as_deref(), &target)?;
     let dwarf = matches!(mode, CallGraph::Dwarf { .. });
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
     let data_pages = crate::recording::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
@@ -70,16 +71,14 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
     let command = matches!(target, Target::Command(_));
     let system_wide = target.is_system_wide();
-    let mut rec = Recording::new(crate::encode::parse_all(&enc, &events)?, target);
+    let attached = attach::applies(&target);
+    let mut rec = Recording::new(crate::encode::parse_all(&enc, &events)?, target.clone());
     rec.options = RecordOptions {
         call_graph: Some(mode),
         switch_events: true,
         ..RecordOptions::default()
     };
-    if dwarf && !a.wall {
-        // Without --wall the cpu-clock samples only end blocks: their stacks are never
-        // drawn, so they copy no user stack (4000 a second of 8 KiB would crowd the
-        // ring that the switches' stacks need).
+    if attached || (dwarf && !a.wall) {
         config::configure(
             &mut rec.events,
             &RecordOptions {
@@ -88,6 +87,17 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
                 ..rec.options.clone()
             },
         );
+        rec.configure = false;
+    }
+    if attached {
+        // Waits in progress at the window's edges count for their time inside it: the
+        // records timed in a clock this process reads too.
+        attach::use_clock(&mut rec);
+    }
+    if dwarf && !a.wall {
+        // Without --wall the cpu-clock samples only end blocks: their stacks are never
+        // drawn, so they copy no user stack (4000 a second of 8 KiB would crowd the
+        // ring that the switches' stacks need).
         for e in rec
             .events
             .events
@@ -98,16 +108,22 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
             e.attr.sample_regs_user = 0;
             e.attr.sample_stack_user = 0;
         }
-        rec.configure = false;
     }
     rec.session = SessionOptions {
         data_pages,
         inherit: true,
         duration: a.duration,
     };
+    // The threads as they were when the window opened (their kernel stacks: where the
+    // ones already waiting wait).
+    let threads = attached.then(|| attach::threads(&target, !a.no_kernel));
     // The truncated stacks are said once, by the recording (it knows the copies' size).
-    let code = crate::recording::record(rec, output, false, None, false, true, stop)?.exit_code();
-    draw_into(&a, &data, early, false)?;
+    let done = crate::recording::record(rec, output, false, None, false, true, stop)?;
+    let window = threads
+        .zip(done.stats.started)
+        .map(|(t, started)| attach::window(&target, t, started, done.stats.wall));
+    let code = done.exit_code();
+    draw_into(&a, &data, early, false, window.as_ref())?;
     drop(scratch);
     Ok(code)
 }
@@ -115,8 +131,8 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
 /// `--call-graph`: frame pointers or DWARF (LBR records only branches of hardware
 /// events, which the off-CPU events are not); without it, DWARF for a command whose
 /// program has no frame pointers ([`crate::recording::auto_call_graph`]).
-fn stack_mode(arg: Option<&str>, command: &[String]) -> anyhow::Result<CallGraph> {
-    match crate::recording::auto_call_graph(arg, command)? {
+fn stack_mode(arg: Option<&str>, target: &Target) -> anyhow::Result<CallGraph> {
+    match crate::recording::auto_call_graph(arg, target)? {
         CallGraph::Lbr => Err(crate::error::Usage(
             "--call-graph lbr cannot record off-CPU stacks (LBR samples only hardware events): use fp or dwarf".into(),
         )
@@ -128,12 +144,14 @@ fn stack_mode(arg: Option<&str>, command: &[String]) -> anyhow::Result<CallGraph
 /// The off-CPU profile of the recording `path` ([`offcpu::profile`]): the switch-out
 /// samples that ended, each with its time off CPU (µs) as its period; blocks shorter than
 /// `min_block_us` are left out. With `wall`, the on-CPU samples too, every stack ending in
-/// `[off]` or `[on]`. All samples are of event 0.
+/// `[off]` or `[on]`. All samples are of event 0. With the `window` the recording
+/// covered, waits in progress at its edges count for their time inside it.
 pub fn offcpu_profile(
     path: &Path,
     opts: &SymOptions,
     min_block_us: u64,
     wall: bool,
+    window: Option<&offcpu::Window>,
 ) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
     let switch_event = offcpu::switch_event(pd.attrs())
@@ -153,7 +171,7 @@ pub fn offcpu_profile(
     };
     let switches = offcpu::collect(&pd, switch_event, format)
         .with_context(|| format!("reading {}", path.display()))?;
-    let p = offcpu::profile(&pd, opts, switches, min_block_us, wall)
+    let p = offcpu::profile(&pd, opts, switches, min_block_us, wall, window)
         .with_context(|| format!("symbolizing {}", path.display()))?;
     crate::input::notices(&p);
     Ok(p)
@@ -186,17 +204,19 @@ fn to_stdout(a: &OffcpuArgs) -> bool {
 
 /// Draws the recording `data` to `-o` (or stdout).
 pub(crate) fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
-    draw_into(a, data, None, true)
+    draw_into(a, data, None, true, None)
 }
 
 /// [`draw`], into `early` when the output was opened before recording; says how many
 /// stacks are truncated or cut short by code without frame pointers when
-/// `say_truncated` (the recording said it otherwise).
+/// `say_truncated` (the recording said it otherwise); counts the time inside `window`
+/// of the waits at its edges when the recording was attached.
 fn draw_into(
     a: &OffcpuArgs,
     data: &Path,
     early: Option<Output>,
     say_truncated: bool,
+    window: Option<&offcpu::Window>,
 ) -> anyhow::Result<()> {
     let opts = SymOptions {
         inline: true,
@@ -206,7 +226,7 @@ fn draw_into(
         merge: true,
         symfs: a.symfs.clone(),
     };
-    let profile = offcpu_profile(data, &opts, a.min_block, a.wall)?;
+    let profile = offcpu_profile(data, &opts, a.min_block, a.wall, window)?;
     // Read from a file: a recording made here said both when it was made.
     if say_truncated {
         crate::render::note_truncated(&profile);

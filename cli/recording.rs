@@ -54,12 +54,17 @@ pub fn call_graph(mode: Option<&str>, fp: bool) -> anyhow::Result<Option<CallGra
 /// `--call-graph` of a command recorded and drawn at once (`flamegraph -- CMD`,
 /// `offcpu -- CMD`): the user's `--call-graph` as given; without one, DWARF when the
 /// program the command runs was built without frame pointers (its unwind tables say
-/// so, [`fp::file_frame_pointers`]), with a note saying so, else frame pointers.
-pub fn auto_call_graph(arg: Option<&str>, command: &[String]) -> anyhow::Result<CallGraph> {
+/// so, [`fp::file_frame_pointers`]), with a note saying so, else frame pointers. Only a
+/// command that is the target is judged: one that only bounds the time of `-p`/`-t`/`-a`
+/// (`-p PID -- sleep 5`) is not what the stacks are of.
+pub fn auto_call_graph(arg: Option<&str>, target: &Target) -> anyhow::Result<CallGraph> {
     if let Some(s) = arg {
         return CallGraph::parse(s)
             .map_err(|e| crate::error::Usage(format!("--call-graph: {e}")).into());
     }
+    let Target::Command(command) = target else {
+        return Ok(CallGraph::Fp);
+    };
     let Some(program) = program_of(command) else {
         return Ok(CallGraph::Fp);
     };

@@ -451,3 +451,85 @@ fn report_b_resolves_functions_as_perf_does() {
     hw.assert_ok();
     assert_perf_prefix(&hw.stdout, &perf.stdout);
 }
+
+/// Key lists under which perf's comparisons are no order (mispredict before another key)
+/// sort without a panic: every entry in a row, rows in one order on every run.
+#[test]
+fn report_b_mispredict_before_other_keys_sorts() {
+    let Some(f) = fixture() else { return };
+    let f = f.to_string_lossy().into_owned();
+    for keys in ["mispredict,symbol_from", "dso_from,mispredict,symbol_from"] {
+        let hw = common::hwprof(&["report", "-b", "--branch-sort", keys, "-i", &f]);
+        hw.assert_ok();
+        assert!(!hw.stderr.contains("panicked"), "{}", hw.stderr);
+        assert!(
+            hw.stdout.contains("[k] 0xffffffffb420a473"),
+            "{}",
+            hw.stdout
+        );
+        let json = common::hwprof(&["report", "-b", "--branch-sort", keys, "--json", "-i", &f]);
+        json.assert_ok();
+        let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+        let n: u64 = v["events"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["branches"].as_u64().unwrap())
+            .sum();
+        assert_eq!(n, 416, "{keys}: every entry in a row");
+        let again = common::hwprof(&["report", "-b", "--branch-sort", keys, "-i", &f]);
+        assert_eq!(hw.stdout, again.stdout, "{keys}");
+    }
+}
+
+/// LBR entries with non-canonical addresses (no mapping holds them) sort under perf's
+/// default keys: addresses read as signed numbers, as perf orders canonical ones. (perf's
+/// sign of a wrapped difference is no order over these: 0x7fff...ff < 0x8000...00 by it,
+/// and 0x8000...00 < 0; what it prints depends on its tree's shape.)
+#[test]
+fn report_b_non_canonical_addresses_sort() {
+    let (exe, _) = chain_workload();
+    let weird = [
+        0u64,
+        0x4000_0000_0000_0000,
+        0x8000_0000_0000_0000,
+        0xc000_0000_0000_0000,
+        0x7fff_ffff_ffff_ffff,
+        0x9000_0000_0000_0000,
+    ];
+    let samples: Vec<Smp> = (0..8)
+        .map(|i| Smp {
+            ip: 0x40_0001,
+            misc: 2,
+            chain: vec![context::USER, 0x40_0001],
+            entries: weird
+                .iter()
+                .cycle()
+                .skip(i)
+                .take(weird.len())
+                .map(|&a| (a, a ^ 0x5555, 2))
+                .collect(),
+        })
+        .collect();
+    let data = common::scratch_path("non-canonical.data");
+    recording(&data, &exe, branch::ANY, &samples);
+    let hw = common::hwprof(&["report", "-b", "-i", &data.to_string_lossy()]);
+    hw.assert_ok();
+    let from: Vec<&str> = rows(&hw.stdout)
+        .iter()
+        .filter_map(|r| r.split_whitespace().nth(4))
+        .collect();
+    assert_eq!(
+        from,
+        [
+            "0x8000000000000000",
+            "0x9000000000000000",
+            "0xc000000000000000",
+            "0000000000000000",
+            "0x4000000000000000",
+            "0x7fffffffffffffff",
+        ],
+        "{}",
+        hw.stdout
+    );
+}

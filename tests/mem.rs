@@ -212,11 +212,88 @@ fn recording_without_data_source_is_a_usage_error() {
     let run = common::hwprof(&["mem", "report", "-i", path.to_str().unwrap()]);
     assert_eq!(run.code(), 2, "{}", run.dump());
     assert!(
-        run.stderr.contains("no samples with a data source"),
+        run.stderr
+            .contains("has no memory samples: no sample carries a data source"),
         "{}",
         run.dump()
     );
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.dump());
+}
+
+/// Recordings without memory samples: an ordinary `hwprof record --call-graph dwarf`
+/// (its cpu-clock samples carry DATA_SRC, as perf's do with dwarf callchains, every value
+/// `PERF_MEM_NA`) and `perf record`s without memory events, with and without dwarf
+/// callchains. `mem report`, `c2c report` and `flamegraph --mem` each refuse them in one
+/// line (exit 2) that names why, where they printed N/A tables or zeros with exit 0.
+#[test]
+fn recordings_without_memory_samples_are_usage_errors() {
+    let spin = common::wl("spin");
+    let mut files: Vec<(String, &str)> = Vec::new();
+    let hw = common::scratch_path("mem_dwarf_hwprof.data");
+    let h = hw.to_str().unwrap().to_string();
+    let rec = common::hwprof(&[
+        "record",
+        "-q",
+        "--call-graph",
+        "dwarf",
+        "-e",
+        "cpu-clock",
+        "-o",
+        &h,
+        "--",
+        spin.as_str(),
+        "100",
+    ]);
+    rec.assert_ok();
+    // The premise: its samples do carry a data source field.
+    let script = common::hwprof(&["script", "--format", "jsonl", "-i", &h]);
+    script.assert_ok();
+    assert!(
+        script.stdout.contains(r#""data_src":"#),
+        "no data source in the dwarf recording"
+    );
+    files.push((h, "every one is N/A"));
+    let perf_files = [
+        (
+            "mem_dwarf_perf.data",
+            vec!["--call-graph", "dwarf"],
+            "every one is N/A",
+        ),
+        (
+            "mem_plain_perf.data",
+            vec![],
+            "no sample carries a data source",
+        ),
+    ];
+    if common::require_perf("perf record makes recordings without memory samples") {
+        for (name, extra, why) in perf_files {
+            let path = common::scratch_path(name);
+            let p = path.to_str().unwrap().to_string();
+            let mut args = vec!["record", "-q", "-e", "cpu-clock", "-o", &p];
+            args.extend(extra);
+            args.extend(["--", spin.as_str(), "100"]);
+            common::perf(&args).assert_ok();
+            files.push((p, why));
+        }
+    }
+    for (f, why) in &files {
+        for cmd in [
+            vec!["mem", "report", "-i", f],
+            vec!["c2c", "report", "-i", f],
+            vec!["flamegraph", "--mem", "l1", "--folded", "-i", f],
+        ] {
+            let run = common::hwprof(&cmd);
+            assert_eq!(run.code(), 2, "{cmd:?}\n{}", run.dump());
+            assert!(run.stdout.is_empty(), "{cmd:?}\n{}", run.dump());
+            assert_eq!(run.stderr.lines().count(), 1, "{cmd:?}\n{}", run.dump());
+            assert!(
+                run.stderr.contains("has no memory samples") && run.stderr.contains(why),
+                "{cmd:?}\n{}",
+                run.dump()
+            );
+        }
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 /// `flamegraph --mem LEVEL` draws only the samples served from LEVEL, by samples or by
@@ -343,4 +420,77 @@ fn symfs_names_functions_and_data() {
     let v = hwprof_tables(p, "data");
     assert_eq!(keys(&v, "data"), ["memshare"]);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Data sources as newer CPUs write them (tests/memdata/encodings.rs: `mem_lvl_num` L1
+/// to L4, any cache, LFB, RAM, PMEM, CXL and N/A, alone or with `mem_lvl`; `mem_remote`
+/// with and without hops 1 to 4; snoop forward and peer; remote and hop HITMs; a locked
+/// load; stores without a level): the level, snoop, TLB and function tables agree with
+/// perf's, row by row, and `flamegraph --mem LEVEL` folds exactly the accesses labelled
+/// with that level.
+#[test]
+fn newer_data_source_encodings_agree_with_perf() {
+    use memdata::encodings;
+    let bin = memdata::bin();
+    let path = common::scratch_path("mem_encodings.data");
+    let accesses = encodings::accesses(&bin);
+    memdata::write(&path, &bin, &[memdata::PID, memdata::TID2], &accesses);
+    let p = path.to_str().unwrap();
+    if common::require_perf("perf mem report judges the newer encodings") {
+        for (perf_key, key) in [
+            ("mem", "level"),
+            ("snoop", "snoop"),
+            ("tlb", "tlb"),
+            ("sym", "function"),
+        ] {
+            check(p, perf_key, key, true);
+        }
+    }
+    // Every level of `--mem` against the labels, by samples and by latency.
+    let kinds = encodings::kinds();
+    for level in [
+        "l1",
+        "lfb",
+        "l2",
+        "l3",
+        "dram",
+        "local-dram",
+        "remote-dram",
+        "remote-cache",
+        "hitm",
+    ] {
+        let (mut want_n, mut want_w) = (0u64, 0u64);
+        for a in &accesses {
+            let k = kinds
+                .iter()
+                .find(|k| k.data_src == a.data_src && k.store == a.store)
+                .expect("every access is of a kind");
+            if k.levels.contains(&level) {
+                want_n += 1;
+                want_w += u64::from(a.weight);
+            }
+        }
+        assert!(want_n > 0, "no access labelled {level}");
+        for (weight, want) in [("samples", want_n), ("weight", want_w)] {
+            let run = common::hwprof(&[
+                "flamegraph",
+                "--mem",
+                level,
+                "--weight",
+                weight,
+                "--folded",
+                "-i",
+                p,
+            ]);
+            run.assert_ok();
+            let got: u64 = common::parse_folded(&run.stdout)
+                .iter()
+                .map(|(_, n)| n)
+                .sum();
+            assert_eq!(got, want, "--mem {level} --weight {weight}\n{}", run.dump());
+        }
+        common::report_line(&format!(
+            "flamegraph --mem {level}: {want_n} accesses of the newer encodings, as labelled"
+        ));
+    }
 }

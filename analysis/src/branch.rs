@@ -152,7 +152,9 @@ pub struct Row {
     /// lowest offset seen in each): perf orders functions by their start.
     #[serde(skip)]
     starts: (u64, u64),
-    /// The row's place in the order its first entries came.
+    /// The place, in the order their first entries came, of the first row sharing this
+    /// row's values of the keys up to and including [`Key::Mispredict`] (0 without that
+    /// key): what the mispredict key compares.
     #[serde(skip)]
     seen: usize,
 }
@@ -193,7 +195,25 @@ pub struct Table {
 
 /// Groups `entries` by `keys` into rows in perf's order.
 pub fn table(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
+    let mut t = grouped(entries, keys);
+    t.rows.sort_by(|a, b| row_order(a, b, keys));
+    t
+}
+
+/// The order of the table's rows: count descending, then [`order`].
+fn row_order(a: &Row, b: &Row, keys: &[Key]) -> Ordering {
+    b.count.cmp(&a.count).then_with(|| order(a, b, keys))
+}
+
+/// The rows of `entries` grouped by `keys`, in the order their first entries came.
+fn grouped(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
     let mut index: HashMap<RowKey, usize> = HashMap::default();
+    // The keys that decide the order of rows differing in prediction: see `order`.
+    let through_mispredict = keys
+        .iter()
+        .position(|k| *k == Key::Mispredict)
+        .map_or(&keys[..0], |i| &keys[..=i]);
+    let mut groups: HashMap<RowKey, usize> = HashMap::default();
     let mut rows: Vec<Row> = Vec::new();
     let mut total = 0u64;
     let mut mispredicted = 0u64;
@@ -207,6 +227,10 @@ pub fn table(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
         timed += n * u64::from(e.cycles != 0);
         let k = row_key(&e, keys);
         let i = *index.entry(k).or_insert_with(|| {
+            let next = groups.len();
+            let group = *groups
+                .entry(row_key(&e, through_mispredict))
+                .or_insert(next);
             rows.push(Row {
                 comm: e.comm.clone(),
                 from: e.from.clone(),
@@ -218,7 +242,7 @@ pub fn table(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
                 timed: 0,
                 cycles_sum: 0,
                 starts: (0, 0),
-                seen: rows.len(),
+                seen: group,
             });
             rows.len() - 1
         });
@@ -257,7 +281,6 @@ pub fn table(entries: impl IntoIterator<Item = Entry>, keys: &[Key]) -> Table {
     for (r, s) in rows.iter_mut().zip(found) {
         r.starts = s;
     }
-    rows.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| order(a, b, keys)));
     Table {
         keys: keys.to_vec(),
         total,
@@ -285,6 +308,11 @@ fn row_key(e: &Entry, keys: &[Key]) -> RowKey {
 }
 
 /// perf's order of rows of equal count: each key's own comparison in turn.
+///
+/// Each key compares one value of each row by a total order, so that the whole is one
+/// (`sort_by` may panic otherwise): perf's own comparisons where they are orders, and
+/// where perf's is not, the nearest order that gives perf's output on the orders it
+/// can print (see [`Key::Mispredict`] and [`addr_order`]).
 fn order(a: &Row, b: &Row, keys: &[Key]) -> Ordering {
     for key in keys {
         let o = match key {
@@ -294,10 +322,12 @@ fn order(a: &Row, b: &Row, keys: &[Key]) -> Ordering {
             Key::DsoTo => dso_order(&a.to, &b.to),
             Key::SymbolTo => sym_order(&a.to, &b.to, a.starts.1, b.starts.1),
             Key::Cycles => b.cycles.cmp(&a.cycles),
-            // perf's `sort__mispredict_cmp` only says "differs": rows of equal count
-            // then come newest first (the later row goes left in its output tree).
-            Key::Mispredict if a.mispredict != b.mispredict => b.seen.cmp(&a.seen),
-            Key::Mispredict => Ordering::Equal,
+            // perf's `sort__mispredict_cmp` only says "differs" (1, whichever side):
+            // no order. With the key last, rows of equal count and equal other keys come
+            // newest first in perf (the later row goes left in its output tree); the
+            // order of first appearance of each value of the keys up to this one, newest
+            // first, is that and is an order whatever keys follow.
+            Key::Mispredict => b.seen.cmp(&a.seen),
         };
         if o != Ordering::Equal {
             return o;
@@ -316,16 +346,26 @@ fn dso_order(a: &End, b: &End) -> Ordering {
     }
 }
 
-/// perf's `sort__sym_from_cmp`: both unresolved, addresses ascending (compared as perf
-/// does, by the sign of their 64-bit difference); resolved before unresolved; two
-/// functions by start (`a_start`, `b_start`), then name.
+/// perf's `sort__sym_from_cmp`: both unresolved, addresses ascending ([`addr_order`]);
+/// resolved before unresolved; two functions by start (`a_start`, `b_start`, compared
+/// the same way), then name.
 fn sym_order(a: &End, b: &End, a_start: u64, b_start: u64) -> Ordering {
     match (&a.symbol, &b.symbol) {
-        (None, None) => 0i64.cmp(&(b.addr.wrapping_sub(a.addr) as i64)),
+        (None, None) => addr_order(a.addr, b.addr),
         (Some(_), None) => Ordering::Less,
         (None, Some(_)) => Ordering::Greater,
-        (Some(x), Some(y)) => a_start.cmp(&b_start).then_with(|| x.cmp(y)),
+        (Some(x), Some(y)) => addr_order(a_start, b_start).then_with(|| x.cmp(y)),
     }
+}
+
+/// perf's `_sort__addr_cmp`, `(int64_t)(right - left)`, as an order. The sign of a
+/// wrapped difference is no order over all of `u64` (0 < 2^62 < 2^63 < 0), but over
+/// addresses less than 2^63 apart as signed numbers, which canonical x86-64 addresses
+/// (user below 2^47, kernel from 2^64 - 2^47) are, it is the order of the addresses read
+/// as signed numbers: kernel addresses before user ones, each ascending. That order is
+/// total, so it stands for perf's everywhere, non-canonical addresses included.
+fn addr_order(a: u64, b: u64) -> Ordering {
+    (a as i64).cmp(&(b as i64))
 }
 
 /// perf's cell of the mispredict key: `Y`, `N`, or `N/A`.
@@ -497,5 +537,172 @@ mod tests {
             .map(|r| (mispredict_cell(r.mispredict), r.count))
             .collect();
         assert_eq!(got, vec![("N", 2), ("Y", 1)]);
+    }
+
+    /// Addresses that collide, straddle the signed boundary, and are not canonical:
+    /// where the sign of a wrapped difference stops being an order.
+    const ADDRS: [u64; 10] = [
+        0,
+        1,
+        0x1a5c2,
+        0x7fff_ffff_ffff,
+        0x4000_0000_0000_0000,
+        0x7fff_ffff_ffff_ffff,
+        0x8000_0000_0000_0000,
+        0xc000_0000_0000_0000,
+        0xffff_ffff_b420_a473,
+        u64::MAX,
+    ];
+
+    fn random_end(rng: &mut fastrand::Rng) -> End {
+        let addr = if rng.u8(..4) == 0 {
+            rng.u64(..)
+        } else {
+            ADDRS[rng.usize(..ADDRS.len())]
+        };
+        End {
+            level: ['k', '.', 'H'][rng.usize(..3)],
+            dso: [None, Some("x"), Some("[kernel.kallsyms]")][rng.usize(..3)].map(str::to_string),
+            symbol: [None, None, Some("f"), Some("g")][rng.usize(..4)].map(str::to_string),
+            addr,
+            shown: if rng.bool() {
+                addr
+            } else {
+                ADDRS[rng.usize(..ADDRS.len())]
+            },
+        }
+    }
+
+    fn random_entry(rng: &mut fastrand::Rng) -> Entry {
+        Entry {
+            comm: ["a", "b"][rng.usize(..2)].to_string(),
+            from: random_end(rng),
+            to: random_end(rng),
+            mispred: rng.bool(),
+            predicted: rng.bool(),
+            cycles: rng.u16(..3),
+            count: rng.u64(1..3),
+        }
+    }
+
+    const ALL: [Key; 7] = [
+        Key::Comm,
+        Key::DsoFrom,
+        Key::SymbolFrom,
+        Key::DsoTo,
+        Key::SymbolTo,
+        Key::Cycles,
+        Key::Mispredict,
+    ];
+
+    /// Every key list (random keys, repeats allowed) orders any rows totally: the
+    /// comparison is reflexive, antisymmetric and transitive on every triple of rows,
+    /// and sorting neither panics nor leaves rows out of order.
+    #[test]
+    fn every_key_list_is_a_total_order() {
+        let mut rng = fastrand::Rng::with_seed(0x2026_1126);
+        for round in 0..400 {
+            let keys: Vec<Key> = (0..rng.usize(1..=8))
+                .map(|_| ALL[rng.usize(..ALL.len())])
+                .collect();
+            let entries: Vec<Entry> = (0..rng.usize(1..80))
+                .map(|_| random_entry(&mut rng))
+                .collect();
+            let rows = grouped(entries.clone(), &keys).rows;
+            let cmp = |a: &Row, b: &Row| row_order(a, b, &keys);
+            for a in &rows {
+                assert_eq!(cmp(a, a), Ordering::Equal, "round {round} {keys:?}");
+                for b in &rows {
+                    let ab = cmp(a, b);
+                    assert_eq!(ab, cmp(b, a).reverse(), "round {round} {keys:?}");
+                    for c in &rows {
+                        let (bc, ac) = (cmp(b, c), cmp(a, c));
+                        if ab != Ordering::Greater && bc != Ordering::Greater {
+                            assert_ne!(ac, Ordering::Greater, "round {round} {keys:?}");
+                        }
+                        if ab == Ordering::Equal && bc == Ordering::Equal {
+                            assert_eq!(ac, Ordering::Equal, "round {round} {keys:?}");
+                        }
+                    }
+                }
+            }
+            let t = table(entries, &keys);
+            assert_eq!(t.rows.len(), rows.len());
+            assert!(t.rows.is_sorted_by(|a, b| cmp(a, b) != Ordering::Greater));
+        }
+    }
+
+    /// Where perf's sign of a difference is an order (canonical addresses), the order
+    /// is perf's: kernel addresses before user ones, each ascending.
+    #[test]
+    fn canonical_addresses_keep_perfs_order() {
+        let perf = |a: u64, b: u64| 0i64.cmp(&(b.wrapping_sub(a) as i64));
+        let canonical = [
+            0,
+            1,
+            0x1a5c2,
+            0x7fff_ffff_ffff,
+            0xffff_8000_0000_0000,
+            0xffff_ffff_b420_a473,
+            u64::MAX,
+        ];
+        for a in canonical {
+            for b in canonical {
+                assert_eq!(addr_order(a, b), perf(a, b), "{a:#x} {b:#x}");
+            }
+        }
+    }
+
+    /// The rows of the panics: Skylake-like entries under `mispredict,symbol_from`
+    /// (rows that differ in prediction ordered by first appearance only when they
+    /// differ) and non-canonical addresses under perf's default.
+    #[test]
+    fn mispredict_then_symbol_and_non_canonical_addresses_sort() {
+        let u = |a| end('.', Some("x"), None, a);
+        let mut es = Vec::new();
+        for (i, a) in [0x10u64, 0x20, 0x30, 0x40, 0x50, 0x60].iter().enumerate() {
+            es.push(entry("c", u(*a), u(1), i % 2 == 0, 0));
+        }
+        let t = table(es, &[Key::Mispredict, Key::SymbolFrom]);
+        let got: Vec<(&str, u64)> = t
+            .rows
+            .iter()
+            .map(|r| (mispredict_cell(r.mispredict), r.from.addr))
+            .collect();
+        // The N group came second: newest first, then addresses ascending.
+        assert_eq!(
+            got,
+            vec![
+                ("N", 0x20),
+                ("N", 0x40),
+                ("N", 0x60),
+                ("Y", 0x10),
+                ("Y", 0x30),
+                ("Y", 0x50)
+            ]
+        );
+        let h = |a| end('H', None, None, a);
+        let es: Vec<Entry> = [
+            0u64,
+            0x4000_0000_0000_0000,
+            0x8000_0000_0000_0000,
+            0xc000_0000_0000_0000,
+        ]
+        .iter()
+        .cycle()
+        .take(40)
+        .map(|a| entry("c", h(*a), h(0), false, 0))
+        .collect();
+        let t = table(es, &PERF_DEFAULT);
+        let got: Vec<u64> = t.rows.iter().map(|r| r.from.addr).collect();
+        assert_eq!(
+            got,
+            vec![
+                0x8000_0000_0000_0000,
+                0xc000_0000_0000_0000,
+                0,
+                0x4000_0000_0000_0000
+            ]
+        );
     }
 }

@@ -8,7 +8,8 @@
 //!
 //! The counting follows perf 6.1's `c2c_decode_stats` (tools/perf/util/mem-events.c):
 //! each sample's data source adds to one or more of [`Stats`]' counters, and a line is
-//! "shared" when it has HITM loads or stores. Lines are shown, as perf does by default,
+//! "shared" when it has HITM loads or loads from a peer cache (perf 6.1's `HAS_HITMS ||
+//! HAS_PEER`). Lines are shown, as perf does by default,
 //! when they hold at least 0.1% of the shared lines' HITM loads, and sorted by HITM.
 
 use serde::Serialize;
@@ -74,6 +75,10 @@ pub struct Stats {
     pub tot_hitm: u64,
     /// Loads served by a remote cache (not modified).
     pub rmt_hit: u64,
+    /// Loads served by a peer cache of this node (snoop extension PEER, Arm SPE).
+    pub lcl_peer: u64,
+    /// Loads served by a remote peer cache (counted in `rmt_hit` too).
+    pub rmt_peer: u64,
     /// Loads from local DRAM.
     pub lcl_dram: u64,
     /// Loads from remote DRAM.
@@ -102,7 +107,7 @@ pub struct Stats {
     pub rmt_hitm_cycles: u64,
     /// Sum of the weights of the local HITM loads.
     pub lcl_hitm_cycles: u64,
-    /// Loads (not HITM) counted in `load_cycles`.
+    /// Loads (not HITM, not from a peer cache) counted in `load_cycles`.
     pub other_loads: u64,
     /// Sum of the weights of the other loads.
     pub load_cycles: u64,
@@ -120,6 +125,8 @@ impl Stats {
             self.locks += 1;
         }
         let (lcl0, rmt0) = (self.lcl_hitm, self.rmt_hitm);
+        let peer0 = self.lcl_peer + self.rmt_peer;
+        let peer = snoopx & SNOOPX_PEER != 0;
         if op & OP_LOAD != 0 {
             self.loads += 1;
             if s.addr == 0 {
@@ -141,6 +148,9 @@ impl Stats {
                 }
                 if lvl & LVL_L2 != 0 {
                     self.ld_l2hit += 1;
+                    if peer {
+                        self.lcl_peer += 1;
+                    }
                 }
                 if lvl & LVL_L3 != 0 {
                     if snoop & SNOOP_HITM != 0 {
@@ -148,6 +158,9 @@ impl Stats {
                         self.tot_hitm += 1;
                     } else {
                         self.ld_llchit += 1;
+                    }
+                    if peer {
+                        self.lcl_peer += 1;
                     }
                 }
                 if lvl & LVL_LOC_RAM != 0 {
@@ -165,19 +178,21 @@ impl Stats {
                 } else if snoop & SNOOP_HITM != 0 {
                     self.rmt_hitm += 1;
                     self.tot_hitm += 1;
-                } else if snoopx & SNOOPX_PEER != 0 {
+                } else if peer {
                     self.rmt_hit += 1;
+                    self.rmt_peer += 1;
                 }
             }
             if lvl & LVL_MISS != 0 {
                 self.ld_miss += 1;
             }
-            // perf's compute_stats: the sample's weight goes to one cycles column.
+            // perf's compute_stats: the sample's weight goes to one cycles column (peer
+            // loads to their own, which perf shows only with `--display peer`).
             if self.rmt_hitm > rmt0 {
                 self.rmt_hitm_cycles += s.weight;
             } else if self.lcl_hitm > lcl0 {
                 self.lcl_hitm_cycles += s.weight;
-            } else {
+            } else if self.lcl_peer + self.rmt_peer == peer0 {
                 self.other_loads += 1;
                 self.load_cycles += s.weight;
             }
@@ -234,6 +249,8 @@ impl Stats {
             rmt_hitm,
             tot_hitm,
             rmt_hit,
+            lcl_peer,
+            rmt_peer,
             lcl_dram,
             rmt_dram,
             ld_shared,
@@ -253,8 +270,15 @@ impl Stats {
         );
     }
 
-    /// Whether perf counts the line as shared: HITM loads or stores.
+    /// Whether perf counts the line as shared (`resort_shared_cl_cb`): HITM loads, or
+    /// loads a peer cache served.
     pub fn shared(&self) -> bool {
+        self.tot_hitm > 0 || self.lcl_peer + self.rmt_peer > 0
+    }
+
+    /// Whether perf shows an offset of a line in its Pareto (`valid_hitm_or_store`):
+    /// HITM loads or stores.
+    pub fn hitm_or_store(&self) -> bool {
         self.tot_hitm > 0 || self.stores > 0
     }
 
@@ -298,7 +322,8 @@ pub struct Line {
     pub data_symbol: Option<String>,
     /// The counters of all its samples.
     pub stats: Stats,
-    /// Its offsets and instructions, by offset, then by HITM, then by stores.
+    /// Its offsets and instructions with HITMs or stores (perf's Pareto rows), by
+    /// offset, then by HITM, then by stores.
     pub accesses: Vec<Access>,
     /// (pid, tid) of the threads touching it, sorted.
     pub threads: Vec<(u32, u32)>,
@@ -311,7 +336,7 @@ pub struct Report {
     pub total: Stats,
     /// Counters over the shared lines (perf's "Global Shared Cache Line Event").
     pub shared: Stats,
-    /// Shared lines (HITM or stores).
+    /// Shared lines (HITM or peer loads).
     pub shared_lines: u64,
     /// The shared lines shown (at least [`DISPLAY_LINE_LIMIT`] of the HITMs), by HITM
     /// then stores, most first.
@@ -351,6 +376,8 @@ pub fn analyze(p: &MemProfile, all: bool) -> Report {
                 }
             })
             .collect();
+        // perf's Pareto shows the offsets with HITMs or stores (`valid_hitm_or_store`).
+        accesses.retain(|a| a.stats.hitm_or_store());
         accesses.sort_by(|a, b| {
             a.offset
                 .cmp(&b.offset)
@@ -379,8 +406,17 @@ pub fn analyze(p: &MemProfile, all: bool) -> Report {
             .then(b.stats.stores.cmp(&a.stats.stores))
             .then(a.address.cmp(&b.address))
     });
+    // The samples of events that are no memory events (every data source PERF_MEM_NA:
+    // cpu-clock with DATA_SRC in its sample type) counted in the totals only as records
+    // that parse as neither load nor store: taken out again.
+    let mut total = p.c2c_total;
+    for e in p.not_memory_events() {
+        let n = p.total(e).samples;
+        total.records = total.records.saturating_sub(n);
+        total.noparse = total.noparse.saturating_sub(n);
+    }
     Report {
-        total: p.c2c_total,
+        total,
         shared,
         shared_lines,
         lines: out,

@@ -34,6 +34,10 @@ use hwprof_symbolize::{Locator, Options, Profile};
 use crate::c2c::Stats;
 use crate::error::Result;
 
+mod level;
+
+pub use level::{Level, LevelProfile, informative, profile_for_level};
+
 /// The line size `perf c2c` groups addresses by.
 pub const CACHE_LINE: u64 = 64;
 
@@ -194,6 +198,10 @@ pub struct MemProfile {
     pub code: Vec<(u32, u32)>,
     /// Per event: all its samples.
     pub totals: Vec<Agg>,
+    /// Per event: whether it is a memory event, one of its samples' data source saying
+    /// where it was served ([`informative`]): an event that only carries DATA_SRC
+    /// (cpu-clock recorded with `--call-graph dwarf`) has `PERF_MEM_NA` in every sample.
+    pub memory: Vec<bool>,
     /// Per (event, data source).
     by_src: HashMap<(u32, u64), Agg>,
     /// Per (event, code location).
@@ -242,6 +250,10 @@ impl MemProfile {
             self.totals.resize(e + 1, Agg::default());
         }
         self.totals[e].add(s);
+        if self.memory.len() <= e {
+            self.memory.resize(e + 1, false);
+        }
+        self.memory[e] |= informative(s.data_src);
         self.by_src.entry((s.event, s.data_src)).or_default().add(s);
         self.by_code.entry((s.event, s.code)).or_default().add(s);
         let data = s.data_symbol.unwrap_or(s.data_module);
@@ -274,9 +286,31 @@ impl MemProfile {
         }
     }
 
-    /// Whether no sample was counted.
+    /// Whether it holds no memory sample: no sample had a data source, or no data
+    /// source said anything ([`MemProfile::memory`]).
     pub fn is_empty(&self) -> bool {
-        self.totals.iter().all(|t| t.samples == 0)
+        self.events_with_samples().is_empty()
+    }
+
+    /// Whether event `e` is a memory event ([`MemProfile::memory`]).
+    pub fn is_memory_event(&self, e: u32) -> bool {
+        self.memory.get(e as usize).copied().unwrap_or(false)
+    }
+
+    /// Samples that carried a data source, of every event (memory events or not).
+    pub fn with_source(&self) -> u64 {
+        self.totals.iter().map(|t| t.samples).sum()
+    }
+
+    /// The events with samples that carry a data source but are no memory events (every
+    /// data source `PERF_MEM_NA`): their samples are left out of the tables.
+    pub fn not_memory_events(&self) -> Vec<u32> {
+        (0..self.events.len() as u32)
+            .filter(|&e| {
+                !self.is_memory_event(e)
+                    && self.totals.get(e as usize).is_some_and(|t| t.samples > 0)
+            })
+            .collect()
     }
 
     /// All the samples of event `e`.
@@ -284,10 +318,14 @@ impl MemProfile {
         self.totals.get(e as usize).cloned().unwrap_or_default()
     }
 
-    /// The indices of the events that have samples, in event order.
+    /// The indices of the memory events that have samples, in event order (an event
+    /// whose samples carry no data source that says anything is left out).
     pub fn events_with_samples(&self) -> Vec<u32> {
         (0..self.events.len() as u32)
-            .filter(|&e| self.totals.get(e as usize).is_some_and(|t| t.samples > 0))
+            .filter(|&e| {
+                self.is_memory_event(e)
+                    && self.totals.get(e as usize).is_some_and(|t| t.samples > 0)
+            })
             .collect()
     }
 }
@@ -729,6 +767,25 @@ mod tests {
         assert_eq!(rows[0].latency, Latency::default());
     }
 
+    /// An event whose samples carry only `PERF_MEM_NA` (cpu-clock recorded with dwarf
+    /// callchains) is no memory event: left out of the tables and c2c's totals.
+    #[test]
+    fn events_without_memory_samples_are_left_out() {
+        const NA: u64 = 0x1e_0508_0021;
+        let mut p = profile(&[s(0, NA, 0, 0), s(0, NA, 0, 1)]);
+        assert!(p.is_empty());
+        assert_eq!(p.with_source(), 2);
+        assert_eq!(p.not_memory_events(), [0]);
+        p.events.push("mem-loads".into());
+        p.add(&s(1, L1, 10, 0));
+        p.add(&s(1, NA, 0, 0));
+        assert!(!p.is_empty());
+        assert_eq!(p.events_with_samples(), [1]);
+        assert_eq!(p.not_memory_events(), [0]);
+        let r = crate::c2c::analyze(&p, true);
+        assert_eq!((r.total.records, r.total.loads, r.total.noparse), (2, 1, 1));
+    }
+
     #[test]
     fn percentiles_nearest_rank() {
         let w: Vec<MemSample> = (1..=100).rev().map(|w| s(0, L1, w, 0)).collect();
@@ -745,99 +802,4 @@ mod tests {
         assert!(l.p50.abs_diff(100_049) <= 100, "{l:?}");
         assert!(l.p99 <= l.max);
     }
-}
-
-/// Where a sample was served, for `flamegraph --mem LEVEL`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
-pub enum Level {
-    /// L1 hit.
-    L1,
-    /// Line fill buffer (miss address buffer) hit.
-    Lfb,
-    /// L2 hit.
-    L2,
-    /// L3 (LLC) hit, HITM included.
-    L3,
-    /// DRAM, local or remote.
-    Dram,
-    /// Local DRAM.
-    LocalDram,
-    /// Remote DRAM.
-    RemoteDram,
-    /// A remote cache (another socket's).
-    RemoteCache,
-    /// A load that found the line modified in another core's cache (snoop HITM), local
-    /// or remote.
-    Hitm,
-}
-
-impl Level {
-    /// Whether data source `d` was served from this level (a hit there).
-    pub fn matches(self, d: &DataSrc) -> bool {
-        const HIT: u16 = 0x02;
-        const L1: u16 = 0x08;
-        const LFB: u16 = 0x10;
-        const L2: u16 = 0x20;
-        const L3: u16 = 0x40;
-        const LOC_RAM: u16 = 0x80;
-        const REM_RAM: u16 = 0x100 | 0x200;
-        const REM_CCE: u16 = 0x400 | 0x800;
-        let lvl = d.mem_lvl;
-        let hit = lvl & HIT != 0;
-        // Newer kernels may say the level only in mem_lvl_num (PERF_MEM_LVLNUM_*).
-        let num = d.mem_lvl_num;
-        let ram = num == 0x0d;
-        match self {
-            Level::L1 => hit && (lvl & L1 != 0 || num == 1),
-            Level::Lfb => hit && (lvl & LFB != 0 || num == 0x0c),
-            Level::L2 => hit && (lvl & L2 != 0 || num == 2),
-            Level::L3 => hit && (lvl & L3 != 0 || (num == 3 && !d.mem_remote)),
-            Level::Dram => hit && (lvl & (LOC_RAM | REM_RAM) != 0 || ram),
-            Level::LocalDram => hit && (lvl & LOC_RAM != 0 || (ram && !d.mem_remote)),
-            Level::RemoteDram => hit && (lvl & REM_RAM != 0 || (ram && d.mem_remote)),
-            Level::RemoteCache => lvl & REM_CCE != 0 || (d.mem_remote && !ram && num != 0),
-            Level::Hitm => d.mem_snoop & 0x10 != 0,
-        }
-    }
-}
-
-/// The profile of `pd` with only the samples served from `level` (samples without a
-/// data source are left out), each with its period and weight as recorded. Samples are
-/// not merged (a PEBS recording is small).
-pub fn profile_for_level(pd: &PerfData, opts: &Options, level: Level) -> Result<Profile> {
-    // Per sample in file order: (event, period, weight, kept).
-    let mut raws: Vec<(u32, u64, Option<u64>, bool)> = Vec::new();
-    pd.for_each_record(|_, rec| {
-        if let Body::Sample(s) = &rec.body {
-            let keep = s
-                .data_src
-                .is_some_and(|d| level.matches(&DataSrc::from_u64(d)));
-            let weight = s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw)));
-            raws.push((rec.attr.unwrap_or(0) as u32, 0, weight, keep));
-        }
-        Ok::<(), crate::Error>(())
-    })?;
-    let opts = Options {
-        merge: false,
-        ..opts.clone()
-    };
-    let mut reweigh = |n: usize, period: u64| {
-        let r = raws.get_mut(n).filter(|r| r.3)?;
-        r.1 = period;
-        Some((r.0, n as u64 + 1))
-    };
-    let mut p = Profile::build_reweighted(pd, &opts, &mut reweigh)?;
-    for s in &mut p.samples {
-        let r = s
-            .period
-            .checked_sub(1)
-            .and_then(|n| raws.get(usize::try_from(n).ok()?));
-        if let Some(&(_, period, weight, _)) = r {
-            s.period = period;
-            s.weight = weight;
-        }
-    }
-    Ok(p)
 }

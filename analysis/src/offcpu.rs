@@ -11,7 +11,11 @@
 //!    the exact switch-ins of `PERF_RECORD_SWITCH` records.
 //! 3. [`Plan`]: the switch-outs paired with their ends ([`pair`]), each blocked stack
 //!    weighted by its time off CPU in µs; with `wall`, on-CPU samples too. One `u64`
-//!    per sample, all that is kept of the record pass.
+//!    per sample, all that is kept of the record pass. Given the [`Window`] an attached
+//!    recording covered ([`Plan::within`], [`pair_within`]), the waits in progress at
+//!    its edges count for their time inside it: those at the end up to its end, those
+//!    at the start (and threads off CPU all through it) as samples of their own, on the
+//!    kernel stack read from /proc when it opened, under [`BLOCKED_AT_START`].
 //! 4. [`profile`]: the recording symbolized with the plan's weights (merged, when
 //!    asked: memory then follows the distinct stacks), every stack ending in an `[off]`
 //!    or `[on]` frame with `wall`. Fold it with [`crate::fold::Weight::Micros`].
@@ -21,9 +25,11 @@ pub mod pair;
 use hwprof_sampler::perfdata::reader::{EventAttr, PerfData};
 use hwprof_sampler::perfdata::tracing::{self, TraceField, TraceFormat};
 use hwprof_sampler::record::{Body, Record};
-use hwprof_symbolize::{Frame, FrameId, Options, Profile};
+use std::collections::HashMap;
 
-pub use pair::{Block, Switch, pair};
+use hwprof_symbolize::{Frame, FrameId, FrameKind, Options, Profile, Sample};
+
+pub use pair::{Block, Early, Edges, Paired, Switch, pair, pair_within};
 
 use crate::{Error, Result};
 
@@ -113,8 +119,14 @@ pub struct Switches {
     /// One entry per sample, in file order (the profile's samples): a switch-out for a
     /// `sched_switch` sample, a sign of running for any other.
     pub per_sample: Vec<Switch>,
-    /// Exact switch-ins (`PERF_RECORD_SWITCH`, recorded with `--switch-events`).
+    /// Exact switch-ins (`PERF_RECORD_SWITCH` and, system-wide,
+    /// `PERF_RECORD_SWITCH_CPU_WIDE`, recorded with `--switch-events`).
     pub switch_ins: Vec<Switch>,
+    /// Threads the kernel reported created (FORK records it wrote: synthesized ones,
+    /// of threads that existed before, carry time 0).
+    pub born: Vec<u32>,
+    /// Threads the kernel reported exited (EXIT records).
+    pub exited: Vec<u32>,
 }
 
 /// The record pass of the off-CPU analysis: give it every record, in file order.
@@ -140,16 +152,22 @@ impl Collector {
     pub fn add(&mut self, rec: &Record<'_>) {
         // Exact switch-ins: they end a block where the tracepoint, seen only in the task
         // switching out, cannot.
-        if let Body::Switch { out: false, .. } = &rec.body
+        if let Body::Switch { out: false, .. } | Body::SwitchCpuWide { out: false, .. } = &rec.body
             && let Some(id) = rec.sample_id
             && let (Some(time), Some(tid)) = (id.time, id.tid)
         {
             self.out.switch_ins.push(Switch {
                 time,
                 tid,
-                next_pid: None,
+                // Exact: the thread itself came in.
+                next_pid: Some(tid),
                 out: false,
             });
+        }
+        match &rec.body {
+            Body::Fork(t) if t.time != 0 => self.out.born.push(t.tid),
+            Body::Exit(t) => self.out.exited.push(t.tid),
+            _ => {}
         }
         if let Body::Sample(s) = &rec.body {
             // (A record of a file with one attr and no sample ids is that attr's.)
@@ -182,6 +200,40 @@ pub fn collect(pd: &PerfData, switch_event: usize, format: SwitchFormat) -> Resu
     Ok(c.finish())
 }
 
+/// The frame at the root of a wait in progress when the recording's window opened (no
+/// sample recorded its stack): under it, the kernel stack read from /proc then, if any.
+pub const BLOCKED_AT_START: &str = "[blocked at start]";
+
+/// The window a recording covered, and the target's threads as they were when it
+/// opened: what [`Plan::within`] needs to count the time of the waits in progress at its
+/// edges.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Window {
+    /// When the events were enabled (ns, in the samples' clock).
+    pub start: u64,
+    /// When they were disabled (ns, in the samples' clock).
+    pub end: u64,
+    /// The target's threads as /proc showed them just before the window opened.
+    pub threads: Vec<Attached>,
+}
+
+/// A thread of the target when the window opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Attached {
+    /// Its process.
+    pub pid: u32,
+    /// The thread.
+    pub tid: u32,
+    /// Its command name.
+    pub comm: String,
+    /// Its kernel stack then, leaf first (function names, as /proc/PID/task/TID/stack
+    /// gives them); empty when unreadable or when kernel frames are not wanted.
+    pub kernel_stack: Vec<String>,
+    /// It still existed when the window closed: with no event in the window, it was off
+    /// CPU for all of it.
+    pub through: bool,
+}
+
 /// What each recorded sample becomes in the off-CPU profile (see [`Plan::reweigh`]):
 /// one `u64` per sample, in file order, so that the profile itself can be built merged
 /// (its memory then follows the distinct stacks, not the recording).
@@ -190,6 +242,10 @@ pub struct Plan {
     /// Per sample: [`Plan::DROP`], [`Plan::ON`], or a block's length in µs.
     per_sample: Vec<u64>,
     wall: bool,
+    /// Waits in progress when the window opened (no sample holds them), in µs.
+    early: Vec<(u32, u64)>,
+    /// What was read of the threads when it opened, by tid.
+    attached: HashMap<u32, Attached>,
 }
 
 impl Plan {
@@ -207,7 +263,21 @@ impl Plan {
     /// `min_block_us`, at least 1, are left out); with `wall`, the other events' samples
     /// (cpu-clock: periods in ns) weigh their period in µs.
     pub fn new(sw: Switches, min_block_us: u64, wall: bool) -> Plan {
+        Plan::build(sw, min_block_us, wall, None)
+    }
+
+    /// [`Plan::new`] for a recording that covered `window`, counting the time inside it
+    /// of the waits in progress at its edges ([`pair_within`]): a wait still in progress
+    /// when it closed weighs its time up to the end; one in progress when it opened, and
+    /// a thread that stayed off CPU all through it, become samples of their own (see
+    /// [`Plan::tag`]).
+    pub fn within(sw: Switches, min_block_us: u64, wall: bool, window: &Window) -> Plan {
+        Plan::build(sw, min_block_us, wall, Some(window))
+    }
+
+    fn build(sw: Switches, min_block_us: u64, wall: bool, window: Option<&Window>) -> Plan {
         let aligned = sw.per_sample.len();
+        let min_us = min_block_us.max(1);
         let mut per_sample: Vec<u64> = sw
             .per_sample
             .iter()
@@ -216,9 +286,31 @@ impl Plan {
         // After the sample-aligned entries: a block's index is always a sample's.
         let mut switches = sw.per_sample;
         switches.extend(sw.switch_ins);
-        for b in pair(&switches) {
+        let paired = match window {
+            None => Paired {
+                blocks: pair(&switches),
+                early: Vec::new(),
+            },
+            Some(w) => {
+                let edges = Edges {
+                    start: w.start,
+                    end: w.end,
+                    present: w.threads.iter().map(|t| t.tid).collect(),
+                    born: sw.born.into_iter().collect(),
+                    exited: sw.exited.into_iter().collect(),
+                    through: w
+                        .threads
+                        .iter()
+                        .filter(|t| t.through)
+                        .map(|t| t.tid)
+                        .collect(),
+                };
+                pair_within(&switches, &edges)
+            }
+        };
+        for b in paired.blocks {
             let us = b.ns / 1000;
-            if us >= min_block_us.max(1)
+            if us >= min_us
                 && b.index < aligned
                 && let Some(slot) = per_sample.get_mut(b.index)
             {
@@ -226,7 +318,21 @@ impl Plan {
                 *slot = us.min(Plan::ON - 1);
             }
         }
-        Plan { per_sample, wall }
+        let early = paired
+            .early
+            .iter()
+            .map(|e| (e.tid, e.ns / 1000))
+            .filter(|&(_, us)| us >= min_us)
+            .collect();
+        let attached = window
+            .map(|w| w.threads.iter().map(|t| (t.tid, t.clone())).collect())
+            .unwrap_or_default();
+        Plan {
+            per_sample,
+            wall,
+            early,
+            attached,
+        }
     }
 
     /// Samples the plan is for.
@@ -251,9 +357,11 @@ impl Plan {
         }
     }
 
-    /// The profile built with [`Plan::reweigh`] made an off-CPU one: all samples of
+    /// The profile built with [`Plan::reweigh`] made an off-CPU one: the waits in
+    /// progress when the window opened added (see [`Plan::add_early`]), all samples of
     /// event 0, and with `wall` each stack ending in an `[off]` or `[on]` frame.
     pub fn tag(&self, mut p: Profile) -> Profile {
+        self.add_early(&mut p);
         let mut tag = |name: &str| -> FrameId {
             p.frames.push(Frame::named(name));
             (p.frames.len() - 1) as FrameId
@@ -267,6 +375,66 @@ impl Plan {
             s.event = 0;
         }
         p
+    }
+
+    /// Adds a sample for each wait in progress when the window opened: its thread (pid
+    /// and command name as /proc said then, else as the profile's samples of the thread
+    /// say), its time in the window, and as its stack the thread's kernel stack read then
+    /// (leaf first) under a [`BLOCKED_AT_START`] frame: no sample recorded where it
+    /// blocked, and its user stack was not read.
+    fn add_early(&self, p: &mut Profile) {
+        if self.early.is_empty() {
+            return;
+        }
+        let known: HashMap<u32, (u32, u32)> =
+            p.samples.iter().map(|s| (s.tid, (s.pid, s.comm))).collect();
+        let mut frames: HashMap<Frame, FrameId> = HashMap::new();
+        let mut intern = |p: &mut Profile, f: Frame| -> FrameId {
+            *frames.entry(f).or_insert_with_key(|f| {
+                p.frames.push(f.clone());
+                (p.frames.len() - 1) as FrameId
+            })
+        };
+        let comm_id = |p: &mut Profile, name: &str| -> u32 {
+            match p.comms.iter().position(|c| c == name) {
+                Some(i) => i as u32,
+                None => {
+                    p.comms.push(name.to_string());
+                    (p.comms.len() - 1) as u32
+                }
+            }
+        };
+        for &(tid, us) in &self.early {
+            let a = self.attached.get(&tid);
+            let (pid, comm) = match (a, known.get(&tid)) {
+                (Some(a), _) => (a.pid, comm_id(p, &a.comm)),
+                (None, Some(&known)) => known,
+                (None, None) => (tid, comm_id(p, "[unknown]")),
+            };
+            let mut stack: Vec<FrameId> = Vec::new();
+            for name in a.map_or(&[][..], |a| &a.kernel_stack[..]) {
+                let f = Frame {
+                    function: Some(name.clone()),
+                    module: Some("[kernel.kallsyms]".to_string()),
+                    kind: FrameKind::Kernel,
+                    ..Frame::named(name)
+                };
+                stack.push(intern(p, f));
+            }
+            stack.push(intern(p, Frame::named(BLOCKED_AT_START)));
+            p.samples.push(Sample {
+                event: Plan::OFF_EVENT,
+                pid,
+                tid,
+                comm,
+                time: None,
+                cpu: None,
+                period: us,
+                weight: None,
+                count: 1,
+                stack,
+            });
+        }
     }
 
     /// The plan applied to `p`, the recording's profile built unmerged (one sample per
@@ -299,14 +467,18 @@ impl Plan {
 /// samples of event 0, and with `wall` every stack ending in `[off]` or `[on]`. Fold it
 /// with [`crate::fold::Weight::Micros`]. An error when the file does not hold the
 /// samples `sw` was collected from.
+///
+/// With the `window` the recording covered, the time inside it of the waits in
+/// progress at its edges counts too ([`Plan::within`]).
 pub fn profile(
     pd: &PerfData,
     opts: &Options,
     sw: Switches,
     min_block_us: u64,
     wall: bool,
+    window: Option<&Window>,
 ) -> Result<Profile> {
-    let plan = Plan::new(sw, min_block_us, wall);
+    let plan = Plan::build(sw, min_block_us, wall, window);
     let mut seen = 0;
     let p = Profile::build_reweighted(pd, opts, &mut |i, period| {
         seen = seen.max(i + 1);

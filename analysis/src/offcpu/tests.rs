@@ -4,7 +4,7 @@
 use super::*;
 use hwprof_pmu::attr::{Attr, sample, types};
 use hwprof_sampler::record::{Decoder, kind};
-use hwprof_symbolize::{EventInfo, Sample};
+use hwprof_symbolize::{EventInfo, FrameKind, Sample};
 
 /// This kernel's layout (6.x): `next_pid` at 56.
 const KERNEL_FORMAT: &str = "name: sched_switch\nID: 372\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n";
@@ -239,4 +239,122 @@ fn wall_view_tags_and_min_block() {
         .apply(profile_of(&[(10, 1)]))
         .unwrap_err();
     assert_eq!(e.to_string(), "6 samples read but 1 symbolized");
+}
+
+/// A window over [`records`] (1 ms to 10 ms) with thread 13 present from its start and
+/// thread 14 there all through it with no event.
+fn window() -> Window {
+    let attached = |tid: u32, stack: &[&str], through: bool| Attached {
+        pid: 100,
+        tid,
+        comm: format!("t{tid}"),
+        kernel_stack: stack.iter().map(|s| s.to_string()).collect(),
+        through,
+    };
+    Window {
+        start: MS / 2,
+        end: 10 * MS,
+        threads: vec![
+            attached(10, &[], true),
+            attached(11, &[], true),
+            attached(12, &[], true),
+            attached(13, &["do_nanosleep", "hrtimer_nanosleep"], true),
+            attached(14, &["pipe_read"], true),
+        ],
+    }
+}
+
+#[test]
+fn waits_at_the_window_edges_become_samples() {
+    let sw = collected(SwitchFormat::parse(OTHER_FORMAT));
+    let w = window();
+    // Thread 13's first event is the switch-in at 4.2 ms after a switch-out at 4 ms:
+    // that one pairs; nothing of it was in progress at the start.
+    let p = Plan::within(sw.clone(), 1, false, &w)
+        .apply(samples())
+        .unwrap();
+    let got: Vec<(u32, &str, u64, Vec<&str>)> = p
+        .samples
+        .iter()
+        .map(|s| {
+            let names = s
+                .stack
+                .iter()
+                .map(|&f| p.frames[f as usize].name())
+                .collect();
+            (s.tid, p.comm(s), s.period, names)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            // In file order: 10, 50 µs until 11 hands over; 11 from its hand-over at
+            // 1.05 ms to the end; 10 from 2 ms to the end; 12 and 13 as before.
+            (10, "app", 50, vec!["wait"]),
+            (11, "app", 8950, vec!["wait"]),
+            (10, "app", 8000, vec!["wait"]),
+            (12, "app", 300, vec!["wait"]),
+            (13, "app", 200, vec!["wait"]),
+            // 11 was handed the CPU at 1 ms, its first event: off CPU since the start.
+            (11, "t11", 500, vec![BLOCKED_AT_START]),
+            // 14: no event, off CPU all window, on its /proc stack.
+            (14, "t14", 9500, vec!["pipe_read", BLOCKED_AT_START]),
+        ]
+    );
+    let kernel = p.samples[6].stack[0] as usize;
+    assert_eq!(p.frames[kernel].kind, FrameKind::Kernel);
+    // With --wall, the added wait ends in [off] too; and --min-block applies to it.
+    let p = Plan::within(sw.clone(), 1, true, &w)
+        .apply(samples())
+        .unwrap();
+    let last = p.samples.last().unwrap();
+    assert_eq!(p.frames[last.stack[0] as usize].name(), "[off]");
+    assert_eq!(last.event, 0);
+    let p = Plan::within(sw, 9000, false, &w).apply(samples()).unwrap();
+    let tids: Vec<u32> = p.samples.iter().map(|s| s.tid).collect();
+    assert_eq!(tids, [14]);
+}
+
+#[test]
+fn a_switch_in_first_is_a_wait_since_the_start() {
+    // Thread 13 only switches in at 4.2 ms: off CPU since the window opened at 0.5 ms,
+    // on the stack read then; the same without the window counts nothing.
+    let dec = Decoder::new(&attrs());
+    let mut c = Collector::new(0, SwitchFormat::parse(OTHER_FORMAT));
+    c.add(&dec.decode(&switch_in(13, 4 * MS + 200_000), 0).unwrap());
+    let sw = c.finish();
+    let mut w = window();
+    w.threads.retain(|t| t.tid == 13);
+    w.threads[0].through = false;
+    let p = Plan::within(sw.clone(), 1, false, &w)
+        .apply(profile_of(&[]))
+        .unwrap();
+    let got: Vec<(u32, u64, Vec<&str>)> = p
+        .samples
+        .iter()
+        .map(|s| {
+            let names = s
+                .stack
+                .iter()
+                .map(|&f| p.frames[f as usize].name())
+                .collect();
+            (s.tid, s.period, names)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(
+            13,
+            3700,
+            vec!["do_nanosleep", "hrtimer_nanosleep", BLOCKED_AT_START]
+        )]
+    );
+    assert_eq!(p.comm(&p.samples[0]), "t13");
+    assert!(
+        Plan::new(sw, 1, false)
+            .apply(profile_of(&[]))
+            .unwrap()
+            .samples
+            .is_empty()
+    );
 }

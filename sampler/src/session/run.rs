@@ -49,6 +49,9 @@ pub struct RunStats {
     pub exit: Option<ExitInfo>,
     /// From starting the target to stopping the events.
     pub wall: Duration,
+    /// When the target was started (the events enabled): with `wall`, where the
+    /// recording's window lies in time (`hwprof offcpu` charges waits up to its edges).
+    pub started: Option<Instant>,
 }
 
 impl RunStats {
@@ -149,6 +152,7 @@ impl Session {
 
         let mut stats = RunStats::default();
         let start = Instant::now();
+        stats.started = Some(start);
         self.start_target()?;
         let deadline = self.opts.duration.map(|d| start + d);
 
