@@ -5,7 +5,7 @@
 //! take gigabytes; now each is skipped with one notice, under a 2 GiB address-space
 //! limit (`prlimit --as`), and the other modules (libc) are still named:
 //! - found through `--symfs` (report and flamegraph);
-//! - served by a debuginfod-like server on 127.0.0.1 (a thread of the test): not kept
+//! - served by a debuginfod-like server on 127.0.0.1 (`hwprof_testkit::http`): not kept
 //!   in the cache; and a bad file already in the cache is removed, not used;
 //! - a `hwprof report` killed in the middle of a download leaves only its temporary
 //!   file, which the next run removes; never a partial `debuginfo`.
@@ -16,17 +16,16 @@
 #[macro_use]
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{Why, skip};
 use hwprof_testkit::elf::{with_compressed_section, zlib, zlib_bomb};
+use hwprof_testkit::http::{Reply, Switched};
 
 /// Static functions (only the debug file names them once the program is stripped),
 /// and a loop in libc (`snprintf` of a double) so that another module has samples.
@@ -357,131 +356,34 @@ fn hostile_debug_files_under_symfs_are_skipped_with_a_notice() {
 }
 
 /// What the test's debuginfod server does.
-#[derive(Clone)]
 enum Serve {
     /// 200 with these bytes for the build id's debuginfo, 404 for anything else.
     File(String, Vec<u8>),
     /// 404 for everything.
     Nothing,
-    /// 200 promising 10 MB for the build id's debuginfo, 64 KiB of it, then nothing.
+    /// 200 promising 10 MB for the build id's debuginfo, 64 KiB of it, then nothing
+    /// until the client goes or the server stops.
     Stall(String),
 }
 
-/// A debuginfod-like HTTP server on 127.0.0.1, one thread per connection; what it
-/// serves can change; stopped on drop.
-struct Server {
-    port: u16,
-    serve: Arc<Mutex<Serve>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Server {
-    fn start(what: Serve) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let serve = Arc::new(Mutex::new(what));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (sv, st) = (serve.clone(), stop.clone());
-        let thread = thread::spawn(move || {
-            for conn in listener.incoming() {
-                if st.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let what = sv.lock().unwrap().clone();
-                let st = st.clone();
-                thread::spawn(move || answer(conn, &what, &st));
-            }
-        });
-        Server {
-            port,
-            serve,
-            stop,
-            thread: Some(thread),
+/// A debuginfod-like server on 127.0.0.1 serving `what`, set anew by `set`; stopped on
+/// drop.
+fn debuginfod(what: Serve) -> Switched<Serve> {
+    Switched::start(what, |what, path| {
+        let wanted = |id: &str| path == format!("/buildid/{id}/debuginfo");
+        match what {
+            Serve::File(id, bytes) if wanted(id) => Reply::ok(bytes.clone()),
+            Serve::Stall(id) if wanted(id) => Reply::ok(vec![0x7f; 64 << 10])
+                .length(10 << 20)
+                .hold(Duration::MAX),
+            _ => Reply::not_found(),
         }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn set(&self, what: Serve) {
-        *self.serve.lock().unwrap() = what;
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn answer(conn: TcpStream, what: &Serve, stop: &AtomicBool) {
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut r = BufReader::new(conn.try_clone().unwrap());
-    let mut line = String::new();
-    if r.read_line(&mut line).is_err() {
-        return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    loop {
-        let mut h = String::new();
-        match r.read_line(&mut h) {
-            Ok(0) | Err(_) => return,
-            Ok(_) if h == "\r\n" => break,
-            Ok(_) => {}
-        }
-    }
-    let mut w = conn;
-    let head = |status: &str, len: usize| {
-        format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n")
-    };
-    let wanted = |id: &str| path == format!("/buildid/{id}/debuginfo");
-    let _ = match what {
-        Serve::File(id, bytes) if wanted(id) => w
-            .write_all(head("200 OK", bytes.len()).as_bytes())
-            .and_then(|()| w.write_all(bytes)),
-        Serve::Stall(id) if wanted(id) => {
-            let r = w
-                .write_all(head("200 OK", 10 << 20).as_bytes())
-                .and_then(|()| w.write_all(&[0x7f; 64 << 10]));
-            while !stop.load(Ordering::SeqCst) {
-                thread::sleep(Duration::from_millis(50));
-            }
-            r
-        }
-        _ => w.write_all(head("404 Not Found", 0).as_bytes()),
-    };
+    })
 }
 
 /// Every file under `dir` (hidden ones too), relative, sorted, but elfutils' settings.
 fn files_under(dir: &Path) -> Vec<String> {
-    const SETTINGS: [&str; 3] = ["cache_clean_interval_s", "cache_miss_s", "max_unused_age_s"];
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
-                todo.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                if !SETTINGS.contains(&rel.as_str()) {
-                    out.push(rel);
-                }
-            }
-        }
-    }
-    out.sort();
-    out
+    hwprof_testkit::files_under(dir, &hwprof_testkit::DEBUGINFOD_SETTINGS)
 }
 
 #[test]
@@ -491,7 +393,7 @@ fn hostile_debuginfod_files_are_neither_kept_nor_used() {
     };
     let home = s.dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let server = Server::start(Serve::Nothing);
+    let server = debuginfod(Serve::Nothing);
     let url = server.url();
     let data = s.data.to_str().unwrap();
     for (i, (what, bytes, why)) in hostile(&s.debug).into_iter().enumerate() {
@@ -575,7 +477,7 @@ fn a_killed_download_leaves_no_partial_file_and_is_swept() {
     };
     let home = s.dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let server = Server::start(Serve::Stall(s.id.clone()));
+    let server = debuginfod(Serve::Stall(s.id.clone()));
     let url = server.url();
     let cache = s.dir.join("cache");
     let entry = cache.join(&s.id);

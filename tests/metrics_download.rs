@@ -9,15 +9,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use common::run_cmd;
+use hwprof_testkit::http::{Reply, Switched};
 use serde_json::Value;
 
 const PERFMON_COMMIT: &str = "6dadedf3aa483393943e044ba5ec88a4507cd040";
@@ -35,63 +31,10 @@ enum Mode {
     Huge,
 }
 
-struct Server {
-    port: u16,
-    mode: Arc<Mutex<Mode>>,
-    requests: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Server {
-    fn start(fixtures: PathBuf) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let port = listener.local_addr().expect("addr").port();
-        let mode = Arc::new(Mutex::new(Mode::Good));
-        let requests = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (m, r, s) = (mode.clone(), requests.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                r.fetch_add(1, Ordering::SeqCst);
-                let mode = *m.lock().expect("mode");
-                let _ = serve(conn, &fixtures, mode);
-            }
-        });
-        Server {
-            port,
-            mode,
-            requests,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn set(&self, mode: Mode) {
-        *self.mode.lock().expect("mode") = mode;
-    }
-
-    fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// The server of the fixture files on 127.0.0.1, answering in the mode set last
+/// (first [`Mode::Good`]); stopped on drop.
+fn tables(fixtures: PathBuf) -> Switched<Mode> {
+    Switched::start(Mode::Good, move |mode, path| answer(&fixtures, path, *mode))
 }
 
 /// The fixture file of a URL path, as raw.githubusercontent.com lays the repositories.
@@ -107,48 +50,24 @@ fn file_of(fixtures: &Path, path: &str) -> Option<PathBuf> {
     Some(fixtures.join("amd").join(file))
 }
 
-fn serve(conn: TcpStream, fixtures: &Path, mode: Mode) -> std::io::Result<()> {
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut first = String::new();
-    reader.read_line(&mut first)?;
-    loop {
-        let mut l = String::new();
-        if reader.read_line(&mut l)? == 0 || l == "\r\n" {
-            break;
-        }
-    }
-    let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let mut w = conn;
-    let Some(body) = file_of(fixtures, &path).and_then(|f| std::fs::read(f).ok()) else {
-        return w.write_all(
-            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-        );
+/// The answer to `path` in `mode`: the fixture file, or 404.
+fn answer(fixtures: &Path, path: &str, mode: Mode) -> Reply {
+    let Some(mut body) = file_of(fixtures, path).and_then(|f| std::fs::read(f).ok()) else {
+        return Reply::not_found();
     };
-    let mut body = body;
     match mode {
-        Mode::Good => {}
-        Mode::Corrupt => body[10] ^= 0x20,
+        Mode::Good => Reply::ok(body),
+        Mode::Corrupt => {
+            body[10] ^= 0x20;
+            Reply::ok(body)
+        }
         Mode::Cut => {
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            w.write_all(head.as_bytes())?;
-            return w.write_all(&body[..body.len() / 2]);
+            let len = body.len() as u64;
+            body.truncate(body.len() / 2);
+            Reply::ok(body).length(len)
         }
-        Mode::Huge => {
-            w.write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Length: 5000000000\r\nConnection: close\r\n\r\n",
-            )?;
-            return w.write_all(&body);
-        }
+        Mode::Huge => Reply::ok(body).length(5_000_000_000),
     }
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    w.write_all(head.as_bytes())?;
-    w.write_all(&body)
 }
 
 struct Env {
@@ -197,20 +116,10 @@ impl Env {
 
     /// Every file under the cache (temporary ones too).
     fn cached(&self) -> Vec<PathBuf> {
-        fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-            for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, out);
-                } else {
-                    out.push(p);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(&self.cache, &mut out);
-        out.sort();
-        out
+        hwprof_testkit::files_under(&self.cache, &[])
+            .into_iter()
+            .map(|f| self.cache.join(f))
+            .collect()
     }
 }
 
@@ -253,7 +162,7 @@ const ZEN4_COUNTS: &str = "1000000,,ls_not_halted_cyc,1,100.00,,\n\
 #[test]
 fn download_once_then_cache_with_the_same_values_as_perfmon_dir() {
     let Some(e) = env("ok") else { return };
-    let server = Server::start(e.fixtures.clone());
+    let server = tables(e.fixtures.clone());
     let url = server.url();
     for (cpu, counts, dir, file) in [
         (
@@ -325,7 +234,7 @@ fn download_once_then_cache_with_the_same_values_as_perfmon_dir() {
 #[test]
 fn bad_downloads_leave_nothing_and_say_so_in_one_line() {
     let Some(e) = env("bad") else { return };
-    let server = Server::start(e.fixtures.clone());
+    let server = tables(e.fixtures.clone());
     let url = server.url();
     let counts = e.counts("skl.csv", SKL_COUNTS);
     // A leftover of a killed run, two hours old, where the file goes.

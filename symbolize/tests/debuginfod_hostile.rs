@@ -1,5 +1,5 @@
 //! The debuginfod client against hostile servers and caches (issue 20, points 2 and 6),
-//! with a small HTTP server on 127.0.0.1 run by the test (one thread per connection):
+//! with a small HTTP server on 127.0.0.1 run by the test (`hwprof_testkit::http`):
 //! downloads are bounded (`DEBUGINFOD_MAXSIZE`, 1 GiB by default; elfutils' low-speed
 //! limit over `DEBUGINFOD_TIMEOUT`), leave nothing half-written, temporaries of killed
 //! runs are swept (never a live one's), a symbolic link in the cache is never followed,
@@ -13,17 +13,14 @@
 mod common;
 
 use std::fs::{File, FileTimes};
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread;
 use std::time::{Duration, SystemTime};
 
 use common::{compile, scratch};
 use hwprof_symbolize::Locator;
 use hwprof_symbolize::locate::{Config, DEFAULT_MAXSIZE, DebuginfodConfig};
+use hwprof_testkit::DEBUGINFOD_SETTINGS;
+use hwprof_testkit::http::{Reply, Server};
 
 const SRC: &str = "int main(void) { return 0; }\n";
 
@@ -44,141 +41,6 @@ fn program(dir: &Path, tag: u8) -> Option<PathBuf> {
     compile(dir, &format!("prog{tag}"), SRC, &[&bid])
 }
 
-/// What the server sends for a request.
-#[derive(Clone)]
-enum Answer {
-    /// 200 with these bytes.
-    File(Vec<u8>),
-    /// 404.
-    NotFound,
-    /// 200 without a length, then bytes until the client goes (or 64 MiB: a client
-    /// without a limit fails the test instead of hanging it).
-    Endless,
-    /// 200 with `Content-Length: 5000000000`, then nothing until the client goes.
-    Huge,
-    /// 200 with a length of a megabyte, then one byte a second (ten at most, then it
-    /// closes: a client without a rate limit fails the test instead of hanging it).
-    Drip,
-}
-
-/// An HTTP/1.1 server on 127.0.0.1 answering each GET by `answer(path)`, one thread per
-/// connection, counting requests; stopped on drop.
-struct Server {
-    port: u16,
-    requests: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Server {
-    fn start(answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let requests = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let answer = Arc::new(answer);
-        let (r, st) = (requests.clone(), stop.clone());
-        let thread = thread::spawn(move || {
-            for conn in listener.incoming() {
-                if st.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                r.fetch_add(1, Ordering::SeqCst);
-                let (a, s) = (answer.clone(), st.clone());
-                thread::spawn(move || serve(conn, &*a, &s));
-            }
-        });
-        Server {
-            port,
-            requests,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn serve(conn: TcpStream, answer: &dyn Fn(&str) -> Answer, stop: &AtomicBool) {
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
-    let _ = conn.set_write_timeout(Some(Duration::from_secs(5)));
-    let mut r = BufReader::new(conn.try_clone().unwrap());
-    let mut line = String::new();
-    if r.read_line(&mut line).is_err() {
-        return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    loop {
-        let mut h = String::new();
-        match r.read_line(&mut h) {
-            Ok(0) | Err(_) => return,
-            Ok(_) if h == "\r\n" => break,
-            Ok(_) => {}
-        }
-    }
-    let mut w = conn;
-    let head = |status: &str, len: Option<u64>| {
-        let len = len
-            .map(|n| format!("Content-Length: {n}\r\n"))
-            .unwrap_or_default();
-        format!("HTTP/1.1 {status}\r\n{len}Connection: close\r\n\r\n")
-    };
-    let live = || !stop.load(Ordering::SeqCst);
-    let _ = match answer(&path) {
-        Answer::File(b) => w
-            .write_all(head("200 OK", Some(b.len() as u64)).as_bytes())
-            .and_then(|()| w.write_all(&b)),
-        Answer::NotFound => w.write_all(head("404 Not Found", Some(0)).as_bytes()),
-        Answer::Endless => {
-            let chunk = vec![0x7fu8; 64 << 10];
-            let mut r = w.write_all(head("200 OK", None).as_bytes());
-            for _ in 0..1024 {
-                if r.is_err() || !live() {
-                    break;
-                }
-                r = w.write_all(&chunk);
-            }
-            r
-        }
-        Answer::Huge => {
-            let r = w.write_all(head("200 OK", Some(5_000_000_000)).as_bytes());
-            // Nothing more until the client goes (or 5 s): it must neither wait for
-            // nor take 5 GB.
-            let mut buf = [0u8; 1];
-            let _ = std::io::Read::read(&mut w, &mut buf);
-            r
-        }
-        Answer::Drip => {
-            let mut r = w.write_all(head("200 OK", Some(1 << 20)).as_bytes());
-            for _ in 0..10 {
-                if r.is_err() || !live() {
-                    break;
-                }
-                r = w.write_all(b"\x7f");
-                thread::sleep(Duration::from_secs(1));
-            }
-            r
-        }
-    };
-}
-
 /// A locator asking `urls` with cache `cache`, `DEBUGINFOD_TIMEOUT` `timeout` s and
 /// `DEBUGINFOD_MAXSIZE` `max_size`.
 fn client(cache: &Path, urls: Vec<String>, timeout: u64, max_size: u64) -> Locator {
@@ -194,32 +56,9 @@ fn client(cache: &Path, urls: Vec<String>, timeout: u64, max_size: u64) -> Locat
     })
 }
 
-/// elfutils' settings files in the cache root.
-const SETTINGS: [&str; 3] = ["cache_clean_interval_s", "cache_miss_s", "max_unused_age_s"];
-
-/// Every file under `dir` (hidden ones too), relative, sorted, but the settings files.
+/// Every file under `dir` (hidden ones too), relative, sorted, but elfutils' settings.
 fn files_under(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            if m.is_dir() {
-                todo.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                if !SETTINGS.contains(&rel.as_str()) {
-                    out.push(rel);
-                }
-            }
-        }
-    }
-    out.sort();
-    out
+    hwprof_testkit::files_under(dir, &DEBUGINFOD_SETTINGS)
 }
 
 /// Sets the access and modification times of `p` (a file or directory) to `age`
@@ -241,13 +80,20 @@ fn endless_huge_and_crawling_bodies_are_abandoned_with_a_notice() {
     let (e, h, dr) = (endless.clone(), huge.clone(), drip.clone());
     let server = Server::start(move |path| {
         if path.contains(&e) {
-            Answer::Endless
+            // Cut at 64 MiB: a client without a limit fails instead of hanging.
+            Reply::endless()
         } else if path.contains(&h) {
-            Answer::Huge
+            // 5 GB announced, then nothing until the client goes (or 5 s): it must
+            // neither wait for nor take 5 GB.
+            Reply::ok(Vec::new())
+                .length(5_000_000_000)
+                .hold(Duration::from_secs(5))
         } else if path.contains(&dr) {
-            Answer::Drip
+            // A megabyte announced, then one byte a second, ten at most: a client
+            // without a rate limit fails instead of hanging.
+            Reply::drip(Duration::from_secs(1), 10).length(1 << 20)
         } else {
-            Answer::NotFound
+            Reply::not_found()
         }
     });
     let cache = d.join("cache");
@@ -305,7 +151,7 @@ fn a_symbolic_link_in_the_cache_is_never_followed() {
     let id = build_id(4);
     let h = hex(&id);
     let bytes = std::fs::read(&prog).unwrap();
-    let server = Server::start(move |_| Answer::File(bytes.clone()));
+    let server = Server::start(move |_| Reply::ok(bytes.clone()));
     let cache = d.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     // CACHE/HEX -> a directory outside, as another user (or an attacker with root's
@@ -393,7 +239,7 @@ fn stale_temporaries_are_swept_and_live_ones_kept() {
     let id = build_id(5);
     let h = hex(&id);
     let bytes = std::fs::read(&prog).unwrap();
-    let server = Server::start(move |_| Answer::File(bytes.clone()));
+    let server = Server::start(move |_| Reply::ok(bytes.clone()));
     let cache = d.join("cache");
     let dir = cache.join(&h);
     std::fs::create_dir_all(&dir).unwrap();
@@ -431,7 +277,7 @@ fn stale_temporaries_are_swept_and_live_ones_kept() {
 #[test]
 fn a_not_found_mark_holds_for_cache_miss_s_seconds_exactly() {
     let d = scratch("debuginfod-cache-miss");
-    let server = Server::start(|_| Answer::NotFound);
+    let server = Server::start(|_| Reply::not_found());
     let cache = d.join("cache");
     let id = build_id(6);
     let mark = cache.join(hex(&id)).join("debuginfo");
@@ -475,7 +321,7 @@ fn a_not_found_mark_holds_for_cache_miss_s_seconds_exactly() {
 #[test]
 fn the_cache_is_cleaned_as_elfutils_cleans_it() {
     let d = scratch("debuginfod-clean");
-    let server = Server::start(|_| Answer::NotFound);
+    let server = Server::start(|_| Reply::not_found());
     let cache = d.join("cache");
     let (old, new, empty) = (hex(&build_id(7)), hex(&build_id(8)), hex(&build_id(9)));
     for h in [&old, &new] {

@@ -8,13 +8,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use blazesym::symbolize::source::{Elf, Source};
@@ -22,6 +18,8 @@ use blazesym::symbolize::{Input, Symbolized};
 use common::{Why, compile, have, scratch, skip};
 use hwprof_symbolize::locate::{Config, DebuginfodConfig};
 use hwprof_symbolize::{Locator, Module, Symbolizer};
+use hwprof_testkit::DEBUGINFOD_SETTINGS;
+use hwprof_testkit::http::{Reply, Server};
 
 const SRC: &str = r#"
 static volatile unsigned long sink;
@@ -400,114 +398,6 @@ fn file_offset(bin: &Path, addr: u64) -> u64 {
 // debuginfod client
 // ---------------------------------------------------------------------------
 
-/// What the test server answers.
-#[derive(Clone)]
-enum Answer {
-    /// 200 with these bytes.
-    File(Vec<u8>),
-    /// 404.
-    NotFound,
-    /// Another status (a server error).
-    Status(u16),
-    /// 200 that promises more bytes than it sends, then closes.
-    Cut(Vec<u8>),
-    /// Headers, then nothing for this long, then closes.
-    Stall(Duration),
-}
-
-/// A one-thread HTTP/1.1 server on 127.0.0.1 answering every GET by `answer(path)`,
-/// counting requests; stopped and joined on drop.
-struct Server {
-    port: u16,
-    requests: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Server {
-    fn start(answer: impl Fn(&str) -> Answer + Send + 'static) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let requests = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (r, st) = (requests.clone(), stop.clone());
-        let thread = thread::spawn(move || {
-            for conn in listener.incoming() {
-                if st.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                r.fetch_add(1, Ordering::SeqCst);
-                serve(conn, &answer, &st);
-            }
-        });
-        Server {
-            port,
-            requests,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn serve(conn: TcpStream, answer: &impl Fn(&str) -> Answer, stop: &AtomicBool) {
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut r = BufReader::new(conn.try_clone().unwrap());
-    let mut line = String::new();
-    if r.read_line(&mut line).is_err() {
-        return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    loop {
-        let mut h = String::new();
-        match r.read_line(&mut h) {
-            Ok(0) | Err(_) => return,
-            Ok(_) if h == "\r\n" => break,
-            Ok(_) => {}
-        }
-    }
-    let mut w = conn;
-    let head = |status: &str, len: usize| {
-        format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n")
-    };
-    let _ = match answer(&path) {
-        Answer::File(b) => w
-            .write_all(head("200 OK", b.len()).as_bytes())
-            .and_then(|()| w.write_all(&b)),
-        Answer::NotFound => w.write_all(head("404 Not Found", 0).as_bytes()),
-        Answer::Status(code) => w.write_all(head(&format!("{code} Oops"), 0).as_bytes()),
-        Answer::Cut(b) => w
-            .write_all(head("200 OK", b.len() * 2).as_bytes())
-            .and_then(|()| w.write_all(&b)),
-        Answer::Stall(t) => {
-            let r = w.write_all(head("200 OK", 1000).as_bytes());
-            let until = Instant::now() + t;
-            while Instant::now() < until && !stop.load(Ordering::SeqCst) {
-                thread::sleep(Duration::from_millis(20));
-            }
-            r
-        }
-    };
-}
-
 fn client(cache: &Path, urls: Vec<String>) -> Locator {
     Locator::new(Config {
         debuginfod: DebuginfodConfig {
@@ -520,31 +410,9 @@ fn client(cache: &Path, urls: Vec<String>) -> Locator {
     })
 }
 
-/// elfutils' settings in the cache directory, which its client (and hwprof's) creates.
-const SETTINGS: [&str; 3] = ["cache_clean_interval_s", "cache_miss_s", "max_unused_age_s"];
-
 /// Every file left under `dir`, relative, sorted, but elfutils' settings files.
 fn files_under(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                if !SETTINGS.contains(&rel.as_str()) {
-                    out.push(rel);
-                }
-            }
-        }
-    }
-    out.sort();
-    out
+    hwprof_testkit::files_under(dir, &DEBUGINFOD_SETTINGS)
 }
 
 #[test]
@@ -563,9 +431,9 @@ fn debuginfod_downloads_into_elfutils_cache_once() {
     let want = format!("/buildid/{h}/debuginfo");
     let server = Server::start(move |path| {
         if path == want {
-            Answer::File(bytes.clone())
+            Reply::ok(bytes.clone())
         } else {
-            Answer::NotFound
+            Reply::not_found()
         }
     });
     let cache = d.join("cache");
@@ -627,14 +495,15 @@ fn debuginfod_never_leaves_a_partial_or_wrong_file() {
     let (cut, wrong, big) = (hex(&build_id(12)), hex(&build_id(13)), hex(&build_id(14)));
     let server = Server::start(move |path| {
         if path.contains(&cut) {
-            Answer::Cut(a_bytes.clone())
+            // Promises twice the bytes it sends, then closes.
+            Reply::ok(a_bytes.clone()).length(2 * a_bytes.len() as u64)
         } else if path.contains(&wrong) {
             // Another file than the build id asked for.
-            Answer::File(b_bytes.clone())
+            Reply::ok(b_bytes.clone())
         } else if path.contains(&big) {
-            Answer::File(vec![0x7f; 4096])
+            Reply::ok(vec![0x7f; 4096])
         } else {
-            Answer::NotFound
+            Reply::not_found()
         }
     });
     let cache = d.join("cache");
@@ -686,7 +555,12 @@ fn unreachable_servers_are_skipped_for_the_run() {
         .unwrap()
         .port();
     let dead = format!("http://127.0.0.1:{port}");
-    let stall = Server::start(|_| Answer::Stall(Duration::from_secs(20)));
+    // Headers, then nothing for 20 s.
+    let stall = Server::start(|_| {
+        Reply::ok(Vec::new())
+            .length(1000)
+            .hold(Duration::from_secs(20))
+    });
     let cache = d.join("cache");
     let l = client(&cache, vec![dead.clone(), stall.url()]);
     let start = Instant::now();
@@ -711,7 +585,7 @@ fn unreachable_servers_are_skipped_for_the_run() {
 #[test]
 fn failures_are_asked_for_once_per_run() {
     let d = scratch("debuginfod-once");
-    let server = Server::start(|_| Answer::Status(500));
+    let server = Server::start(|_| Reply::status(500));
     let cache = d.join("cache");
     let id = build_id(30);
     let l = client(&cache, vec![server.url()]);

@@ -22,11 +22,14 @@
 //! written as `report!("SKIPPED: ...")` cannot escape strict mode either.
 //!
 //! [`elf`] makes hostile ELF files at test time (compressed sections claiming any size,
-//! zlib bombs), so that nothing big is committed.
+//! zlib bombs), so that nothing big is committed. [`http`] is a small HTTP server on
+//! 127.0.0.1 that answers as scripted, hostile servers included, for the tests of
+//! hwprof's HTTP clients; [`files_under`] lists what a run left in a folder.
 
 #![forbid(unsafe_code)]
 
 pub mod elf;
+pub mod http;
 
 use std::fmt::Display;
 use std::io::Write;
@@ -209,6 +212,36 @@ pub fn copy_executable(src: &std::path::Path, dst: &std::path::Path) -> std::io:
     std::fs::set_permissions(dst, std::fs::Permissions::from_mode(0o755))
 }
 
+/// elfutils' settings files in the root of a debuginfod cache (its client and hwprof's
+/// write them), for [`files_under`] to pass over.
+pub const DEBUGINFOD_SETTINGS: [&str; 3] =
+    ["cache_clean_interval_s", "cache_miss_s", "max_unused_age_s"];
+
+/// Every file under `dir` (hidden ones too), as paths relative to `dir`, sorted, but
+/// those named in `except`. Links are listed, never followed; a missing `dir` has none.
+pub fn files_under(dir: &std::path::Path, except: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+                todo.push(p);
+            } else if let Ok(rel) = p.strip_prefix(dir) {
+                let rel = rel.display().to_string();
+                if !except.contains(&rel.as_str()) {
+                    out.push(rel);
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +310,25 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(busy, 0, "copies that could not run (Text file busy)");
+    }
+
+    /// Files at any depth, hidden ones too, relative and sorted; a link to a folder is
+    /// one entry, never followed; the names excepted are left out.
+    #[test]
+    fn files_under_lists_files_and_links_but_never_follows_them() {
+        let dir = std::env::temp_dir().join(format!("hwprof-testkit-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a/b")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("outside")).expect("mkdir");
+        for f in ["a/b/.hidden", "a/x", "cache_miss_s", "outside/y"] {
+            std::fs::write(dir.join(f), b"").expect("write");
+        }
+        std::os::unix::fs::symlink(dir.join("outside"), dir.join("a/link")).expect("link");
+        let want = ["a/b/.hidden", "a/link", "a/x", "outside/y"];
+        assert_eq!(files_under(&dir, &DEBUGINFOD_SETTINGS), want);
+        assert_eq!(files_under(&dir, &[]).len(), 5);
+        assert!(files_under(&dir.join("none"), &[]).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
