@@ -6,10 +6,7 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::{compile, scratch};
+use common::{compile, file_offset, nm_address, scratch};
 use hwprof_symbolize::locate::Config;
 use hwprof_symbolize::{Locator, Module, Symbolizer};
 
@@ -48,32 +45,6 @@ const WANT: [(&str, &str); 4] = [
     ("__three", "three"),
     ("four", "four_longer"),
 ];
-
-/// The address of symbol `sym` in `bin` (from `nm`).
-fn nm_address(bin: &Path, sym: &str) -> u64 {
-    let out = Command::new("nm").arg(bin).output().expect("nm (binutils)");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && f[2] == sym).then(|| u64::from_str_radix(f[0], 16).unwrap())
-        })
-        .unwrap_or_else(|| panic!("no {sym} in {}", bin.display()))
-}
-
-/// The file offset of virtual address `addr` in `bin`.
-fn file_offset(bin: &Path, addr: u64) -> u64 {
-    use object::{Object, ObjectSegment};
-    let data = std::fs::read(bin).unwrap();
-    let obj = object::File::parse(&*data).unwrap();
-    obj.segments()
-        .find_map(|seg| {
-            let (off, size) = seg.file_range();
-            let a = seg.address();
-            (addr >= a && addr - a < size).then_some(addr - a + off)
-        })
-        .expect("address in a segment")
-}
 
 #[test]
 fn aliases_are_named_as_perf_names_them() {

@@ -16,10 +16,9 @@ use std::fs::{File, FileTimes};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use common::{compile, scratch};
+use common::{cache_files, compile, debuginfod_client, hex, scratch};
 use hwprof_symbolize::Locator;
-use hwprof_symbolize::locate::{Config, DEFAULT_MAXSIZE, DebuginfodConfig};
-use hwprof_testkit::DEBUGINFOD_SETTINGS;
+use hwprof_symbolize::locate::DEFAULT_MAXSIZE;
 use hwprof_testkit::http::{Reply, Server};
 
 const SRC: &str = "int main(void) { return 0; }\n";
@@ -31,10 +30,6 @@ fn build_id(tag: u8) -> Vec<u8> {
     id
 }
 
-fn hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A program with build id `build_id(tag)`.
 fn program(dir: &Path, tag: u8) -> Option<PathBuf> {
     let bid = format!("-Wl,--build-id=0x{}", hex(&build_id(tag)));
@@ -44,21 +39,7 @@ fn program(dir: &Path, tag: u8) -> Option<PathBuf> {
 /// A locator asking `urls` with cache `cache`, `DEBUGINFOD_TIMEOUT` `timeout` s and
 /// `DEBUGINFOD_MAXSIZE` `max_size`.
 fn client(cache: &Path, urls: Vec<String>, timeout: u64, max_size: u64) -> Locator {
-    Locator::new(Config {
-        debuginfod: DebuginfodConfig {
-            urls,
-            cache: Some(cache.to_path_buf()),
-            timeout: Duration::from_secs(timeout),
-            max_size,
-            ..DebuginfodConfig::default()
-        },
-        ..Config::default()
-    })
-}
-
-/// Every file under `dir` (hidden ones too), relative, sorted, but elfutils' settings.
-fn files_under(dir: &Path) -> Vec<String> {
-    hwprof_testkit::files_under(dir, &DEBUGINFOD_SETTINGS)
+    debuginfod_client(cache, urls, Duration::from_secs(timeout), max_size)
 }
 
 /// Sets the access and modification times of `p` (a file or directory) to `age`
@@ -139,7 +120,7 @@ fn endless_huge_and_crawling_bodies_are_abandoned_with_a_notice() {
     assert_eq!(server.requests(), before);
 
     // Nothing kept: no file, no temporary, no "not found" mark.
-    assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
+    assert!(cache_files(&cache).is_empty(), "{:?}", cache_files(&cache));
 }
 
 #[test]
@@ -176,7 +157,7 @@ fn a_symbolic_link_in_the_cache_is_never_followed() {
         0,
         "nothing fetched that could not be stored"
     );
-    assert_eq!(files_under(&outside), ["keep"]);
+    assert_eq!(cache_files(&outside), ["keep"]);
     assert_eq!(std::fs::read(outside.join("keep")).unwrap(), b"untouched");
     assert!(
         std::fs::symlink_metadata(cache.join(&h))
@@ -227,7 +208,7 @@ fn a_symbolic_link_in_the_cache_is_never_followed() {
     );
     assert!(!open.join("cache").exists());
     assert_eq!(server.requests(), 1, "only the download into cache2");
-    assert_eq!(files_under(&outside), ["keep", "target"]);
+    assert_eq!(cache_files(&outside), ["keep", "target"]);
 }
 
 #[test]
@@ -268,7 +249,7 @@ fn stale_temporaries_are_swept_and_live_ones_kept() {
         format!("{h}/{alive}"),
     ];
     want.sort();
-    assert_eq!(files_under(&cache), want);
+    assert_eq!(cache_files(&cache), want);
     let _ = live.kill();
     let _ = live.wait();
     drop(lock);
@@ -357,7 +338,7 @@ fn the_cache_is_cleaned_as_elfutils_cleans_it() {
         format!("{}/debuginfo", hex(&build_id(10))),
     ];
     all.sort();
-    assert_eq!(files_under(&cache), all);
+    assert_eq!(cache_files(&cache), all);
     assert!(cache.join(&empty).is_dir());
     // 1002 s ago: files unread for max_unused_age_s (5000 s) go, and directories that
     // old once empty; newer files, other names and settings stay.
@@ -369,7 +350,7 @@ fn the_cache_is_cleaned_as_elfutils_cleans_it() {
         format!("{}/debuginfo", hex(&build_id(10))),
     ];
     kept.sort();
-    assert_eq!(files_under(&cache), kept);
+    assert_eq!(cache_files(&cache), kept);
     assert!(!cache.join(&old).exists() && !cache.join(&empty).exists());
     assert!(cache.join(&new).is_dir());
     // The cleaning's time is now: the next run does not clean.

@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized};
-use common::{Why, compile, have, scratch, skip};
-use hwprof_symbolize::locate::{Config, DebuginfodConfig};
+use common::{
+    Why, cache_files, compile, debuginfod_client, file_offset, have, hex, nm_address, scratch, skip,
+};
+use hwprof_symbolize::locate::{Config, DEFAULT_MAXSIZE};
 use hwprof_symbolize::{Locator, Module, Symbolizer};
-use hwprof_testkit::DEBUGINFOD_SETTINGS;
 use hwprof_testkit::http::{Reply, Server};
 
 const SRC: &str = r#"
@@ -35,10 +36,6 @@ fn build_id(tag: u8) -> Vec<u8> {
     let mut id = vec![0x5e, 0xed, 0x10, 0xca, 0x7e, 0x00, 0x00, 0x00];
     id.extend(std::iter::repeat_n(tag, 12));
     id
-}
-
-fn hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Compiles the test program with `-g -O2` and build id `build_id(tag)` into
@@ -368,51 +365,13 @@ fn symbols_from_a_separate_debug_file() {
     );
 }
 
-/// The address of symbol `sym` in `bin`.
-fn nm_address(bin: &Path, sym: &str) -> u64 {
-    let out = Command::new("nm").arg(bin).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && f[2] == sym).then(|| u64::from_str_radix(f[0], 16).unwrap())
-        })
-        .unwrap_or_else(|| panic!("no {sym} in {}", bin.display()))
-}
-
-/// The file offset of virtual address `addr` in `bin`.
-fn file_offset(bin: &Path, addr: u64) -> u64 {
-    use object::{Object, ObjectSegment};
-    let data = std::fs::read(bin).unwrap();
-    let obj = object::File::parse(&*data).unwrap();
-    obj.segments()
-        .find_map(|seg| {
-            let (off, size) = seg.file_range();
-            let a = seg.address();
-            (addr >= a && addr - a < size).then_some(addr - a + off)
-        })
-        .expect("address in a segment")
-}
-
 // ---------------------------------------------------------------------------
 // debuginfod client
 // ---------------------------------------------------------------------------
 
+/// A locator asking `urls` with cache `cache`, `DEBUGINFOD_TIMEOUT` 1 s.
 fn client(cache: &Path, urls: Vec<String>) -> Locator {
-    Locator::new(Config {
-        debuginfod: DebuginfodConfig {
-            urls,
-            cache: Some(cache.to_path_buf()),
-            timeout: Duration::from_secs(1),
-            ..DebuginfodConfig::default()
-        },
-        ..Config::default()
-    })
-}
-
-/// Every file left under `dir`, relative, sorted, but elfutils' settings files.
-fn files_under(dir: &Path) -> Vec<String> {
-    hwprof_testkit::files_under(dir, &DEBUGINFOD_SETTINGS)
+    debuginfod_client(cache, urls, Duration::from_secs(1), DEFAULT_MAXSIZE)
 }
 
 #[test]
@@ -470,7 +429,7 @@ fn debuginfod_downloads_into_elfutils_cache_once() {
     assert_eq!(server.requests(), asked + 1, "nothing asked twice");
     assert!(l2.notices().is_empty());
     assert_eq!(
-        files_under(&cache),
+        cache_files(&cache),
         [format!("{h}/debuginfo"), format!("{h}/executable")]
     );
     // A module with DWARF of its own never makes debuginfod asked for a debug file.
@@ -523,16 +482,7 @@ fn debuginfod_never_leaves_a_partial_or_wrong_file() {
         "{notes:?}"
     );
     // DEBUGINFOD_MAXSIZE: a larger file is not kept.
-    l = Locator::new(Config {
-        debuginfod: DebuginfodConfig {
-            urls: vec![server.url()],
-            cache: Some(cache.clone()),
-            timeout: Duration::from_secs(1),
-            max_size: 1000,
-            ..DebuginfodConfig::default()
-        },
-        ..Config::default()
-    });
+    l = debuginfod_client(&cache, vec![server.url()], Duration::from_secs(1), 1000);
     assert_eq!(l.executable("/nonexistent/x", Some(&build_id(14))), None);
     let notes = l.notices();
     assert!(
@@ -541,7 +491,7 @@ fn debuginfod_never_leaves_a_partial_or_wrong_file() {
     );
     // No file of any of them, not even a temporary one; no "not found" mark either
     // (the servers did not say they have none).
-    let left: Vec<String> = files_under(&cache);
+    let left: Vec<String> = cache_files(&cache);
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -579,7 +529,7 @@ fn unreachable_servers_are_skipped_for_the_run() {
         "{notes:?}"
     );
     assert!(notes[1].contains(&stall.url()), "{notes:?}");
-    assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
+    assert!(cache_files(&cache).is_empty(), "{:?}", cache_files(&cache));
 }
 
 #[test]
@@ -597,7 +547,7 @@ fn failures_are_asked_for_once_per_run() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("answered HTTP 500"), "{notes:?}");
     // A server error is no "not found": the next run asks again.
-    assert!(files_under(&cache).is_empty(), "{:?}", files_under(&cache));
+    assert!(cache_files(&cache).is_empty(), "{:?}", cache_files(&cache));
     let l2 = client(&cache, vec![server.url()]);
     assert_eq!(l2.executable("/nonexistent/a", Some(&id)), None);
     assert_eq!(server.requests(), 2);

@@ -9,6 +9,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
+
+use hwprof_symbolize::Locator;
+use hwprof_symbolize::locate::{Config, DebuginfodConfig};
 
 #[allow(unused_imports)] // each test file takes what it needs
 pub use hwprof_testkit::{Why, report, skip};
@@ -46,4 +50,61 @@ pub fn compile(dir: &Path, name: &str, src: &str, flags: &[&str]) -> Option<Path
     std::fs::write(&c, src).expect("write C source");
     let out = dir.join(name);
     hwprof_testkit::compile_c(&c, &out, flags).then_some(out)
+}
+
+/// `id` in lowercase hex, as build ids are written.
+pub fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The address of symbol `sym` in `bin` (from `nm`).
+pub fn nm_address(bin: &Path, sym: &str) -> u64 {
+    let out = Command::new("nm").arg(bin).output().expect("nm (binutils)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[2] == sym).then(|| u64::from_str_radix(f[0], 16).unwrap())
+        })
+        .unwrap_or_else(|| panic!("no {sym} in {}", bin.display()))
+}
+
+/// The file offset of virtual address `addr` in `bin`.
+pub fn file_offset(bin: &Path, addr: u64) -> u64 {
+    use object::{Object, ObjectSegment};
+    let data = std::fs::read(bin).unwrap();
+    let obj = object::File::parse(&*data).unwrap();
+    obj.segments()
+        .find_map(|seg| {
+            let (off, size) = seg.file_range();
+            let a = seg.address();
+            (addr >= a && addr - a < size).then_some(addr - a + off)
+        })
+        .expect("address in a segment")
+}
+
+/// A locator with nothing local asking the debuginfod servers `urls`, with cache
+/// `cache`, `DEBUGINFOD_TIMEOUT` `timeout` and `DEBUGINFOD_MAXSIZE` `max_size`.
+pub fn debuginfod_client(
+    cache: &Path,
+    urls: Vec<String>,
+    timeout: Duration,
+    max_size: u64,
+) -> Locator {
+    Locator::new(Config {
+        debuginfod: DebuginfodConfig {
+            urls,
+            cache: Some(cache.to_path_buf()),
+            timeout,
+            max_size,
+            ..DebuginfodConfig::default()
+        },
+        ..Config::default()
+    })
+}
+
+/// Every file left under the debuginfod cache `dir` (hidden ones too), relative,
+/// sorted, but elfutils' settings files.
+pub fn cache_files(dir: &Path) -> Vec<String> {
+    hwprof_testkit::files_under(dir, &hwprof_testkit::DEBUGINFOD_SETTINGS)
 }
