@@ -23,7 +23,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Why, skip};
 use hwprof_testkit::elf::{with_compressed_section, zlib, zlib_bomb};
 use hwprof_testkit::http::{Reply, Switched};
 
@@ -72,30 +71,15 @@ struct Setup {
     id: String,
 }
 
-fn have(tool: &str, arg: &str) -> bool {
-    Command::new(tool)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The program built, split into a stripped program and a compressed debug file, and
 /// recorded with `-g`; `None` after a SKIPPED line when a tool is missing.
 fn setup(tag: &str) -> Option<Setup> {
-    for (tool, arg) in [
+    if !common::require_tools(&[
         ("objcopy", "--version"),
         ("strip", "--version"),
         ("prlimit", "--version"),
-    ] {
-        if !have(tool, arg) {
-            skip(
-                Why::Setup,
-                format_args!("{tool} not installed (binutils, util-linux)"),
-            );
-            return None;
-        }
+    ]) {
+        return None;
     }
     let dir = common::scratch_path(&format!("hostile-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -115,7 +99,7 @@ fn setup(tag: &str) -> Option<Setup> {
         .arg(&prog)
         .arg(&debug));
     ok(Command::new("strip").arg("-s").arg(&prog));
-    let id = build_id_hex(&prog);
+    let id = common::build_id_hex(&prog);
     let data = dir.join("perf.data");
     common::hwprof(&[
         "record",
@@ -133,17 +117,6 @@ fn setup(tag: &str) -> Option<Setup> {
         debug,
         id,
     })
-}
-
-/// The build id of `elf` in hex, from `readelf -n`.
-fn build_id_hex(elf: &Path) -> String {
-    let out = Command::new("readelf").arg("-n").arg(elf).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .unwrap_or_else(|| panic!("no build id in {}", elf.display()))
-        .trim()
-        .to_string()
 }
 
 /// (what, the hostile debug file's bytes, what its notice says).

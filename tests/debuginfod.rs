@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Why, require_perf, skip};
+use common::{Why, build_id_hex, require_perf, skip};
 
 /// Static functions (only a symbol table names them: a stripped binary has none), kept
 /// as they are by `noipa` (no clones such as `spin_leaf.constprop.0`), the frame
@@ -52,10 +52,7 @@ const NAMES: [&str; 2] = ["spin_leaf", "spin_outer"];
 
 /// A fresh scratch directory for one test.
 fn scratch(tag: &str) -> PathBuf {
-    let dir = common::scratch_path(&format!("locate-{tag}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+    common::fresh_dir(&format!("locate-{tag}"))
 }
 
 /// `PROG` built with `-g -O2` (frame pointers kept) into `dir/name`.
@@ -74,43 +71,9 @@ fn program(dir: &Path, name: &str) -> PathBuf {
     out
 }
 
-/// Whether every `(tool, version flag)` runs; else a skip naming the first missing.
-fn tools(list: &[(&str, &str)]) -> bool {
-    for (tool, arg) in list {
-        if !have(tool, arg) {
-            skip(
-                Why::Setup,
-                format_args!("{tool} not installed (.ci/run installs it)"),
-            );
-            return false;
-        }
-    }
-    true
-}
-
-fn have(prog: &str, arg: &str) -> bool {
-    Command::new(prog)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 fn run_ok(cmd: &mut Command) {
     let r = common::run_cmd(cmd, common::TIMEOUT);
     r.assert_ok();
-}
-
-/// The build id of `elf` in hex, from `readelf -n`.
-fn build_id_hex(elf: &Path) -> String {
-    let out = Command::new("readelf").arg("-n").arg(elf).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .unwrap_or_else(|| panic!("no build id in {}", elf.display()))
-        .trim()
-        .to_string()
 }
 
 /// `hwprof record -g -o OUT -- PROG 0.5`.
@@ -275,7 +238,7 @@ fn serve(d: &Path, ns: &Guard, served: &Path, id: &str, kind: &str) -> (Guard, S
 
 #[test]
 fn debuginfod_names_a_stripped_programs_functions() {
-    if !tools(&[
+    if !common::require_tools(&[
         ("debuginfod", "--version"),
         ("unshare", "--version"),
         ("nsenter", "--version"),
@@ -534,7 +497,7 @@ fn chain_share(folded: &str) -> f64 {
 
 #[test]
 fn debuginfod_serves_the_unwind_tables_of_a_binary_that_moved() {
-    if !tools(&[
+    if !common::require_tools(&[
         ("debuginfod", "--version"),
         ("unshare", "--version"),
         ("nsenter", "--version"),

@@ -30,17 +30,6 @@ const COMM_FOLDED: &str = "a\\x1b[31mb\\nc:d\\t\u{fffd}";
 const BIN: &str = "ev\x1bil\nbin";
 const BIN_SHOWN: &str = "ev\\x1bil\\nbin";
 
-fn fresh_dir(tag: &str) -> PathBuf {
-    let d = scratch_path(tag);
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).expect("create scratch dir");
-    d
-}
-
-fn s(p: &Path) -> String {
-    p.to_str().expect("utf-8 path").to_string()
-}
-
 /// Control characters in `text` other than the line breaks between lines and, where
 /// `tabs`, the tabs `script` indents callchains with.
 fn raw_controls(text: &str, tabs: bool) -> Vec<(usize, char)> {

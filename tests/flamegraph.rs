@@ -9,20 +9,12 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
-}
-
-/// A fresh scratch directory for one test.
-fn scratch_dir(tag: &str) -> PathBuf {
-    let d = scratch_path(tag);
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).expect("create scratch dir");
-    d
 }
 
 fn total(folded: &[(String, u64)]) -> u64 {
@@ -128,7 +120,7 @@ fn group_desc_per_event_totals_equal_periods() {
         ["branch-misses", "cache-references"],
         "events of the fixture"
     );
-    let dir = scratch_dir("flame_group");
+    let dir = fresh_dir("flame_group");
     let svg = dir.join("g.svg");
     let folded = dir.join("g.folded");
     hwprof(&[
@@ -200,7 +192,7 @@ fn same_input_same_svg_bytes() {
     let Some(f) = fixture("perf.data.callgraph-3.8") else {
         return;
     };
-    let dir = scratch_dir("flame_determ");
+    let dir = fresh_dir("flame_determ");
     let (a, b) = (dir.join("a.svg"), dir.join("b.svg"));
     hwprof(&["flamegraph", "-i", s(&f), "-o", s(&a)]).assert_ok();
     hwprof(&["flamegraph", "-i", s(&f), "-o", s(&b)]).assert_ok();
@@ -211,7 +203,7 @@ fn same_input_same_svg_bytes() {
 /// Records two_hot (hot_a : hot_b = 3 : 1 in work) and draws it in one go.
 #[test]
 fn record_and_draw_two_hot_functions() {
-    let dir = scratch_dir("flame_two_hot");
+    let dir = fresh_dir("flame_two_hot");
     let svg = dir.join("two.svg");
     let data = dir.join("two.data");
     let r = hwprof(&[
@@ -283,7 +275,7 @@ fn record_and_draw_two_hot_functions() {
 /// Page faults: one sample per fault, under the touching loop (touch_pages' main).
 #[test]
 fn page_fault_flame_graph() {
-    let dir = scratch_dir("flame_faults");
+    let dir = fresh_dir("flame_faults");
     let out = dir.join("faults.folded");
     let r = hwprof(&[
         "flamegraph",
@@ -327,7 +319,7 @@ fn tracepoint_flame_graph() {
     if !require_tracefs("flamegraph -e sched:sched_switch") {
         return;
     }
-    let dir = scratch_dir("flame_tp");
+    let dir = fresh_dir("flame_tp");
     let out = dir.join("switch.folded");
     let r = hwprof(&[
         "flamegraph",
@@ -369,7 +361,7 @@ fn tracepoint_flame_graph() {
 /// `--no-kernel` removes `_[k]` frames, `--no-inline` removes `_[i]` frames; totals stay.
 #[test]
 fn kernel_and_inline_switches() {
-    let dir = scratch_dir("flame_switches");
+    let dir = fresh_dir("flame_switches");
     let data = dir.join("inl.data");
     hwprof(&[
         "flamegraph",
@@ -412,7 +404,7 @@ fn kernel_and_inline_switches() {
 /// Two recordings with the ratio reversed: the grown function has a positive delta.
 #[test]
 fn differential_shows_growth() {
-    let dir = scratch_dir("flame_diff");
+    let dir = fresh_dir("flame_diff");
     let (base, new) = (dir.join("base.data"), dir.join("new.data"));
     for (data, a, b) in [(&base, "3", "1"), (&new, "1", "3")] {
         hwprof(&[
@@ -483,7 +475,7 @@ fn assert_error(args: &[&str], what: &str, dir: &Path) {
 
 #[test]
 fn errors_are_one_line_and_leave_nothing() {
-    let dir = scratch_dir("flame_errors");
+    let dir = fresh_dir("flame_errors");
     let out = dir.join("out.svg");
     let missing = dir.join("missing.data");
     assert_error(

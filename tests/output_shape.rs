@@ -23,15 +23,6 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
-/// A fresh scratch directory for one test (every command runs in one, so that nothing
-/// it writes by mistake, a file named `-` say, lands in the checkout).
-fn scratch_dir(tag: &str) -> PathBuf {
-    let d = scratch_path(tag);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("create scratch dir");
-    d
-}
-
 /// `chatty N SPIN_MS SLEEP_MS`: prints `chatty I` lines on stdout, nothing on stderr.
 fn chatty(n: u32, spin_ms: u32, sleep_ms: u32) -> Vec<String> {
     vec![
@@ -139,7 +130,7 @@ fn with_closed_stdout(dir: &Path, args: &[String]) -> Closed {
 /// -I writes while it runs) is stopped as on Ctrl-C rather than waited for.
 #[test]
 fn a_closed_stdout_ends_every_command_quietly() {
-    let dir = scratch_dir("shape_closed");
+    let dir = fresh_dir("shape_closed");
     let data = recording(&dir);
     let d = s(&data).to_string();
     let target = chatty(3, 20, 0);
@@ -250,7 +241,7 @@ fn a_closed_stdout_ends_every_command_quietly() {
 /// through a real pipe whose reader exits after one byte: exit 0, nothing on stderr.
 #[test]
 fn head_c_1_on_a_real_pipe() {
-    let dir = scratch_dir("shape_head");
+    let dir = fresh_dir("shape_head");
     let data = recording(&dir);
     for args in [
         vec!["list", "--json"],
@@ -296,7 +287,7 @@ fn head_c_1_on_a_real_pipe() {
 /// stderr: stdout holds the data only (parseable), the target's lines are on stderr.
 #[test]
 fn data_on_stdout_never_mixes_with_the_target_output() {
-    let dir = scratch_dir("shape_mix");
+    let dir = fresh_dir("shape_mix");
     let busy = chatty(3, 40, 0);
     let mut cases: Vec<(Vec<String>, &str)> = vec![
         (with_cmd(&["flamegraph", "--folded"], &busy), "folded"),
@@ -428,7 +419,7 @@ fn probe_reports_on_stderr_or_into_o_file() {
     if !require_pmu("uprobe", "probe output") {
         return;
     }
-    let dir = scratch_dir("shape_probe");
+    let dir = fresh_dir("shape_probe");
     let bin = wl("chatty");
     let probe = format!("uprobe:{bin}:tick");
     let file = dir.join("calls.json");
@@ -478,7 +469,7 @@ fn probe_reports_on_stderr_or_into_o_file() {
 /// output, on the same terminal, comes before it, never inside it.
 #[test]
 fn stat_prints_its_block_after_the_command() {
-    let dir = scratch_dir("shape_stat_block");
+    let dir = fresh_dir("shape_stat_block");
     let mut cmd = Command::new("sh");
     cmd.current_dir(&dir)
         .arg("-c")
@@ -576,7 +567,7 @@ fn offcpu_wall_says_its_widths_are_on_and_off_cpu_time() {
     if !require_tracefs("offcpu --wall") {
         return;
     }
-    let dir = scratch_dir("shape_offcpu_wall");
+    let dir = fresh_dir("shape_offcpu_wall");
     let svg = dir.join("wall.svg");
     let r = hwprof_in(
         &dir,
@@ -600,7 +591,7 @@ fn offcpu_title_says_1_block() {
     if !require_tracefs("offcpu title") {
         return;
     }
-    let dir = scratch_dir("shape_offcpu_one");
+    let dir = fresh_dir("shape_offcpu_one");
     // One block of 300 ms (the short ones left out).
     let one = dir.join("one.folded");
     let r = hwprof_in(
@@ -622,7 +613,7 @@ fn offcpu_report_stacks_show_the_user_frames() {
     if !require_tracefs("offcpu --report") {
         return;
     }
-    let dir = scratch_dir("shape_offcpu_report");
+    let dir = fresh_dir("shape_offcpu_report");
     let r = hwprof_in(&dir, &with_cmd(&["offcpu", "--report"], &chatty(2, 0, 50)));
     r.assert_ok();
     let stacks = r
@@ -652,7 +643,7 @@ fn offcpu_report_stacks_show_the_user_frames() {
 /// bench's `settings.events` is one name per event (as the metrics are named).
 #[test]
 fn bench_settings_events_are_names() {
-    let dir = scratch_dir("shape_bench");
+    let dir = fresh_dir("shape_bench");
     for (events, want) in [
         (vec![], None),
         (
@@ -693,7 +684,7 @@ fn bench_settings_events_are_names() {
 /// The kernel's pid (`(u32)-1`) is -1 in JSON, as perf prints it.
 #[test]
 fn kernel_pid_is_minus_one_in_json() {
-    let dir = scratch_dir("shape_pid");
+    let dir = fresh_dir("shape_pid");
     let data = recording(&dir);
     let r = hwprof_in(
         &dir,
@@ -716,7 +707,7 @@ fn kernel_pid_is_minus_one_in_json() {
 /// a recording; `--event` on a recording is a usage error that points to it.
 #[test]
 fn flamegraph_event_records_and_draw_event_picks() {
-    let dir = scratch_dir("shape_flame");
+    let dir = fresh_dir("shape_flame");
     let data = recording(&dir);
     let r = hwprof_in(
         &dir,

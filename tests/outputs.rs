@@ -20,28 +20,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// A fresh, empty scratch directory.
-fn fresh_dir(tag: &str) -> PathBuf {
-    let d = scratch_path(tag);
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).expect("create scratch dir");
-    d
-}
-
-/// The names in `dir`, sorted.
-fn entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .expect("read_dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn s(p: &Path) -> String {
-    p.to_str().expect("utf-8 path").to_string()
-}
-
 fn mode_of(p: &Path) -> u32 {
     fs::metadata(p).expect("metadata").permissions().mode() & 0o777
 }
@@ -161,11 +139,7 @@ fn run_into_fifo(args: &[String], fifo: &Path) -> (Vec<u8>, String) {
 fn a_fifo_as_output_gets_the_output() {
     let dir = fresh_dir("out_fifo");
     let fifo = dir.join("fifo");
-    let ok = Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .is_ok_and(|st| st.success());
-    assert!(ok, "mkfifo");
+    mkfifo(&fifo);
     for (name, args) in writers(&s(&fifo)) {
         let (got, err) = run_into_fifo(&args, &fifo);
         let ft = fs::symlink_metadata(&fifo).expect("lstat").file_type();

@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitStatus};
 use std::sync::mpsc;
 use std::thread;
@@ -28,36 +28,6 @@ use common::*;
 
 /// The note hwprof prints while a FIFO has no reader.
 const WAITING: &str = "waiting for a reader of the FIFO";
-
-fn fresh_dir(tag: &str) -> PathBuf {
-    let d = scratch_path(tag);
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).expect("create scratch dir");
-    d
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .expect("read_dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn s(p: &Path) -> String {
-    p.to_str().expect("utf-8 path").to_string()
-}
-
-fn mkfifo(dir: &Path) -> PathBuf {
-    let fifo = dir.join("fifo");
-    let ok = Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .is_ok_and(|st| st.success());
-    assert!(ok, "mkfifo");
-    fifo
-}
 
 /// hwprof running in the background (its own process group, killed on drop), its
 /// stderr read line by line as it comes.
@@ -184,7 +154,8 @@ fn writers(out: &str, target: &[String]) -> Vec<(&'static str, Vec<String>)> {
 fn a_fifo_without_a_reader_ends_on_sigint_and_sigterm_leaving_nothing() {
     let probes = require_tracefs("probe -o FIFO");
     let dir = fresh_dir("fifo_noreader");
-    let fifo = mkfifo(&dir);
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
     let started = dir.join("started");
     let token = format!("hwprof-fifo-noreader-{}", std::process::id());
     // The workload would say it started; it never must. `token` names its processes.
@@ -249,7 +220,8 @@ fn read_late(fifo: &Path) -> thread::JoinHandle<Vec<u8>> {
 fn a_late_reader_gets_the_whole_output() {
     let probes = require_tracefs("probe -o FIFO");
     let dir = fresh_dir("fifo_late");
-    let fifo = mkfifo(&dir);
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
     let v = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let (two_hot, sleeper, lat) = (wl("two_hot"), wl("sleeper"), wl("probe_lat"));
     let out = s(&fifo);
@@ -336,7 +308,8 @@ fn a_late_reader_gets_the_whole_output() {
 #[test]
 fn a_reader_that_stops_reading_cannot_keep_hwprof_running() {
     let dir = fresh_dir("fifo_stalled");
-    let fifo = mkfifo(&dir);
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
     let token = format!("hwprof-fifo-stalled-{}", std::process::id());
     // A busy loop that never ends by itself: only hwprof's stop ends it.
     let target = ["sh", "-c", "while :; do :; done", token.as_str()];
@@ -406,11 +379,7 @@ fn flamegraph_all_outputs_opened_after_recording_wait_under_the_stop() {
     let out = dir.join("g.svg");
     // The first event's file is the FIFO: nothing is written before it.
     let fifo = dir.join("g.cpu-clock.svg");
-    let ok = Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .is_ok_and(|st| st.success());
-    assert!(ok, "mkfifo");
+    mkfifo(&fifo);
     let args = |target: &[String]| {
         let mut v: Vec<String> = ["flamegraph", "--all", "-e", "cpu-clock,task-clock", "-o"]
             .iter()

@@ -10,32 +10,12 @@ mod common;
 
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-
-fn fresh_dir(tag: &str) -> PathBuf {
-    let d = scratch_path(tag);
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).expect("create scratch dir");
-    d
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .expect("read_dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn s(p: &Path) -> String {
-    p.to_str().expect("utf-8 path").to_string()
-}
 
 /// `hwprof ARGS` in the background with `TMPDIR=dir`.
 fn start(args: &[&str], dir: &Path) -> Background {

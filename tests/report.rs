@@ -14,10 +14,6 @@ use std::process::Command;
 use common::*;
 use serde_json::Value;
 
-fn s(p: &Path) -> String {
-    p.to_str().expect("utf-8 path").to_string()
-}
-
 /// A row key (the sort key columns, joined by tabs) -> overhead percent.
 type Pcts = BTreeMap<String, f64>;
 

@@ -54,10 +54,7 @@ const HOT_LINES: std::ops::RangeInclusive<u32> = 11..=17;
 
 /// A fresh scratch directory for one test.
 fn scratch(tag: &str) -> PathBuf {
-    let dir = common::scratch_path(&format!("symbolize-{tag}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+    common::fresh_dir(&format!("symbolize-{tag}"))
 }
 
 /// Compiles `src` (C) into `dir/name` with `flags`; a compile error fails the test.

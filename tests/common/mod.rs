@@ -5,6 +5,14 @@
 
 #![allow(dead_code)]
 
+mod files;
+mod tools;
+
+#[allow(unused_imports)] // each test file takes what it needs
+pub use files::*;
+#[allow(unused_imports)]
+pub use tools::*;
+
 use std::collections::HashMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
