@@ -8,12 +8,13 @@
 //! lines; real outputs of both tools on this machine are read too.
 
 mod common;
+mod metrics_ref;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{Why, hwprof, skip};
+use metrics_ref::{by_name, metrics_of_counts, python, python3, row};
 use serde_json::Value;
 
 const MODELS: [(&str, &str); 4] = [
@@ -84,35 +85,10 @@ fn perfmon_dir() -> Option<PathBuf> {
     Some(p.parent()?.to_path_buf())
 }
 
-fn python3() -> bool {
-    let ok = Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        skip(
-            Why::Setup,
-            "python3 is not installed (the reference evaluator)",
-        );
-    }
-    ok
-}
-
 fn const_args() -> Vec<String> {
     CONSTS
         .iter()
         .flat_map(|(k, v)| ["--const".to_string(), format!("{k}={v}")])
-        .collect()
-}
-
-fn parse_lines(text: &str) -> BTreeMap<String, Value> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            (v["name"].as_str().expect("name").to_string(), v)
-        })
         .collect()
 }
 
@@ -133,24 +109,19 @@ fn check(
         .iter()
         .map(|(k, v)| (k.to_ascii_uppercase(), Value::String((*v).into())))
         .collect();
-    let py = Command::new("python3")
-        .arg("-c")
-        .arg(REFERENCE_PY)
-        .arg(&metrics_json)
-        .arg(smt)
-        .arg(seed.to_string())
-        .arg(mode)
-        .arg(fmt)
-        .arg(&counts)
-        .arg(Value::Object(consts).to_string())
-        .output()
-        .expect("run python3");
-    assert!(
-        py.status.success(),
-        "python3 failed: {}",
-        String::from_utf8_lossy(&py.stderr)
+    let reference = python(
+        REFERENCE_PY,
+        &[
+            metrics_json.as_ref(),
+            smt.as_ref(),
+            seed.to_string().as_ref(),
+            mode.as_ref(),
+            fmt.as_ref(),
+            counts.as_ref(),
+            Value::Object(consts).to_string().as_ref(),
+        ],
     );
-    let want = parse_lines(&String::from_utf8_lossy(&py.stdout));
+    let want = by_name(&reference, |_| {});
     let mut args: Vec<String> = [
         "metrics",
         "--cpu",
@@ -171,7 +142,7 @@ fn check(
     args.push(counts.display().to_string());
     args.extend(const_args());
     let run = hwprof(&args);
-    let got = parse_lines(&run.stdout);
+    let got = by_name(&run.stdout, |_| {});
     let case = format!("{model} smt {smt} seed {seed} {mode} ({fmt})");
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
@@ -251,50 +222,40 @@ fn every_level_1_and_2_metric_agrees_with_the_published_formula() {
 #[test]
 fn default_output_is_the_topdown_tree_to_level_2() {
     let Some(dir) = perfmon_dir() else { return };
-    let counts = common::scratch_path("metrics-tree.csv");
-    std::fs::write(
-        &counts,
+    let d = dir.display().to_string();
+    let run = metrics_of_counts(
+        "metrics-tree.csv",
         "100,,PERF_METRICS.FRONTEND_BOUND,1,100.00,,\n\
          200,,PERF_METRICS.BAD_SPECULATION,1,100.00,,\n\
          300,,PERF_METRICS.RETIRING,1,100.00,,\n\
          400,,PERF_METRICS.BACKEND_BOUND,1,100.00,,\n\
          1000,,TOPDOWN.SLOTS,1,100.00,,\n\
          0,,INT_MISC.UOP_DROPPING,1,100.00,,\n",
-    )
-    .expect("write counts");
-    let d = dir.display().to_string();
-    let c = counts.display().to_string();
-    let run = hwprof(&[
-        "metrics",
-        "--cpu",
-        "icelake",
-        "--perfmon-dir",
-        &d,
-        "--counts",
-        &c,
-    ]);
-    run.assert_ok();
-    let rows: Vec<&str> = run.stdout.lines().collect();
-    assert_eq!(rows.len(), 13, "a header and 12 metrics\n{}", run.dump());
-    let row = |name: &str| {
-        rows.iter()
-            .find(|r| r.split_whitespace().next() == Some(name))
-            .unwrap_or_else(|| panic!("no {name}\n{}", run.stdout))
-            .to_string()
-    };
-    assert!(row("Frontend_Bound").contains("10.00 %"), "{}", run.stdout);
-    assert!(row("Retiring").contains("30.00 %"), "{}", run.stdout);
-    assert!(row("Backend_Bound").starts_with("Backend_Bound"));
-    assert!(
-        row("Memory_Bound").starts_with("  Memory_Bound"),
-        "indented"
+        &["--cpu", "icelake", "--perfmon-dir", &d],
     );
+    run.assert_ok();
+    let rows = run.stdout.lines().count();
+    assert_eq!(rows, 13, "a header and 12 metrics\n{}", run.dump());
     assert!(
-        row("Fetch_Latency").contains("missing events IDQ_UOPS_NOT_DELIVERED"),
+        row(&run.stdout, "Frontend_Bound").contains("10.00 %"),
         "{}",
         run.stdout
     );
-    let _ = std::fs::remove_file(&counts);
+    assert!(
+        row(&run.stdout, "Retiring").contains("30.00 %"),
+        "{}",
+        run.stdout
+    );
+    assert!(row(&run.stdout, "Backend_Bound").starts_with("Backend_Bound"));
+    assert!(
+        row(&run.stdout, "Memory_Bound").starts_with("  Memory_Bound"),
+        "indented"
+    );
+    assert!(
+        row(&run.stdout, "Fetch_Latency").contains("missing events IDQ_UOPS_NOT_DELIVERED"),
+        "{}",
+        run.stdout
+    );
 }
 
 /// Real `perf stat -x,` and `hwprof stat -j` outputs of this machine (software events)
@@ -349,10 +310,8 @@ fn real_perf_stat_and_hwprof_stat_outputs_are_read() {
     for (out, what) in [(&perf_out, "perf stat -x,"), (&hw_out, "hwprof stat -j")] {
         let text = std::fs::read_to_string(out).expect("read counts");
         // The reference: the counts as the tool wrote them, read by Python.
-        let py = Command::new("python3")
-            .arg("-c")
-            .arg(
-                r##"
+        let py = python(
+            r##"
 import json, sys
 c = {}
 for l in open(sys.argv[1]):
@@ -365,12 +324,9 @@ for l in open(sys.argv[1]):
 a, b, s = c["page-faults"], c["task-clock"], c["context-switches"]
 print(json.dumps([100 * a / (a + b), s / b if b > 0 else 0]))
 "##,
-            )
-            .arg(out)
-            .output()
-            .expect("python3");
-        let want: Vec<f64> =
-            serde_json::from_slice(&py.stdout).unwrap_or_else(|e| panic!("{e}: {text}"));
+            &[out.as_ref()],
+        );
+        let want: Vec<f64> = serde_json::from_str(&py).unwrap_or_else(|e| panic!("{e}: {text}"));
         let run = hwprof(&[
             "metrics",
             "--cpu",
@@ -382,7 +338,7 @@ print(json.dumps([100 * a / (a + b), s / b if b > 0 else 0]))
             "--json",
         ]);
         run.assert_ok();
-        let got = parse_lines(&run.stdout);
+        let got = by_name(&run.stdout, |_| {});
         for (name, w) in ["Faults_Share", "Switch_Rate"].iter().zip(want) {
             let g = got[*name]["value"].as_f64().expect("a value");
             assert!((g - w).abs() <= 0.01, "{what}: {name}: {g} vs {w}\n{text}");

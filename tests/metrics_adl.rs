@@ -8,11 +8,13 @@
 //! metrics, their levels and parents are compared too.
 
 mod common;
+mod metrics_ref;
 
 use std::collections::BTreeMap;
 use std::process::Command;
 
 use common::{Why, hwprof, run_cmd, skip};
+use metrics_ref::{by_name, compare_tree, python, python3, row};
 use serde_json::Value;
 
 const CPUID: &str = "GenuineIntel-6-97-0";
@@ -163,18 +165,9 @@ fn perf_listing_of(cpuid: &str, mark: &str, what: &str) -> Option<String> {
     Some(text)
 }
 
-fn python3() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "pass"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        skip(
-            Why::Setup,
-            "python3 is not installed (the reference evaluator)",
-        );
-    }
-    ok
+/// Within 0.01 points (of a fraction as a percentage).
+fn within_a_hundredth(reference: f64, hwprof: f64) -> bool {
+    (reference - hwprof).abs() * 100.0 <= 0.01
 }
 
 #[test]
@@ -189,22 +182,17 @@ fn adl_levels_1_and_2_of_both_core_types_match_perfs_expressions_evaluated_by_py
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let listing_path = dir.join("listing.txt");
     std::fs::write(&listing_path, &listing).expect("write listing");
-    let py = Command::new("python3")
-        .arg("-c")
-        .arg(REFERENCE_PY)
-        .arg(&listing_path)
-        .arg(&dir)
-        .arg("12")
-        .arg("cpu_core,cpu_atom")
-        .output()
-        .expect("run python3");
-    assert!(
-        py.status.success(),
-        "python3 failed: {}",
-        String::from_utf8_lossy(&py.stderr)
+    let sets = python(
+        REFERENCE_PY,
+        &[
+            listing_path.as_ref(),
+            dir.as_ref(),
+            "12".as_ref(),
+            "cpu_core,cpu_atom".as_ref(),
+        ],
     );
     let mut compared = BTreeMap::<(String, u64), usize>::new();
-    for line in String::from_utf8_lossy(&py.stdout).lines() {
+    for line in sets.lines() {
         let set: Value = serde_json::from_str(line).expect("reference line");
         let counts = set["counts"].as_str().expect("counts");
         let smt = set["smt"].as_str().expect("smt");
@@ -226,36 +214,12 @@ fn adl_levels_1_and_2_of_both_core_types_match_perfs_expressions_evaluated_by_py
                 counts,
             ]);
             run.assert_ok();
-            let got: BTreeMap<String, Value> = run
-                .stdout
-                .lines()
-                .map(|l| {
-                    let v: Value = serde_json::from_str(l).expect("json line");
-                    assert_eq!(v["core_type"], core_type, "{l}");
-                    (v["name"].as_str().expect("name").to_string(), v)
-                })
-                .collect();
-            let got_names: Vec<&String> = got.keys().collect();
-            let mut want_names: Vec<&String> = want.keys().collect();
-            want_names.sort();
-            assert_eq!(got_names, want_names, "{unit}: the level-1 and 2 metrics");
-            for (name, w) in want {
-                let g = &got[name];
-                assert_eq!(g["level"], w[0], "{unit} {name}: level");
-                assert_eq!(g["parent"], w[1], "{unit} {name}: parent");
-                match (w[2].as_f64(), g["value"].as_f64()) {
-                    (Some(a), Some(b)) => {
-                        assert!(
-                            (a - b).abs() * 100.0 <= 0.01,
-                            "{unit} {name} (smt {smt}, {counts}): perf's expression {a}, hwprof {b}"
-                        );
-                        *compared
-                            .entry((unit.to_string(), w[0].as_u64().unwrap_or(0)))
-                            .or_default() += 1;
-                    }
-                    (None, None) => {}
-                    (a, b) => panic!("{unit} {name}: python {a:?}, hwprof {b:?}: {g}"),
-                }
+            let got = by_name(&run.stdout, |v| {
+                assert_eq!(v["core_type"], core_type, "{v}")
+            });
+            let case = format!("{unit} (smt {smt}, {counts})");
+            for level in compare_tree(&case, want, &got, within_a_hundredth, |_, _| {}) {
+                *compared.entry((unit.to_string(), level)).or_default() += 1;
             }
         }
     }
@@ -297,13 +261,7 @@ fn adl_both_core_types_by_default_and_clear_errors() {
     let atom = out.find("cpu_atom (--core-type atom):").expect(out);
     assert!(core < atom, "{out}");
     // perf's formulas: retiring 250/1000 on the core; 600 / (5 * 400) on the atom.
-    let line = |from: usize, name: &str| -> String {
-        out[from..]
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(name))
-            .unwrap_or_else(|| panic!("{name} in {out}"))
-            .to_string()
-    };
+    let line = |from: usize, name: &str| row(&out[from..], name);
     assert!(line(core, "tma_retiring").contains("0.250"), "{out}");
     assert!(line(core, "tma_frontend_bound").contains("0.240"), "{out}");
     assert!(line(atom, "tma_retiring").contains("0.300"), "{out}");
@@ -386,22 +344,17 @@ fn intel_models_from_perfs_tables_match_perfs_expressions_evaluated_by_python() 
         std::fs::write(&listing_path, &listing).expect("write listing");
         let sets = dir.join(cpu);
         std::fs::create_dir_all(&sets).expect("sets dir");
-        let py = Command::new("python3")
-            .arg("-c")
-            .arg(REFERENCE_PY)
-            .arg(&listing_path)
-            .arg(&sets)
-            .arg("8")
-            .arg("")
-            .output()
-            .expect("run python3");
-        assert!(
-            py.status.success(),
-            "python3 failed: {}",
-            String::from_utf8_lossy(&py.stderr)
+        let reference = python(
+            REFERENCE_PY,
+            &[
+                listing_path.as_ref(),
+                sets.as_ref(),
+                "8".as_ref(),
+                "".as_ref(),
+            ],
         );
         let mut compared = [0usize; 3];
-        for line in String::from_utf8_lossy(&py.stdout).lines() {
+        for line in reference.lines() {
             let set: Value = serde_json::from_str(line).expect("reference line");
             let counts = set["counts"].as_str().expect("counts");
             let smt = set["smt"].as_str().expect("smt");
@@ -418,38 +371,11 @@ fn intel_models_from_perfs_tables_match_perfs_expressions_evaluated_by_python() 
                 "the source is said: {}",
                 run.dump()
             );
-            let got: BTreeMap<String, Value> = run
-                .stdout
-                .lines()
-                .map(|l| {
-                    let v: Value = serde_json::from_str(l).expect("json line");
-                    assert_eq!(v["source"], "perf", "{l}");
-                    (v["name"].as_str().expect("name").to_string(), v)
-                })
-                .collect();
-            let mut want_names: Vec<&String> = want.keys().collect();
-            want_names.sort();
-            assert_eq!(
-                got.keys().collect::<Vec<_>>(),
-                want_names,
-                "{cpu}: the metrics"
-            );
+            let got = by_name(&run.stdout, |v| assert_eq!(v["source"], "perf", "{v}"));
             assert_eq!(want.len(), 12, "{cpu}: 4 + 8 TopDown nodes");
-            for (name, w) in want {
-                let g = &got[name];
-                assert_eq!(g["level"], w[0], "{cpu} {name}: level");
-                assert_eq!(g["parent"], w[1], "{cpu} {name}: parent");
-                match (w[2].as_f64(), g["value"].as_f64()) {
-                    (Some(a), Some(b)) => {
-                        assert!(
-                            (a - b).abs() * 100.0 <= 0.01,
-                            "{cpu} {name} (smt {smt}, {counts}): perf's expression {a}, hwprof {b}"
-                        );
-                        compared[w[0].as_u64().unwrap_or(0) as usize] += 1;
-                    }
-                    (None, None) => {}
-                    (a, b) => panic!("{cpu} {name}: python {a:?}, hwprof {b:?}: {g}"),
-                }
+            let case = format!("{cpu} (smt {smt}, {counts})");
+            for level in compare_tree(&case, want, &got, within_a_hundredth, |_, _| {}) {
+                compared[level as usize] += 1;
             }
         }
         assert!(

@@ -9,12 +9,12 @@
 //! stat -j` lines and `perf stat -j` lines.
 
 mod common;
+mod metrics_ref;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use common::{Why, hwprof, skip};
+use common::hwprof;
+use metrics_ref::{by_name, compare_tree, metrics_of_counts, python, python3, row};
 use serde_json::Value;
 
 /// argv: pipeline.json, output folder, number of sets. Prints one JSON line per set:
@@ -120,41 +120,22 @@ fn amd_dir() -> Option<PathBuf> {
     Some(p.parent()?.parent()?.to_path_buf())
 }
 
-fn python3() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "pass"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        skip(
-            Why::Setup,
-            "python3 is not installed (the reference evaluator)",
-        );
-    }
-    ok
-}
-
 /// Runs the reference and hwprof on `nsets` count sets of `model`; returns how many
 /// values of each level were compared.
 fn compare(dir: &Path, model: &str, nsets: usize) -> [usize; 3] {
     let scratch = common::scratch_path(&format!("metrics_amd_{model}"));
     std::fs::create_dir_all(&scratch).expect("scratch dir");
-    let py = Command::new("python3")
-        .arg("-c")
-        .arg(REFERENCE_PY)
-        .arg(dir.join(format!("amd{model}/pipeline.json")))
-        .arg(&scratch)
-        .arg(nsets.to_string())
-        .output()
-        .expect("run python3");
-    assert!(
-        py.status.success(),
-        "python3 failed: {}",
-        String::from_utf8_lossy(&py.stderr)
+    let sets = python(
+        REFERENCE_PY,
+        &[
+            dir.join(format!("amd{model}/pipeline.json")).as_ref(),
+            scratch.as_ref(),
+            nsets.to_string().as_ref(),
+        ],
     );
     let d = dir.display().to_string();
     let mut compared = [0usize; 3];
-    for line in String::from_utf8_lossy(&py.stdout).lines() {
+    for line in sets.lines() {
         let set: Value = serde_json::from_str(line).expect("reference line");
         let counts = set["counts"].as_str().expect("counts");
         let mode = set["mode"].as_str().expect("mode");
@@ -173,46 +154,29 @@ fn compare(dir: &Path, model: &str, nsets: usize) -> [usize; 3] {
             counts,
         ]);
         let case = format!("{model} {mode} {counts}");
-        let got: BTreeMap<String, Value> = run
-            .stdout
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).expect("json line");
-                assert_eq!(v["source"], "perfmon-dir", "{l}");
-                (v["name"].as_str().expect("name").to_string(), v)
-            })
-            .collect();
-        let mut want_names: Vec<&String> = want.keys().collect();
-        want_names.sort();
-        assert_eq!(
-            got.keys().collect::<Vec<_>>(),
-            want_names,
-            "{case}: the metrics\n{}",
-            run.dump()
+        let got = by_name(&run.stdout, |v| {
+            assert_eq!(v["source"], "perfmon-dir", "{v}")
+        });
+        let levels = compare_tree(
+            &case,
+            want,
+            &got,
+            |a, b| (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+            |name, g| {
+                let missing = g["missing_events"].as_array().map_or(0, Vec::len);
+                assert!(missing > 0, "{case} {name}: names what is missing: {g}");
+            },
         );
-        let mut valued = 0;
-        for (name, w) in want {
-            let g = &got[name];
-            assert_eq!(g["level"], w[0], "{case} {name}: level");
-            assert_eq!(g["parent"], w[1], "{case} {name}: parent");
-            match (w[2].as_f64(), g["value"].as_f64()) {
-                (Some(a), Some(b)) => {
-                    assert!(
-                        (a - b).abs() <= 1e-9 * a.abs().max(1.0),
-                        "{case} {name}: perf's expression {a}, hwprof {b}"
-                    );
-                    compared[w[0].as_u64().unwrap_or(0) as usize] += 1;
-                    valued += 1;
-                }
-                (None, None) => {
-                    let missing = g["missing_events"].as_array().map_or(0, Vec::len);
-                    assert!(missing > 0, "{case} {name}: names what is missing: {g}");
-                }
-                (a, b) => panic!("{case} {name}: python {a:?}, hwprof {b:?}: {g}"),
-            }
+        for l in &levels {
+            compared[*l as usize] += 1;
         }
         // Exit 0 when a metric has a value, else 1 with the reasons listed.
-        assert_eq!(run.code(), if valued > 0 { 0 } else { 1 }, "{}", run.dump());
+        assert_eq!(
+            run.code(),
+            if levels.is_empty() { 1 } else { 0 },
+            "{}",
+            run.dump()
+        );
         assert!(
             run.stderr
                 .contains(&format!("amd{model}/pipeline.json (--perfmon-dir)")),
@@ -249,9 +213,9 @@ fn zen4_and_zen5_levels_1_and_2_match_perfs_expressions_evaluated_by_python() {
 #[test]
 fn zen4_default_output_is_the_pipeline_tree() {
     let Some(dir) = amd_dir() else { return };
-    let counts = common::scratch_path("metrics-zen4.csv");
-    std::fs::write(
-        &counts,
+    let d = dir.display().to_string();
+    let run = metrics_of_counts(
+        "metrics-zen4.csv",
         "1000000,,ls_not_halted_cyc,1,100.00,,\n\
          1200000,,de_no_dispatch_per_slot.no_ops_from_frontend,1,100.00,,\n\
          600000,,cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/,1,100.00,,\n\
@@ -259,42 +223,36 @@ fn zen4_default_output_is_the_pipeline_tree() {
          300000,,de_no_dispatch_per_slot.smt_contention,1,100.00,,\n\
          2700000,,de_src_op_disp.all,1,100.00,,\n\
          2400000,,ex_ret_ops,1,100.00,,\n",
-    )
-    .expect("write counts");
-    let d = dir.display().to_string();
-    let c = counts.display().to_string();
-    let run = hwprof(&[
-        "metrics",
-        "--cpu",
-        "zen4",
-        "--perfmon-dir",
-        &d,
-        "--counts",
-        &c,
-    ]);
+        &["--cpu", "zen4", "--perfmon-dir", &d],
+    );
     run.assert_ok();
-    let row = |name: &str| {
-        run.stdout
-            .lines()
-            .find(|r| r.split_whitespace().next() == Some(name))
-            .unwrap_or_else(|| panic!("no {name}\n{}", run.stdout))
-            .to_string()
-    };
     // 6 slots a cycle: 6,000,000 slots.
-    assert!(row("frontend_bound").starts_with("frontend_bound"));
-    assert!(row("frontend_bound").ends_with("0.200"), "{}", run.stdout);
-    assert!(row("frontend_bound_latency").starts_with("  frontend_bound_latency"));
+    assert!(row(&run.stdout, "frontend_bound").starts_with("frontend_bound"));
     assert!(
-        row("frontend_bound_latency").ends_with("0.600"),
+        row(&run.stdout, "frontend_bound").ends_with("0.200"),
         "{}",
         run.stdout
     );
-    assert!(row("retiring").ends_with("0.400"), "{}", run.stdout);
-    assert!(row("bad_speculation").ends_with("0.050"), "{}", run.stdout);
+    assert!(row(&run.stdout, "frontend_bound_latency").starts_with("  frontend_bound_latency"));
     assert!(
-        row("backend_bound_memory").contains("missing events ex_no_retire.load_not_complete"),
+        row(&run.stdout, "frontend_bound_latency").ends_with("0.600"),
         "{}",
         run.stdout
     );
-    let _ = std::fs::remove_file(&counts);
+    assert!(
+        row(&run.stdout, "retiring").ends_with("0.400"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        row(&run.stdout, "bad_speculation").ends_with("0.050"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        row(&run.stdout, "backend_bound_memory")
+            .contains("missing events ex_no_retire.load_not_complete"),
+        "{}",
+        run.stdout
+    );
 }
