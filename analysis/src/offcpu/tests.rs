@@ -264,6 +264,14 @@ fn window() -> Window {
     }
 }
 
+/// The names of the frames of `s`, a sample of `p`, leaf first.
+fn frame_names<'a>(p: &'a Profile, s: &Sample) -> Vec<&'a str> {
+    s.stack
+        .iter()
+        .map(|&f| p.frames[f as usize].name())
+        .collect()
+}
+
 #[test]
 fn waits_at_the_window_edges_become_samples() {
     let sw = collected(SwitchFormat::parse(OTHER_FORMAT));
@@ -276,14 +284,7 @@ fn waits_at_the_window_edges_become_samples() {
     let got: Vec<(u32, &str, u64, Vec<&str>)> = p
         .samples
         .iter()
-        .map(|s| {
-            let names = s
-                .stack
-                .iter()
-                .map(|&f| p.frames[f as usize].name())
-                .collect();
-            (s.tid, p.comm(s), s.period, names)
-        })
+        .map(|s| (s.tid, p.comm(s), s.period, frame_names(&p, s)))
         .collect();
     assert_eq!(
         got,
@@ -332,14 +333,7 @@ fn a_switch_in_first_is_a_wait_since_the_start() {
     let got: Vec<(u32, u64, Vec<&str>)> = p
         .samples
         .iter()
-        .map(|s| {
-            let names = s
-                .stack
-                .iter()
-                .map(|&f| p.frames[f as usize].name())
-                .collect();
-            (s.tid, s.period, names)
-        })
+        .map(|s| (s.tid, s.period, frame_names(&p, s)))
         .collect();
     assert_eq!(
         got,

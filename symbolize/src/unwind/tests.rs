@@ -22,17 +22,21 @@ struct SelfMapped {
     svma0: u64,
 }
 
+/// The file offset of the page that holds the start of `file`'s `.text`, where a
+/// process maps its code (also the stream unwinder's tests).
+pub(super) fn text_page_offset(file: &FileData) -> Option<u64> {
+    let text = file.text.clone()?;
+    (0..1u64 << 24).map(|p| p * 0x1000).find(|&o| {
+        file.svma_of_offset(o)
+            .is_some_and(|s| s <= text.start && text.start - s < 0x1000)
+    })
+}
+
 fn self_mapped() -> SelfMapped {
     let exe = std::env::current_exe().unwrap();
     let file = Arc::new(FileData::load(Some(&exe), None).unwrap());
     let text = file.text.clone().unwrap();
-    let pgoff = (0..1u64 << 24)
-        .map(|p| p * 0x1000)
-        .find(|&o| {
-            file.svma_of_offset(o)
-                .is_some_and(|s| s <= text.start && text.start - s < 0x1000)
-        })
-        .unwrap_or(0);
+    let pgoff = text_page_offset(&file).unwrap_or(0);
     let svma0 = file.svma_of_offset(pgoff).unwrap();
     let start = 0x5555_0000_0000u64;
     let end = start + (text.end - svma0);

@@ -28,13 +28,18 @@ fn build(dir: &Path, fp_flag: &str) -> Option<std::path::PathBuf> {
     hwprof_testkit::compile_c(&src, &out, &["-O2", fp_flag]).then_some(out)
 }
 
+/// `CHAIN_C` built without frame pointers and with them, in `dir`.
+fn builds(dir: &Path) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    Some((
+        build(dir, "-fomit-frame-pointer")?,
+        build(dir, "-fno-omit-frame-pointer")?,
+    ))
+}
+
 #[test]
 fn tables_tell_frame_pointers_kept_from_omitted() {
     let dir = tempfile::tempdir().unwrap();
-    let (Some(omit), Some(keep)) = (
-        build(dir.path(), "-fomit-frame-pointer"),
-        build(dir.path(), "-fno-omit-frame-pointer"),
-    ) else {
+    let Some((omit, keep)) = builds(dir.path()) else {
         return;
     };
     let arch = Arch::host().unwrap();
@@ -150,10 +155,7 @@ fn sample(pid: u32, chain: &[u64]) -> Vec<u8> {
 #[test]
 fn the_watch_names_the_module_that_cut_the_stacks() {
     let dir = tempfile::tempdir().unwrap();
-    let (Some(omit), Some(keep)) = (
-        build(dir.path(), "-fomit-frame-pointer"),
-        build(dir.path(), "-fno-omit-frame-pointer"),
-    ) else {
+    let Some((omit, keep)) = builds(dir.path()) else {
         return;
     };
     let arch = Arch::host().unwrap();

@@ -28,13 +28,7 @@ fn fixture() -> Fixture {
     let exe = std::env::current_exe().unwrap();
     let file = crate::unwind::FileData::load(Some(&exe), None).unwrap();
     let text = file.text.clone().unwrap();
-    let pgoff = (0..1u64 << 24)
-        .map(|p| p * 0x1000)
-        .find(|&o| {
-            file.svma_of_offset(o)
-                .is_some_and(|s| s <= text.start && text.start - s < 0x1000)
-        })
-        .unwrap();
+    let pgoff = crate::unwind::tests::text_page_offset(&file).unwrap();
     let svma0 = file.svma_of_offset(pgoff).unwrap();
     let fde_start = first_function(&file, &text);
     Fixture {
