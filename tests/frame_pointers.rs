@@ -14,7 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::{hwprof, scratch_path};
+use common::{Run, hwprof, scratch_path};
 
 fn build_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -39,11 +39,33 @@ fn build(name: &str, out: &str, fp_flag: &str) -> Option<PathBuf> {
     Some(exe)
 }
 
-fn programs() -> Option<(PathBuf, PathBuf)> {
+/// Workload `name` built without frame pointers and with them.
+fn programs(name: &str) -> Option<(PathBuf, PathBuf)> {
     Some((
-        build("fp_chain", "fp_chain_omit", "-fomit-frame-pointer")?,
-        build("fp_chain", "fp_chain_keep", "-fno-omit-frame-pointer")?,
+        build(name, &format!("{name}_omit"), "-fomit-frame-pointer")?,
+        build(name, &format!("{name}_keep"), "-fno-omit-frame-pointer")?,
     ))
+}
+
+/// `hwprof CMD --folded -o FILE EXTRA -- EXE` (asserted to succeed), and the folded
+/// stacks it wrote.
+fn folded(cmd: &str, exe: &Path, extra: &[&str]) -> (Run, String) {
+    let out = scratch_path(&format!("fp-{cmd}.folded"));
+    let mut args = vec![cmd, "--folded", "-o", s(&out)];
+    args.extend_from_slice(extra);
+    args.extend(["--", s(exe)]);
+    let r = hwprof(&args);
+    r.assert_ok();
+    let text = fs::read_to_string(&out).unwrap_or_default();
+    let _ = fs::remove_file(&out);
+    (r, text)
+}
+
+/// Whether a line of `r`'s stderr names `exe` and says it is recorded with DWARF.
+fn picks_dwarf(r: &Run, exe: &Path) -> bool {
+    r.stderr
+        .lines()
+        .any(|l| l.contains(AUTO) && l.contains(s(exe)))
 }
 
 fn s(p: &Path) -> &str {
@@ -79,7 +101,7 @@ fn reach_main(folded: &str) -> f64 {
 /// DWARF; nothing for the one built with them.
 #[test]
 fn record_report_and_flamegraph_name_the_program_without_frame_pointers() {
-    let Some((omit, keep)) = programs() else {
+    let Some((omit, keep)) = programs("fp_chain") else {
         return;
     };
     for (exe, cut) in [(&omit, true), (&keep, false)] {
@@ -118,33 +140,16 @@ fn record_report_and_flamegraph_name_the_program_without_frame_pointers() {
 /// keeps frame pointers; `fp` on the program without them gives the notice.
 #[test]
 fn flamegraph_of_a_command_picks_dwarf_for_a_program_without_frame_pointers() {
-    let Some((omit, keep)) = programs() else {
+    let Some((omit, keep)) = programs("fp_chain") else {
         return;
     };
-    let folded = |exe: &Path, extra: &[&str]| {
-        let out = scratch_path("fp-auto.folded");
-        let mut args = vec!["flamegraph", "--folded", "-o", s(&out)];
-        args.extend_from_slice(extra);
-        args.extend(["--", s(exe)]);
-        let r = hwprof(&args);
-        r.assert_ok();
-        let text = fs::read_to_string(&out).unwrap_or_default();
-        let _ = fs::remove_file(&out);
-        (r, text)
-    };
-    let (r, text) = folded(&omit, &[]);
+    let (r, text) = folded("flamegraph", &omit, &[]);
     let share = reach_main(&text);
     report!(
         "flamegraph -- (no frame pointers): {:.1}% reach main",
         share * 100.0
     );
-    assert!(
-        r.stderr
-            .lines()
-            .any(|l| l.contains(AUTO) && l.contains(s(&omit))),
-        "{}",
-        r.dump()
-    );
+    assert!(picks_dwarf(&r, &omit), "{}", r.dump());
     assert!(cut_lines(&r.stderr).is_empty(), "{}", r.dump());
     assert!(
         share >= 0.9,
@@ -152,13 +157,13 @@ fn flamegraph_of_a_command_picks_dwarf_for_a_program_without_frame_pointers() {
         share * 100.0
     );
 
-    let (r, text) = folded(&keep, &[]);
+    let (r, text) = folded("flamegraph", &keep, &[]);
     assert!(!r.stderr.contains(AUTO), "{}", r.dump());
     assert!(cut_lines(&r.stderr).is_empty(), "{}", r.dump());
     assert!(reach_main(&text) >= 0.9, "{text}");
 
     // Asked for, frame pointers are kept: the stacks stop short, and the notice says why.
-    let (r, text) = folded(&omit, &["--call-graph", "fp"]);
+    let (r, text) = folded("flamegraph", &omit, &["--call-graph", "fp"]);
     let share = reach_main(&text);
     report!(
         "flamegraph --call-graph fp (no frame pointers): {:.1}% reach main",
@@ -175,30 +180,16 @@ fn offcpu_of_a_command_picks_dwarf_for_a_program_without_frame_pointers() {
     if !common::require_tracefs("offcpu -- CMD") {
         return;
     }
-    let (Some(omit), Some(keep)) = (
-        build("dwarf_sleeper", "sleeper_omit", "-fomit-frame-pointer"),
-        build("dwarf_sleeper", "sleeper_keep", "-fno-omit-frame-pointer"),
-    ) else {
+    let Some((omit, keep)) = programs("dwarf_sleeper") else {
         return;
     };
-    let out = scratch_path("fp-offcpu.folded");
-    let r = hwprof(&["offcpu", "--folded", "-o", s(&out), "--", s(&omit)]);
-    r.assert_ok();
-    let text = fs::read_to_string(&out).unwrap_or_default();
-    assert!(
-        r.stderr
-            .lines()
-            .any(|l| l.contains(AUTO) && l.contains(s(&omit))),
-        "{}",
-        r.dump()
-    );
+    let (r, text) = folded("offcpu", &omit, &[]);
+    assert!(picks_dwarf(&r, &omit), "{}", r.dump());
     // DWARF names the blocked functions through libc.
     assert!(
         text.contains(";a_sleeps;") && text.contains(";b_waits;"),
         "{text}"
     );
-    let r = hwprof(&["offcpu", "--folded", "-o", s(&out), "--", s(&keep)]);
-    r.assert_ok();
+    let (r, _) = folded("offcpu", &keep, &[]);
     assert!(!r.stderr.contains(AUTO), "{}", r.dump());
-    let _ = fs::remove_file(&out);
 }

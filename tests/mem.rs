@@ -299,6 +299,24 @@ fn recordings_without_memory_samples_are_usage_errors() {
 /// `flamegraph --mem LEVEL` draws only the samples served from LEVEL, by samples or by
 /// latency (`--weight weight`): the folded stacks are the written accesses of that
 /// level, per function.
+/// `flamegraph --mem LEVEL --weight WEIGHT --folded -i PATH` (asserted to succeed), and
+/// its folded stacks.
+fn mem_folded(path: &str, level: &str, weight: &str) -> (common::Run, Vec<(String, u64)>) {
+    let run = common::hwprof(&[
+        "flamegraph",
+        "--mem",
+        level,
+        "--weight",
+        weight,
+        "--folded",
+        "-i",
+        path,
+    ]);
+    run.assert_ok();
+    let folded = common::parse_folded(&run.stdout);
+    (run, folded)
+}
+
 #[test]
 fn flamegraph_mem_level() {
     let bin = memdata::bin();
@@ -338,19 +356,8 @@ fn flamegraph_mem_level() {
                 };
                 *want.entry(format!("memshare;{}", func(a.ip))).or_default() += w;
             }
-            let run = common::hwprof(&[
-                "flamegraph",
-                "--mem",
-                level,
-                "--weight",
-                weight,
-                "--folded",
-                "-i",
-                p,
-            ]);
-            run.assert_ok();
-            let got: BTreeMap<String, u64> =
-                common::parse_folded(&run.stdout).into_iter().collect();
+            let (run, folded) = mem_folded(p, level, weight);
+            let got: BTreeMap<String, u64> = folded.into_iter().collect();
             assert_eq!(got, want, "--mem {level} --weight {weight}\n{}", run.dump());
             common::report_line(&format!(
                 "flamegraph --mem {level} --weight {weight}: {got:?}"
@@ -472,21 +479,8 @@ fn newer_data_source_encodings_agree_with_perf() {
         }
         assert!(want_n > 0, "no access labelled {level}");
         for (weight, want) in [("samples", want_n), ("weight", want_w)] {
-            let run = common::hwprof(&[
-                "flamegraph",
-                "--mem",
-                level,
-                "--weight",
-                weight,
-                "--folded",
-                "-i",
-                p,
-            ]);
-            run.assert_ok();
-            let got: u64 = common::parse_folded(&run.stdout)
-                .iter()
-                .map(|(_, n)| n)
-                .sum();
+            let (run, folded) = mem_folded(p, level, weight);
+            let got: u64 = folded.iter().map(|(_, n)| n).sum();
             assert_eq!(got, want, "--mem {level} --weight {weight}\n{}", run.dump());
         }
         common::report_line(&format!(

@@ -13,6 +13,7 @@
 mod common;
 
 use std::fs;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -461,6 +462,24 @@ fn system_wide_never_charges_the_idle_task() {
     let _ = fs::remove_file(&data);
 }
 
+/// `flamegraph --off-cpu --folded -i DATA` (asserted to succeed), and its off-CPU
+/// stacks (those ending in `[off]`).
+fn off_cpu_stacks(data: &Path) -> (Run, Vec<(String, u64)>) {
+    let run = hwprof(&[
+        "flamegraph",
+        "--off-cpu",
+        "--folded",
+        "-i",
+        data.to_str().unwrap(),
+    ]);
+    run.assert_ok();
+    let off = parse_folded(&run.stdout)
+        .into_iter()
+        .filter(|(st, _)| st.ends_with(";[off]"))
+        .collect();
+    (run, off)
+}
+
 /// The idle task's switch-outs in a file (`flamegraph --off-cpu -i`): CPU 0's idle task
 /// hands the CPU to thread 10 at 1, 5 and 8 ms, is sampled running at 3 ms, and gets it
 /// back at 2 and 6 ms. Thread 10 waited 5 ms (2 to 5 ms, 6 to 8 ms); the idle task,
@@ -481,18 +500,7 @@ fn the_idle_task_is_never_charged() {
             (0, 8 * MS, Some(10)),
         ],
     );
-    let run = hwprof(&[
-        "flamegraph",
-        "--off-cpu",
-        "--folded",
-        "-i",
-        data.to_str().unwrap(),
-    ]);
-    run.assert_ok();
-    let off: Vec<(String, u64)> = parse_folded(&run.stdout)
-        .into_iter()
-        .filter(|(st, _)| st.ends_with(";[off]"))
-        .collect();
+    let (run, off) = off_cpu_stacks(&data);
     assert_eq!(off, [("t10;[off]".to_string(), 5000)], "{}", run.dump());
     let _ = fs::remove_file(&data);
 }
@@ -757,18 +765,7 @@ fn a_recording_from_another_kernel_is_read_with_its_own_format() {
         ],
     );
 
-    let run = hwprof(&[
-        "flamegraph",
-        "--off-cpu",
-        "--folded",
-        "-i",
-        data.to_str().unwrap(),
-    ]);
-    run.assert_ok();
-    let off: Vec<(String, u64)> = parse_folded(&run.stdout)
-        .into_iter()
-        .filter(|(st, _)| st.ends_with(";[off]"))
-        .collect();
+    let (run, off) = off_cpu_stacks(&data);
     assert_eq!(
         off,
         [

@@ -349,16 +349,7 @@ mod full_tests;
 mod tests {
     use super::*;
 
-    /// A record of `size` bytes (multiple of 8 not required here) with type `ty` and
-    /// payload bytes all equal to `fill`.
-    fn rec(ty: u32, size: u16, fill: u8) -> Vec<u8> {
-        let mut v = Vec::new();
-        v.extend_from_slice(&ty.to_le_bytes());
-        v.extend_from_slice(&0u16.to_le_bytes());
-        v.extend_from_slice(&size.to_le_bytes());
-        v.resize(size as usize, fill);
-        v
-    }
+    use super::full_tests::rec;
 
     /// Writes `stream` into a ring of `size` bytes starting at stream position `tail`, and
     /// returns the two readable slices as the reader would see them.
@@ -508,22 +499,8 @@ mod tests {
 
     #[test]
     fn a_live_ring_reads_its_control_page() {
-        use hwprof_pmu::attr::{Attr, sample, types};
-        let mut a = Attr::new(types::SOFTWARE, 9); // PERF_COUNT_SW_DUMMY
-        a.sample_period = 1;
-        a.sample_type = sample::TID;
-        a.comm = true;
-        a.disabled = false;
-        a.sample_id_all = true;
-        let fd = match hwprof_pmu::sys::perf_event_open(&a, 0, -1, None) {
-            Ok(fd) => fd,
-            Err(e) => {
-                hwprof_testkit::skip(
-                    hwprof_testkit::Why::Setup,
-                    format_args!("perf_event_open of a software dummy event: {e}"),
-                );
-                return;
-            }
+        let Some(fd) = super::full_tests::comm_watch(1) else {
+            return;
         };
         let mut ring = Ring::new(&fd, 2).expect("mmap");
         assert_eq!(ring.data_size(), 2 * hwprof_pmu::sys::page_size());

@@ -8,8 +8,8 @@ use super::*;
 use std::os::unix::fs::FileExt;
 
 /// A record of `size` bytes (a multiple of 8, as the kernel writes them) with type `ty`
-/// and every payload byte `fill`.
-fn rec(ty: u32, size: u16, fill: u8) -> Vec<u8> {
+/// and every payload byte `fill` (ring.rs's tests too).
+pub(super) fn rec(ty: u32, size: u16, fill: u8) -> Vec<u8> {
     let mut v = ty.to_le_bytes().to_vec();
     v.extend_from_slice(&0u16.to_le_bytes());
     v.extend_from_slice(&size.to_le_bytes());
@@ -274,27 +274,39 @@ fn rename(name: &str) {
 const COMM: u32 = 3;
 const LOST: u32 = 2;
 
+/// A software dummy event of this thread that records its COMM changes (sample period
+/// `period`, sample_id TID), enabled; `None` after a [`Why::Setup`] skip when it cannot
+/// be opened (ring.rs's tests too).
+///
+/// [`Why::Setup`]: hwprof_testkit::Why::Setup
+pub(super) fn comm_watch(period: u64) -> Option<std::os::fd::OwnedFd> {
+    use hwprof_pmu::attr::{Attr, sample, types};
+    let mut a = Attr::new(types::SOFTWARE, 9); // PERF_COUNT_SW_DUMMY
+    a.sample_period = period;
+    a.sample_type = sample::TID;
+    a.comm = true;
+    a.disabled = false;
+    a.sample_id_all = true;
+    match hwprof_pmu::sys::perf_event_open(&a, 0, -1, None) {
+        Ok(fd) => Some(fd),
+        Err(e) => {
+            hwprof_testkit::skip(
+                hwprof_testkit::Why::Setup,
+                format_args!("perf_event_open of a software dummy event: {e}"),
+            );
+            None
+        }
+    }
+}
+
 /// The kernel fills a one-page ring with COMM records of 32 bytes while nothing reads
 /// it: it stops at the last whole record that fits, counts the rest as lost, and writes
 /// a `PERF_RECORD_LOST` with that count once there is room again. Records kept plus
 /// records lost is what was produced, and the records kept are the first ones, in order.
 #[test]
 fn a_live_ring_filled_to_the_brim_counts_what_it_lost() {
-    use hwprof_pmu::attr::{Attr, sample, types};
-    let mut a = Attr::new(types::SOFTWARE, 9); // PERF_COUNT_SW_DUMMY
-    a.sample_type = sample::TID;
-    a.comm = true;
-    a.disabled = false;
-    a.sample_id_all = true;
-    let fd = match hwprof_pmu::sys::perf_event_open(&a, 0, -1, None) {
-        Ok(fd) => fd,
-        Err(e) => {
-            hwprof_testkit::skip(
-                hwprof_testkit::Why::Setup,
-                format_args!("perf_event_open of a software dummy event: {e}"),
-            );
-            return;
-        }
+    let Some(fd) = comm_watch(0) else {
+        return;
     };
     let mut ring = Ring::new(&fd, 1).expect("mmap");
     let size = ring.data_size() as u64;
