@@ -277,6 +277,32 @@ fn within_window(what: &str, got_us: u64, want_us: u64) {
     );
 }
 
+/// `pipe_block` started and waiting in its pipe read, and its pid.
+fn blocked_reader() -> (Background, String) {
+    let mut bg = Background::spawn(&mut Command::new(wl("pipe_block")));
+    bg.wait_for_line("ready");
+    // Until it waits in the read (just after "ready").
+    std::thread::sleep(Duration::from_millis(100));
+    let pid = bg.pid().to_string();
+    (bg, pid)
+}
+
+/// The folded stacks of an `offcpu --folded` run of [`blocked_reader`], asserted to be
+/// some and every one `pipe_block` blocked since the window opened, and their total.
+fn blocked_since_the_start(run: &Run) -> (Vec<(String, u64)>, u64) {
+    let folded = parse_folded(&run.stdout);
+    assert!(
+        !folded.is_empty()
+            && folded
+                .iter()
+                .all(|(st, _)| st.starts_with("pipe_block;[blocked at start]")),
+        "{}",
+        run.dump()
+    );
+    let total = folded.iter().map(|(_, n)| n).sum();
+    (folded, total)
+}
+
 /// A process blocked on a pipe read for the whole window is off CPU for all of it, on
 /// the kernel stack it waits in (read from /proc when the window opened: no switch-out
 /// of the wait was recorded), under a `[blocked at start]` frame. bcc's offcputime and
@@ -287,22 +313,10 @@ fn a_process_blocked_all_window_is_off_cpu_all_window() {
     if !require_tracefs("hwprof offcpu -p") {
         return;
     }
-    let mut bg = Background::spawn(&mut Command::new(wl("pipe_block")));
-    bg.wait_for_line("ready");
-    // Until it waits in the read (just after "ready").
-    std::thread::sleep(Duration::from_millis(100));
-    let pid = bg.pid().to_string();
+    let (mut bg, pid) = blocked_reader();
     let run = hwprof(&["offcpu", "-p", &pid, "--duration", "1.5", "--folded"]);
     run.assert_ok();
-    let folded = parse_folded(&run.stdout);
-    assert!(
-        folded
-            .iter()
-            .all(|(st, _)| st.starts_with("pipe_block;[blocked at start]")),
-        "{}",
-        run.stdout
-    );
-    let total: u64 = folded.iter().map(|(_, n)| n).sum();
+    let (folded, total) = blocked_since_the_start(&run);
     within_window(
         "pipe_block blocked all through a 1.5 s window",
         total,
@@ -328,10 +342,7 @@ fn a_command_bounds_the_window_of_an_attached_process() {
     if !require_tracefs("hwprof offcpu -p") {
         return;
     }
-    let mut bg = Background::spawn(&mut Command::new(wl("pipe_block")));
-    bg.wait_for_line("ready");
-    std::thread::sleep(Duration::from_millis(100));
-    let pid = bg.pid().to_string();
+    let (mut bg, pid) = blocked_reader();
     let run = hwprof(&["offcpu", "-p", &pid, "--folded", "--", "sleep", "1.5"]);
     run.assert_ok();
     assert!(
@@ -339,16 +350,7 @@ fn a_command_bounds_the_window_of_an_attached_process() {
         "the bounding command was judged:\n{}",
         run.dump()
     );
-    let folded = parse_folded(&run.stdout);
-    assert!(
-        !folded.is_empty()
-            && folded
-                .iter()
-                .all(|(st, _)| st.starts_with("pipe_block;[blocked at start]")),
-        "{}",
-        run.dump()
-    );
-    let total: u64 = folded.iter().map(|(_, n)| n).sum();
+    let (_, total) = blocked_since_the_start(&run);
     within_window("pipe_block while `sleep 1.5` ran", total, 1_500_000);
 
     let flame = hwprof(&["flamegraph", "-p", &pid, "--folded", "--", "sleep", "0.3"]);
