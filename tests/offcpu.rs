@@ -573,18 +573,10 @@ fn record_and_flamegraph_off_cpu() {
     ]);
     rec.assert_ok();
     let (own_a, _) = own_ab(&rec);
-    let run = hwprof(&[
-        "flamegraph",
-        "--off-cpu",
-        "--folded",
-        "-i",
-        data.to_str().unwrap(),
-    ]);
-    run.assert_ok();
-    let folded = parse_folded(&run.stdout);
-    let a_off: u64 = folded
+    let (_, off) = off_cpu_stacks(&data);
+    let a_off: u64 = off
         .iter()
-        .filter(|(st, _)| st.ends_with(";[off]") && st.split(';').any(|f| f == "a_sleeps"))
+        .filter(|(st, _)| st.split(';').any(|f| f == "a_sleeps"))
         .map(|(_, n)| n)
         .sum();
     within_own("a_sleeps [off] from record --off-cpu", a_off, own_a);
