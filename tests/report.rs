@@ -600,14 +600,16 @@ fn rust_and_cpp_names_are_demangled_with_their_paths() {
             .any(|(_, x)| x.contains("_ZN") || x.contains("17h")),
         "mangled names left in {syms:?}"
     );
-    // C++: a template member function, with its namespace and arguments.
+    // C++: a template member function, with its namespace and arguments. `noipa` and an
+    // argument that changes: otherwise g++ sees the call is pure and hoists it out of the
+    // loop, the program runs 3 ms and the recording holds a sample or two of the kernel.
     let src = PathBuf::from(format!("{}.cc", scratch_path("report_cpp").display()));
     std::fs::write(
         &src,
         "#include <cstdio>\nnamespace ns { template <typename T> struct Box { T v;\n\
-         __attribute__((noinline)) T spin(T n) { T x = v; for (T i = 0; i < n; i++) x = x * 31 + i; return x; } }; }\n\
+         __attribute__((noinline, noipa)) T spin(T n) { T x = v; for (T i = 0; i < n; i++) x = x * 31 + i; return x; } }; }\n\
          int main() { ns::Box<unsigned long> b{1}; unsigned long r = 0;\n\
-         for (int k = 0; k < 300; k++) r += b.spin(1000000); std::printf(\"%lu\\n\", r); }\n",
+         for (int k = 0; k < 300; k++) r += b.spin(1000000 + k); std::printf(\"%lu\\n\", r); }\n",
     )
     .expect("write C++ source");
     let bin = scratch_path("report_cpp");
