@@ -28,7 +28,7 @@ use hwprof_analysis::fold::{self, FoldOptions, Folded, Weight};
 use hwprof_pmu::EventList;
 use hwprof_pmu::attr::types;
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::target::{Flags, Target};
+use hwprof_pmu::target::Target;
 use hwprof_sampler::config::RecordOptions;
 use hwprof_sampler::output::Output;
 use hwprof_sampler::recorder::Recording;
@@ -44,16 +44,16 @@ use svg::Render;
 pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let recording = a.records();
     // `--off-cpu` is offcpu's (main dispatches it there).
-    if !recording && !a.events.is_empty() {
+    if !recording && !a.record.events.is_empty() {
         let what = match &a.diff {
             Some(_) => "these recordings".to_string(),
-            None => a.input.display().to_string(),
+            None => a.input.file.display().to_string(),
         };
         return usage(format!(
             "-e/--event records events (with a command after --, -p or -a); to draw one event of {what}, use --draw-event NAME"
         ));
     }
-    if !recording && !a.event_file.is_empty() {
+    if !recording && !a.record.event_file.is_empty() {
         return usage(
             "--event-file names events for -e when recording (with a command after --, -p or -a)",
         );
@@ -74,7 +74,7 @@ pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     if recording {
         return record_and_draw(&a, stop);
     }
-    draw_file(&a, &a.input, None, stop)?;
+    draw_file(&a, &a.input.file, None, stop)?;
     Ok(0)
 }
 
@@ -84,7 +84,7 @@ fn sym_options(a: &FlamegraphArgs) -> SymOptions {
         kernel: !a.no_kernel,
         user: true,
         merge: true,
-        symfs: a.symfs.clone(),
+        symfs: a.input.symfs.clone(),
     }
 }
 
@@ -456,24 +456,19 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let (data, scratch) = crate::outfile::recording_path(a.data_file.as_deref(), &dir)?;
     // As `hwprof record -F 999 -g -q -o DATA`.
-    let target = crate::recording::target(&Flags {
-        command: &a.command,
-        pid: a.pid.as_deref(),
-        all_cpus: a.all_cpus,
-        ..Flags::default()
-    })?;
-    let mut enc = crate::encode::encoder(None, &a.event_file)?;
+    let target = crate::recording::target(&a.record.flags())?;
+    let mut enc = crate::encode::encoder(None, &a.record.event_file)?;
     enc.set_processes(target.processes());
-    let default_event = a.events.is_empty();
-    let freq = match (&a.freq, a.count) {
+    let default_event = a.record.events.is_empty();
+    let freq = match (&a.record.freq, a.record.count) {
         (Some(f), _) => Some(f.as_str()),
         (None, Some(_)) => None,
         (None, None) => Some("999"),
     };
     let options = RecordOptions {
-        sampling: crate::recording::sampling(freq, a.count)?,
+        sampling: crate::recording::sampling(freq, a.record.count)?,
         call_graph: Some(crate::recording::auto_call_graph(
-            a.call_graph.as_deref(),
+            a.record.call_graph.as_deref(),
             &target,
         )?),
         weight: a.weight == Weight::Weight,
@@ -485,7 +480,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let list = if default_event {
         EventList::default()
     } else {
-        crate::encode::parse_all(&enc, &a.events)?
+        crate::encode::parse_all(&enc, &a.record.events)?
     };
     let who = ran_briefly(&target);
     let mut rec = Recording::new(list, target);
@@ -493,9 +488,9 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     rec.session = SessionOptions {
         data_pages,
         inherit: true,
-        duration: a.duration,
+        duration: a.record.duration,
     };
-    let branch_flag = crate::recording::branch_flag(None, false, a.call_graph.as_deref());
+    let branch_flag = crate::recording::branch_flag(None, false, a.record.call_graph.as_deref());
     crate::recording::check_events(&rec, &enc, branch_flag.as_deref(), false)?;
     // The truncated stacks are said once, by the recording (it knows the copies' size).
     let code = crate::recording::record(
@@ -528,7 +523,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
             anyhow::bail!(
                 "{}: no samples of {event} (at {}); sample more often (-F 10000, or -c N) or give it more work",
                 who,
-                match (&a.freq, a.count) {
+                match (&a.record.freq, a.record.count) {
                     (_, Some(c)) => format!("one sample every {c} events"),
                     (Some(f), None) => format!("-F {f}"),
                     (None, None) => "-F 999".to_string(),

@@ -112,11 +112,11 @@ fn event_list(
 }
 
 pub fn run(a: &StatArgs, stop: &Stop) -> anyhow::Result<u8> {
-    let mut enc = crate::encode::encoder(None, &a.event_file)?;
+    let mut enc = crate::encode::encoder(None, &a.record.event_file)?;
     if !enc.host_has_cpu_pmu() {
         anyhow::bail!(NO_PMU);
     }
-    let Some(argv) = Some(&a.command).filter(|c| !c.is_empty()) else {
+    let Some(argv) = Some(&a.record.command).filter(|c| !c.is_empty()) else {
         return usage("--topdown needs a command to count, after `--`");
     };
     let id = CpuId::host().context("reading /proc/cpuinfo")?;
