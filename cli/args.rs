@@ -15,8 +15,8 @@ use clap::{Args, Parser, Subcommand};
 use hwprof_analysis::fold::Weight;
 use hwprof_pmu::target::{Flags, Rules, Target, TargetError};
 
-pub use group::{InputArgs, InputWords, RecordArgs, RecordWords, SYMFS_HELP};
-pub use value::{block_us, interval_ms, symfs_dir, threshold_ns, timeout_ms};
+pub use group::{InputArgs, InputWords, RecordArgs, RecordWords, SHORT_SYMFS_HELP, SYMFS_HELP};
+pub use value::{block_us, interval_ms, threshold_ns, timeout_ms};
 
 /// hwprof: Linux hardware performance counters, PMU sampling and flame graphs.
 #[derive(Debug, Parser)]

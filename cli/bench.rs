@@ -81,10 +81,10 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         Some(name) => Some(prepare_save(name, &a.baseline_dir, stop)?),
         None => None,
     };
-    let enc = crate::encode::encoder(None, &a.record.event_file)?;
+    let enc = crate::events::encoder(None, &a.record.event_file)?;
     let explicit = !a.record.events.is_empty();
     let events = if explicit {
-        crate::encode::parse_all(&enc, &a.record.events)?
+        crate::events::parse_all(&enc, &a.record.events)?
     } else {
         enc.parse(DEFAULT_EVENTS)?
     };

@@ -8,11 +8,11 @@
 //! [`hwprof_analysis::c2c`] counts; this module parses flags and prints.
 
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use hwprof_analysis::c2c::{self, Line, Report, Stats};
 
+use crate::args::{InputArgs, InputWords, SHORT_SYMFS_HELP};
 use crate::render::escape;
 
 /// Flags of `hwprof c2c`.
@@ -31,14 +31,9 @@ pub enum C2cCommand {
 
 #[derive(Debug, Args)]
 pub struct C2cReportArgs {
-    /// The perf.data file to read (loads and stores with data addresses and sources).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
+    /// `-i` and `--symfs`.
+    #[command(flatten)]
+    pub input: InputArgs<C2cWords>,
     /// Lines to show at most (0: all).
     #[arg(long = "lines", value_name = "N", default_value_t = 10)]
     pub lines: usize,
@@ -49,9 +44,16 @@ pub struct C2cReportArgs {
     /// Print JSON: the totals and the lines with their offsets.
     #[arg(long = "json")]
     pub json: bool,
-    /// Look for files with symbols relative to this directory (perf's --symfs).
-    #[arg(long = "symfs", value_name = "DIR", value_parser = crate::args::symfs_dir)]
-    pub symfs: Option<PathBuf>,
+}
+
+/// How `hwprof c2c report` words its [`InputArgs`].
+#[derive(Debug)]
+pub enum C2cWords {}
+
+impl InputWords for C2cWords {
+    const INPUT: &'static str =
+        "The perf.data file to read (loads and stores with data addresses and sources)";
+    const SYMFS: Option<&'static str> = Some(SHORT_SYMFS_HELP);
 }
 
 pub fn run(a: C2cArgs) -> anyhow::Result<u8> {
@@ -61,7 +63,7 @@ pub fn run(a: C2cArgs) -> anyhow::Result<u8> {
 }
 
 fn report(a: C2cReportArgs) -> anyhow::Result<u8> {
-    let p = crate::mem::load(&a.input, a.symfs.clone())?;
+    let p = crate::input::load_memory(&a.input.file, a.input.symfs.clone())?;
     let mut r = c2c::analyze(&p, a.show_all);
     if a.lines > 0 {
         r.lines.truncate(a.lines);

@@ -18,8 +18,6 @@
 //! Flags: `-e/--event` records (perf's name); `--draw-event NAME` picks one event of a
 //! recording to draw.
 
-pub(crate) mod svg;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -37,8 +35,9 @@ use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::FlamegraphArgs;
 use crate::error::usage;
+use crate::outfile::write_output;
 use crate::render::escape;
-use svg::Render;
+use crate::render::svg::{self, Render};
 
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
 pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
@@ -118,7 +117,7 @@ fn load_level(
     let lp = hwprof_analysis::mem::profile_for_level(&pd, opts, level)
         .with_context(|| format!("symbolizing {}", path.display()))?;
     if lp.memory == 0 {
-        return Err(crate::mem::no_memory_samples(path, lp.with_source));
+        return Err(crate::input::no_memory_samples(path, lp.with_source));
     }
     crate::input::notices(&lp.profile);
     Ok(lp.profile)
@@ -457,7 +456,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let (data, scratch) = crate::outfile::recording_path(a.data_file.as_deref(), &dir)?;
     // As `hwprof record -F 999 -g -q -o DATA`.
     let target = crate::recording::target(&a.record.flags())?;
-    let mut enc = crate::encode::encoder(None, &a.record.event_file)?;
+    let mut enc = crate::events::encoder(None, &a.record.event_file)?;
     enc.set_processes(target.processes());
     let default_event = a.record.events.is_empty();
     let freq = match (&a.record.freq, a.record.count) {
@@ -480,7 +479,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let list = if default_event {
         EventList::default()
     } else {
-        crate::encode::parse_all(&enc, &a.record.events)?
+        crate::events::parse_all(&enc, &a.record.events)?
     };
     let who = ran_briefly(&target);
     let mut rec = Recording::new(list, target);
@@ -582,18 +581,6 @@ fn per_event_output(
     } else {
         Ok(early.take())
     }
-}
-
-/// Writes `bytes` to `path` ([`crate::outfile`], reports' mode; `-` is stdout), into
-/// `early` when the output was opened before recording.
-pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut out = match early {
-        Some(o) => o,
-        None => crate::outfile::open_unwatched(path, &crate::outfile::REPORT)?,
-    };
-    out.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    crate::outfile::commit(out)
 }
 
 #[cfg(test)]

@@ -7,13 +7,12 @@
 //! [`hwprof_analysis::mem`] reads and groups; this module parses flags and prints.
 
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use hwprof_analysis::mem::{self, Key, MemProfile, Row};
-use hwprof_symbolize::Options;
+use hwprof_analysis::mem::{self, Key, Row};
 use serde_json::json;
 
+use crate::args::{InputArgs, InputWords, SHORT_SYMFS_HELP};
 use crate::render::escape;
 
 /// Flags of `hwprof mem`.
@@ -33,14 +32,9 @@ pub enum MemCommand {
 
 #[derive(Debug, Args)]
 pub struct MemReportArgs {
-    /// The perf.data file to read (a PEBS recording with data source: `perf mem record`).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
+    /// `-i` and `--symfs`.
+    #[command(flatten)]
+    pub input: InputArgs<MemWords>,
     /// The tables to print, comma-separated, in this order.
     #[arg(
         short = 's',
@@ -57,9 +51,16 @@ pub struct MemReportArgs {
     /// Print JSON: one object per event with its tables.
     #[arg(long = "json")]
     pub json: bool,
-    /// Look for files with symbols relative to this directory (perf's --symfs).
-    #[arg(long = "symfs", value_name = "DIR", value_parser = crate::args::symfs_dir)]
-    pub symfs: Option<PathBuf>,
+}
+
+/// How `hwprof mem report` words its [`InputArgs`].
+#[derive(Debug)]
+pub enum MemWords {}
+
+impl InputWords for MemWords {
+    const INPUT: &'static str =
+        "The perf.data file to read (a PEBS recording with data source: `perf mem record`)";
+    const SYMFS: Option<&'static str> = Some(SHORT_SYMFS_HELP);
 }
 
 pub fn run(a: MemArgs) -> anyhow::Result<u8> {
@@ -68,49 +69,8 @@ pub fn run(a: MemArgs) -> anyhow::Result<u8> {
     }
 }
 
-/// Reads the memory samples of `input`; a recording without any is a usage error, and
-/// events without any (their samples carry DATA_SRC but say nothing) are named in a note.
-pub fn load(input: &std::path::Path, symfs: Option<PathBuf>) -> anyhow::Result<MemProfile> {
-    let pd = crate::input::open(input)?;
-    let opts = Options {
-        symfs,
-        ..Options::default()
-    };
-    let p = mem::collect(&pd, &opts)?;
-    if p.is_empty() {
-        return Err(no_memory_samples(input, p.with_source()));
-    }
-    for e in p.not_memory_events() {
-        eprintln!(
-            "hwprof: note: {} samples of {} carry no data source (every one N/A): left out",
-            p.total(e).samples,
-            p.events.get(e as usize).map_or("?", |s| s.as_str())
-        );
-    }
-    Ok(p)
-}
-
-/// The usage error of a recording without memory samples (`with_source`: its samples
-/// that carry a data source field, all N/A).
-pub fn no_memory_samples(input: &std::path::Path, with_source: u64) -> anyhow::Error {
-    let why = if with_source == 0 {
-        "no sample carries a data source".to_string()
-    } else {
-        format!(
-            "its {with_source} samples carry a data source field, but every one is N/A \
-             (their events do not sample memory; --call-graph dwarf asks for the field, as perf does)"
-        )
-    };
-    crate::error::Usage(format!(
-        "{} has no memory samples: {why}; record loads and stores with `perf mem record` \
-         or `perf c2c record` (or `hwprof record -e cpu/mem-loads/P -d` on a PEBS CPU)",
-        input.display()
-    ))
-    .into()
-}
-
 fn report(a: MemReportArgs) -> anyhow::Result<u8> {
-    let p = load(&a.input, a.symfs.clone())?;
+    let p = crate::input::load_memory(&a.input.file, a.input.symfs.clone())?;
     let mut out = BufWriter::new(io::stdout().lock());
     let limit = |rows: Vec<Row>| -> Vec<Row> {
         if a.rows == 0 {

@@ -24,8 +24,8 @@ use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::{FlamegraphArgs, OffcpuArgs};
 use crate::error::usage;
-use crate::flamegraph::svg::{self, Render};
-use crate::flamegraph::write_output;
+use crate::outfile::write_output;
+use crate::render::svg::{self, Render};
 use crate::render::thousands;
 
 use crate::args::OFFCPU_OUT as DEFAULT_OUT;
@@ -60,7 +60,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     // thread runs (they end its block, see `pair`) and are the on-CPU side of --wall;
     // each event samples at its default (every switch, cpu-clock at 4000 Hz).
     let target = crate::recording::target(&a.record.flags())?;
-    let enc = crate::encode::encoder(None, &[])?;
+    let enc = crate::events::encoder(None, &[])?;
     let mode = stack_mode(a.record.call_graph.as_deref(), &target)?;
     let dwarf = matches!(mode, CallGraph::Dwarf { .. });
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
@@ -70,7 +70,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     let command = matches!(target, Target::Command(_));
     let system_wide = target.is_system_wide();
     let attached = attach::applies(&target);
-    let mut rec = Recording::new(crate::encode::parse_all(&enc, &events)?, target.clone());
+    let mut rec = Recording::new(crate::events::parse_all(&enc, &events)?, target.clone());
     rec.options = RecordOptions {
         call_graph: Some(mode),
         switch_events: true,

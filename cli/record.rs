@@ -18,8 +18,8 @@ use hwprof_sampler::recorder::Recording;
 use hwprof_sampler::session::SessionOptions;
 
 use crate::args::RecordCommandArgs;
-use crate::encode::{encoder, parse_all, print_json};
 use crate::error::usage;
+use crate::events::{encoder, parse_all, print_json};
 use crate::recording;
 
 pub fn run(mut a: RecordCommandArgs, stop: &Stop) -> anyhow::Result<u8> {

@@ -1,6 +1,8 @@
 //! Rendering `stat` results: perf's human table, perf's CSV (`-x`), and JSON lines;
 //! and the wording every command shares for counts ([`plural`]) and ids ([`id`]).
 
+pub mod svg;
+
 use std::io::{self, Write};
 
 use hwprof_pmu::metrics::is_clock;

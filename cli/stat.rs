@@ -1,5 +1,7 @@
 //! `hwprof stat`: count events for a command, running PIDs/TIDs, or CPUs.
 
+mod topdown;
+
 use std::time::Duration;
 
 use anyhow::Context;
@@ -18,7 +20,7 @@ const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-fa
 
 pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.topdown {
-        return crate::topdown::run(&a, stop);
+        return topdown::run(&a, stop);
     }
     if a.topdown_level.is_some() || a.metrics_file.is_some() {
         return usage("--level and --metrics-file go with --topdown");
@@ -47,13 +49,13 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.repeat > 1 && target.argv().is_none() {
         return usage("-r needs a command to repeat");
     }
-    let mut enc = crate::encode::encoder(None, &a.record.event_file)?;
+    let mut enc = crate::events::encoder(None, &a.record.event_file)?;
     enc.set_processes(target.processes());
     let defaults = a.record.events.is_empty();
     let events = if defaults {
         enc.parse(DEFAULT_EVENTS)?
     } else {
-        crate::encode::parse_all(&enc, &a.record.events)?
+        crate::events::parse_all(&enc, &a.record.events)?
     };
     let mut sink = Sink::open(a.output.as_deref(), stop)?;
     let quiet_notices = !matches!(fmt, Format::Human) && a.output.is_none();

@@ -28,6 +28,10 @@ pub trait InputWords {
 /// `--symfs`'s help where it is said in full.
 pub const SYMFS_HELP: &str = "Look for files with symbols relative to this directory (perf's --symfs: the recorded paths under DIR, and its build-id cache DIR/.debug)";
 
+/// `--symfs`'s help where it is said briefly.
+pub const SHORT_SYMFS_HELP: &str =
+    "Look for files with symbols relative to this directory (perf's --symfs)";
+
 /// The flags of a command that reads a recording.
 #[derive(Debug)]
 pub struct InputArgs<W> {
