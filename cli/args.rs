@@ -51,9 +51,9 @@ pub enum Command {
     /// TopDown (TMA) metrics from counts measured elsewhere (`perf stat -x,` or `hwprof stat -j` output).
     Metrics(MetricsArgs),
     /// Memory-access profiles of PEBS load/store samples (like `perf mem report`).
-    Mem(crate::mem::MemArgs),
+    Mem(MemArgs),
     /// Cache-line contention: lines by HITM and stores, offsets, functions, threads (like `perf c2c report`).
-    C2c(crate::c2c::C2cArgs),
+    C2c(C2cArgs),
 }
 
 #[derive(Debug, Args)]
@@ -669,6 +669,95 @@ impl RecordWords for ProbeWords {
     const SYMFS: Option<&'static str> = Some(SYMFS_HELP);
     const COMMAND: &'static str = "The command to run, after `--`";
     const COMMAND_LAST: bool = true;
+}
+
+/// Flags of `hwprof mem`.
+#[derive(Debug, Args)]
+pub struct MemArgs {
+    #[command(subcommand)]
+    pub command: MemCommand,
+}
+
+/// Subcommands of `hwprof mem`.
+#[derive(Debug, Subcommand)]
+pub enum MemCommand {
+    /// Loads and stores by where they were served, snoop, TLB, function and data symbol,
+    /// with latency percentiles (like `perf mem report --stdio`).
+    Report(MemReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MemReportArgs {
+    /// `-i` and `--symfs`.
+    #[command(flatten)]
+    pub input: InputArgs<MemWords>,
+    /// The tables to print, comma-separated, in this order.
+    #[arg(
+        short = 's',
+        long = "sort",
+        value_name = "KEYS",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "level,snoop,tlb,function,data"
+    )]
+    pub sort: Vec<hwprof_analysis::mem::Key>,
+    /// Rows of each table at most (0: all).
+    #[arg(long = "rows", value_name = "N", default_value_t = 20)]
+    pub rows: usize,
+    /// Print JSON: one object per event with its tables.
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+/// How `hwprof mem report` words its [`InputArgs`].
+#[derive(Debug)]
+pub enum MemWords {}
+
+impl InputWords for MemWords {
+    const INPUT: &'static str =
+        "The perf.data file to read (a PEBS recording with data source: `perf mem record`)";
+    const SYMFS: Option<&'static str> = Some(SHORT_SYMFS_HELP);
+}
+
+/// Flags of `hwprof c2c`.
+#[derive(Debug, Args)]
+pub struct C2cArgs {
+    #[command(subcommand)]
+    pub command: C2cCommand,
+}
+
+/// Subcommands of `hwprof c2c`.
+#[derive(Debug, Subcommand)]
+pub enum C2cCommand {
+    /// Cache lines by HITM and store traffic, with their offsets, functions and threads.
+    Report(C2cReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct C2cReportArgs {
+    /// `-i` and `--symfs`.
+    #[command(flatten)]
+    pub input: InputArgs<C2cWords>,
+    /// Lines to show at most (0: all).
+    #[arg(long = "lines", value_name = "N", default_value_t = 10)]
+    pub lines: usize,
+    /// Show every shared line, also those with less than 0.1% of the HITMs (perf's
+    /// --show-all).
+    #[arg(long = "show-all")]
+    pub show_all: bool,
+    /// Print JSON: the totals and the lines with their offsets.
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+/// How `hwprof c2c report` words its [`InputArgs`].
+#[derive(Debug)]
+pub enum C2cWords {}
+
+impl InputWords for C2cWords {
+    const INPUT: &'static str =
+        "The perf.data file to read (loads and stores with data addresses and sources)";
+    const SYMFS: Option<&'static str> = Some(SHORT_SYMFS_HELP);
 }
 
 /// How a command words the target errors that are its own; the others (bad lists,

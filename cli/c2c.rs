@@ -9,52 +9,10 @@
 
 use std::io::{self, BufWriter, Write};
 
-use clap::{Args, Subcommand};
 use hwprof_analysis::c2c::{self, Line, Report, Stats};
 
-use crate::args::{InputArgs, InputWords, SHORT_SYMFS_HELP};
+use crate::args::{C2cArgs, C2cCommand, C2cReportArgs};
 use crate::render::escape;
-
-/// Flags of `hwprof c2c`.
-#[derive(Debug, Args)]
-pub struct C2cArgs {
-    #[command(subcommand)]
-    pub command: C2cCommand,
-}
-
-/// Subcommands of `hwprof c2c`.
-#[derive(Debug, Subcommand)]
-pub enum C2cCommand {
-    /// Cache lines by HITM and store traffic, with their offsets, functions and threads.
-    Report(C2cReportArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct C2cReportArgs {
-    /// `-i` and `--symfs`.
-    #[command(flatten)]
-    pub input: InputArgs<C2cWords>,
-    /// Lines to show at most (0: all).
-    #[arg(long = "lines", value_name = "N", default_value_t = 10)]
-    pub lines: usize,
-    /// Show every shared line, also those with less than 0.1% of the HITMs (perf's
-    /// --show-all).
-    #[arg(long = "show-all")]
-    pub show_all: bool,
-    /// Print JSON: the totals and the lines with their offsets.
-    #[arg(long = "json")]
-    pub json: bool,
-}
-
-/// How `hwprof c2c report` words its [`InputArgs`].
-#[derive(Debug)]
-pub enum C2cWords {}
-
-impl InputWords for C2cWords {
-    const INPUT: &'static str =
-        "The perf.data file to read (loads and stores with data addresses and sources)";
-    const SYMFS: Option<&'static str> = Some(SHORT_SYMFS_HELP);
-}
 
 pub fn run(a: C2cArgs) -> anyhow::Result<u8> {
     match a.command {

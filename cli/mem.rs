@@ -8,60 +8,11 @@
 
 use std::io::{self, BufWriter, Write};
 
-use clap::{Args, Subcommand};
 use hwprof_analysis::mem::{self, Key, Row};
 use serde_json::json;
 
-use crate::args::{InputArgs, InputWords, SHORT_SYMFS_HELP};
+use crate::args::{MemArgs, MemCommand, MemReportArgs};
 use crate::render::escape;
-
-/// Flags of `hwprof mem`.
-#[derive(Debug, Args)]
-pub struct MemArgs {
-    #[command(subcommand)]
-    pub command: MemCommand,
-}
-
-/// Subcommands of `hwprof mem`.
-#[derive(Debug, Subcommand)]
-pub enum MemCommand {
-    /// Loads and stores by where they were served, snoop, TLB, function and data symbol,
-    /// with latency percentiles (like `perf mem report --stdio`).
-    Report(MemReportArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct MemReportArgs {
-    /// `-i` and `--symfs`.
-    #[command(flatten)]
-    pub input: InputArgs<MemWords>,
-    /// The tables to print, comma-separated, in this order.
-    #[arg(
-        short = 's',
-        long = "sort",
-        value_name = "KEYS",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "level,snoop,tlb,function,data"
-    )]
-    pub sort: Vec<Key>,
-    /// Rows of each table at most (0: all).
-    #[arg(long = "rows", value_name = "N", default_value_t = 20)]
-    pub rows: usize,
-    /// Print JSON: one object per event with its tables.
-    #[arg(long = "json")]
-    pub json: bool,
-}
-
-/// How `hwprof mem report` words its [`InputArgs`].
-#[derive(Debug)]
-pub enum MemWords {}
-
-impl InputWords for MemWords {
-    const INPUT: &'static str =
-        "The perf.data file to read (a PEBS recording with data source: `perf mem record`)";
-    const SYMFS: Option<&'static str> = Some(SHORT_SYMFS_HELP);
-}
 
 pub fn run(a: MemArgs) -> anyhow::Result<u8> {
     match a.command {
