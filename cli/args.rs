@@ -4,6 +4,7 @@
 //! (`value`: durations, `--symfs`), and targets ([`target`], over the one target parser
 //! of `hwprof_pmu::target`).
 
+mod choices;
 mod flag;
 mod group;
 mod value;
@@ -382,7 +383,7 @@ pub struct ReportArgs {
     #[arg(
         long = "branch-sort",
         value_name = "KEYS",
-        value_enum,
+        value_parser = choices::branch_key(),
         value_delimiter = ','
     )]
     pub branch_sort: Option<Vec<hwprof_analysis::branch::Key>>,
@@ -418,12 +419,12 @@ pub struct FlamegraphArgs {
     #[arg(long = "folded")]
     pub folded: bool,
     /// What frame widths measure.
-    #[arg(long = "weight", value_enum, default_value_t = Weight::Period)]
+    #[arg(long = "weight", value_parser = choices::weight(), default_value = "period")]
     pub weight: Weight,
     /// Only the samples served from this level (PEBS loads/stores with a data source,
     /// `perf mem record`): l1, lfb, l2, l3, dram, local-dram, remote-dram, remote-cache,
     /// hitm.
-    #[arg(long = "mem", value_name = "LEVEL", value_enum, conflicts_with_all = ["off_cpu", "diff"])]
+    #[arg(long = "mem", value_name = "LEVEL", value_parser = choices::level(), conflicts_with_all = ["off_cpu", "diff"])]
     pub mem: Option<hwprof_analysis::mem::Level>,
     /// Draw only this event (by name) of a recording with several (`-e` records).
     #[arg(long = "draw-event", value_name = "NAME", conflicts_with = "all")]
@@ -696,7 +697,7 @@ pub struct MemReportArgs {
         short = 's',
         long = "sort",
         value_name = "KEYS",
-        value_enum,
+        value_parser = choices::mem_key(),
         value_delimiter = ',',
         default_value = "level,snoop,tlb,function,data"
     )]
