@@ -160,7 +160,7 @@ impl RecordWords for StatWords {
         "Count at most SECS seconds (fractions and units allowed: 2.5, 500ms, 10m): then -p/-t/-a/-C counting ends, and a command is sent SIGTERM",
     );
     const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
-    const COMMAND: &'static str = "The command to run, after `--`";
+    const COMMAND: Option<&'static str> = Some("The command to run, after `--`");
 }
 
 /// `--event-file`'s help where it is said plainly.
@@ -171,9 +171,9 @@ pub struct ListArgs {
     /// List the named events of this CPU model instead of this machine's.
     #[arg(long = "cpu", value_name = "MODEL")]
     pub cpu: Option<String>,
-    /// Intel perfmon JSON file of named events (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
+    /// `--event-file`.
+    #[command(flatten)]
+    pub events: RecordArgs<ListWords>,
     /// JSON output.
     #[arg(long = "json")]
     pub json: bool,
@@ -186,15 +186,30 @@ pub struct EncodeArgs {
     /// Encode for this CPU model (skylake, skylakex, icelake, sapphirerapids, alderlake, zen2..zen5).
     #[arg(long = "cpu", value_name = "MODEL")]
     pub cpu: Option<String>,
-    /// Intel perfmon JSON file of named events (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
-    /// Events, perf syntax (repeatable).
-    #[arg(short = 'e', long = "event", value_name = "EVENTS", required = true)]
-    pub events: Vec<String>,
+    /// `--event-file` and `-e`.
+    #[command(flatten)]
+    pub events: RecordArgs<EncodeWords>,
     /// JSON output (an array of {name, pmu, leader, attr}).
     #[arg(long = "json")]
     pub json: bool,
+}
+
+/// What `hwprof list` takes of [`RecordArgs`]: `--event-file`.
+#[derive(Debug)]
+pub enum ListWords {}
+
+impl RecordWords for ListWords {
+    const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
+}
+
+/// What `hwprof encode` takes of [`RecordArgs`]: `-e` (at least one) and `--event-file`.
+#[derive(Debug)]
+pub enum EncodeWords {}
+
+impl RecordWords for EncodeWords {
+    const EVENTS: Option<&'static str> = Some("Events, perf syntax (repeatable)");
+    const EVENTS_REQUIRED: bool = true;
+    const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
 }
 
 #[derive(Debug, Args)]
@@ -279,7 +294,7 @@ impl RecordWords for RecordCommandWords {
     const CPUS: Option<&'static str> = Some("Only these CPUs (e.g. 0-3,8); implies system-wide");
     const DURATION: Option<&'static str> = Some(DURATION_HELP);
     const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
-    const COMMAND: &'static str = "The command to run, after `--`";
+    const COMMAND: Option<&'static str> = Some("The command to run, after `--`");
 }
 
 /// `--duration`'s help where it is said plainly.
@@ -495,7 +510,7 @@ impl RecordWords for FlamegraphWords {
         Some("Record: stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m)");
     const EVENT_FILE: Option<&'static str> =
         Some("Record: Intel perfmon JSON file of named events for -e (repeatable)");
-    const COMMAND: &'static str = "The command to record, after `--`";
+    const COMMAND: Option<&'static str> = Some("The command to record, after `--`");
 }
 
 /// Where `--save`/`--baseline` names live unless `--baseline-dir` says otherwise.
@@ -564,7 +579,7 @@ impl RecordWords for BenchWords {
         "Counters per run, comma-separated, perf syntax (repeatable). Default: task-clock, instructions, cycles, branch-misses, cache-misses, page-faults, context-switches (hardware ones only where a PMU exists). Wall, user and system time and peak RSS are always measured",
     );
     const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
-    const COMMAND: &'static str = "The command to benchmark, after `--`";
+    const COMMAND: Option<&'static str> = Some("The command to benchmark, after `--`");
 }
 
 /// Where `hwprof offcpu` draws by default.
@@ -619,7 +634,7 @@ impl RecordWords for OffcpuWords {
         "Stop after this many seconds (the command, if any, is then ended; units allowed: 500ms, 10m)",
     );
     const SYMFS: Option<&'static str> = Some(SYMFS_HELP);
-    const COMMAND: &'static str = "The command to run and trace";
+    const COMMAND: Option<&'static str> = Some("The command to run and trace");
 }
 
 /// Flags of `hwprof probe`.
@@ -668,7 +683,7 @@ impl RecordWords for ProbeWords {
     );
     const DURATION: Option<&'static str> = Some(DURATION_HELP);
     const SYMFS: Option<&'static str> = Some(SYMFS_HELP);
-    const COMMAND: &'static str = "The command to run, after `--`";
+    const COMMAND: Option<&'static str> = Some("The command to run, after `--`");
     const COMMAND_LAST: bool = true;
 }
 
@@ -782,10 +797,4 @@ pub fn target(flags: &Flags<'_>, rules: Rules, words: &TargetWords) -> anyhow::R
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn clap_definition_is_valid() {
-        use clap::CommandFactory;
-        super::Cli::command().debug_assert();
-    }
-}
+mod tests;

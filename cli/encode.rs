@@ -8,8 +8,8 @@ use crate::args::EncodeArgs;
 use crate::events::{encoder, parse_all, print_json};
 
 pub fn run(a: EncodeArgs) -> anyhow::Result<()> {
-    let enc = encoder(a.cpu.as_deref(), &a.event_file)?;
-    let mut list = parse_all(&enc, &a.events)?;
+    let enc = encoder(a.cpu.as_deref(), &a.events.event_file)?;
+    let mut list = parse_all(&enc, &a.events.events)?;
     // What `hwprof stat -- CMD` passes: inherit, leaders disabled until exec.
     prepare(
         &mut list,

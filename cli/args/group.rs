@@ -1,7 +1,7 @@
 //! The flag groups commands flatten (`#[command(flatten)]`): [`InputArgs`], what a command
 //! that reads a recording takes (`-i`, `--symfs`, the sample filters), and
-//! [`RecordArgs`], what a command that records or counts takes (`-e`, `-F`, `-c`, `-g`,
-//! `--call-graph`, the target: `-p`, `-t`, `-a`, `-C`, a command; `--duration`,
+//! [`RecordArgs`], what a command that records, counts or encodes events takes (`-e`, `-F`,
+//! `-c`, `-g`, `--call-graph`, the target: `-p`, `-t`, `-a`, `-C`, a command; `--duration`,
 //! `--event-file`, `--symfs`). Each flag is defined once ([`super::flag`]); a command
 //! says which of a group's flags it takes and in what words through a `*Words` type,
 //! so that `hwprof CMD --help` keeps each command's own help lines.
@@ -91,6 +91,8 @@ impl<W: InputWords> FromArgMatches for InputArgs<W> {
 pub trait RecordWords {
     /// `-e/--event`.
     const EVENTS: Option<&'static str> = None;
+    /// Whether `-e` must be given.
+    const EVENTS_REQUIRED: bool = false;
     /// `-F/--freq`.
     const FREQ: Option<&'static str> = None;
     /// `-c/--count`.
@@ -116,7 +118,7 @@ pub trait RecordWords {
     /// `--symfs`.
     const SYMFS: Option<&'static str> = None;
     /// The command, after `--`.
-    const COMMAND: &'static str;
+    const COMMAND: Option<&'static str> = None;
     /// Whether the command comes only after `--` (other positionals come first).
     const COMMAND_LAST: bool = false;
 }
@@ -195,7 +197,7 @@ impl<W: RecordWords> Args for RecordArgs<W> {
                 args.push(arg.help(h));
             }
         };
-        add(W::EVENTS, flag::events());
+        add(W::EVENTS, flag::events().required(W::EVENTS_REQUIRED));
         let freq = flag::freq();
         add(
             W::FREQ,
@@ -215,7 +217,7 @@ impl<W: RecordWords> Args for RecordArgs<W> {
         add(W::DURATION, flag::duration());
         add(W::EVENT_FILE, flag::event_file());
         add(W::SYMFS, flag::symfs());
-        add(Some(W::COMMAND), flag::command(W::COMMAND_LAST));
+        add(W::COMMAND, flag::command(W::COMMAND_LAST));
         cmd.args(args)
     }
 
