@@ -474,9 +474,6 @@ pub struct FlamegraphArgs {
     /// command.
     #[command(flatten)]
     pub record: RecordArgs<FlamegraphWords>,
-    /// Record: keep the recording in this file (default: a temporary file, removed).
-    #[arg(long = "data-file", value_name = "FILE")]
-    pub data_file: Option<PathBuf>,
 }
 
 impl FlamegraphArgs {
@@ -508,6 +505,8 @@ impl RecordWords for FlamegraphWords {
     const ALL_CPUS: Option<&'static str> = Some("Record: system-wide");
     const DURATION: Option<&'static str> =
         Some("Record: stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m)");
+    const DATA_FILE: Option<&'static str> =
+        Some("Record: keep the recording in this file (default: a temporary file, removed)");
     const EVENT_FILE: Option<&'static str> =
         Some("Record: Intel perfmon JSON file of named events for -e (repeatable)");
     const COMMAND: Option<&'static str> = Some("The command to record, after `--`");
@@ -605,9 +604,6 @@ pub struct OffcpuArgs {
     /// stacks are whole, leaf first: kernel frames (`_[k]`), `--`, then user frames.
     #[arg(long = "report", conflicts_with = "folded")]
     pub report: bool,
-    /// Keep the recording in this perf.data (default: a temporary file, removed).
-    #[arg(long = "data-file", value_name = "FILE")]
-    pub data_file: Option<PathBuf>,
     /// Wall-clock view: also sample on-CPU time (cpu-clock, 4000 Hz) and draw both in one
     /// graph, each stack ending in an `[on]` or `[off]` frame: widths are on- plus
     /// off-CPU time (µs).
@@ -633,6 +629,8 @@ impl RecordWords for OffcpuWords {
     const DURATION: Option<&'static str> = Some(
         "Stop after this many seconds (the command, if any, is then ended; units allowed: 500ms, 10m)",
     );
+    const DATA_FILE: Option<&'static str> =
+        Some("Keep the recording in this perf.data (default: a temporary file, removed)");
     const SYMFS: Option<&'static str> = Some(SYMFS_HELP);
     const COMMAND: Option<&'static str> = Some("The command to run and trace");
 }

@@ -453,7 +453,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
             _ => PathBuf::from("."),
         }
     };
-    let (data, scratch) = crate::outfile::recording_path(a.data_file.as_deref(), &dir)?;
+    let (data, scratch) = crate::outfile::recording_path(a.record.data_file.as_deref(), &dir)?;
     // As `hwprof record -F 999 -g -q -o DATA`.
     let target = crate::recording::target(&a.record.flags())?;
     let mut enc = crate::events::encoder(None, &a.record.event_file)?;
@@ -509,7 +509,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     match drawn {
         // The recording is hwprof's own scratch file: its path means nothing to the
         // user, the cause is the command being too short for the sampling rate.
-        Err(e) if a.data_file.is_none() && e.downcast_ref::<NoSamples>().is_some() => {
+        Err(e) if a.record.data_file.is_none() && e.downcast_ref::<NoSamples>().is_some() => {
             let event = e
                 .downcast_ref::<NoSamples>()
                 .map(|n| n.event.clone())

@@ -55,7 +55,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         stop,
     )?);
     let (data, scratch) =
-        crate::outfile::recording_path(a.data_file.as_deref(), &std::env::temp_dir())?;
+        crate::outfile::recording_path(a.record.data_file.as_deref(), &std::env::temp_dir())?;
     // As `hwprof record --switch-events -g -m 2M -o DATA`: cpu-clock samples say when a
     // thread runs (they end its block, see `pair`) and are the on-CPU side of --wall;
     // each event samples at its default (every switch, cpu-clock at 4000 Hz).
@@ -316,7 +316,6 @@ pub fn flamegraph(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         },
         folded: a.folded,
         report: false,
-        data_file: a.data_file,
         wall: true,
         no_kernel: a.no_kernel,
     };

@@ -151,6 +151,15 @@ pub fn duration() -> Arg {
         .action(ArgAction::Set)
 }
 
+/// `--data-file FILE`: where a command that records and draws keeps the recording.
+pub fn data_file() -> Arg {
+    Arg::new("data_file")
+        .long("data-file")
+        .value_name("FILE")
+        .value_parser(value_parser!(PathBuf))
+        .action(ArgAction::Set)
+}
+
 /// `--event-file FILE.json`: Intel perfmon JSON of named events, repeatable.
 pub fn event_file() -> Arg {
     Arg::new("event_file")

@@ -2,7 +2,7 @@
 //! that reads a recording takes (`-i`, `--symfs`, the sample filters), and
 //! [`RecordArgs`], what a command that records, counts or encodes events takes (`-e`, `-F`,
 //! `-c`, `-g`, `--call-graph`, the target: `-p`, `-t`, `-a`, `-C`, a command; `--duration`,
-//! `--event-file`, `--symfs`). Each flag is defined once ([`super::flag`]); a command
+//! `--data-file`, `--event-file`, `--symfs`). Each flag is defined once ([`super::flag`]); a command
 //! says which of a group's flags it takes and in what words through a `*Words` type,
 //! so that `hwprof CMD --help` keeps each command's own help lines.
 
@@ -113,6 +113,8 @@ pub trait RecordWords {
     const CPUS: Option<&'static str> = None;
     /// `--duration`.
     const DURATION: Option<&'static str> = None;
+    /// `--data-file`.
+    const DATA_FILE: Option<&'static str> = None;
     /// `--event-file`.
     const EVENT_FILE: Option<&'static str> = None;
     /// `--symfs`.
@@ -147,6 +149,8 @@ pub struct RecordArgs<W> {
     pub cpus: Option<String>,
     /// `--duration`.
     pub duration: Option<Duration>,
+    /// `--data-file`: where to keep the recording of a command that draws it.
+    pub data_file: Option<PathBuf>,
     /// `--event-file`s.
     pub event_file: Vec<PathBuf>,
     /// `--symfs`.
@@ -181,6 +185,7 @@ impl<W> RecordArgs<W> {
             all_cpus: self.all_cpus,
             cpus: self.cpus,
             duration: self.duration,
+            data_file: self.data_file,
             event_file: self.event_file,
             symfs: self.symfs,
             command: self.command,
@@ -215,6 +220,7 @@ impl<W: RecordWords> Args for RecordArgs<W> {
         add(W::ALL_CPUS, flag::all_cpus());
         add(W::CPUS, flag::cpus());
         add(W::DURATION, flag::duration());
+        add(W::DATA_FILE, flag::data_file());
         add(W::EVENT_FILE, flag::event_file());
         add(W::SYMFS, flag::symfs());
         add(W::COMMAND, flag::command(W::COMMAND_LAST));
@@ -239,6 +245,7 @@ impl<W: RecordWords> FromArgMatches for RecordArgs<W> {
             all_cpus: one(m, "all_cpus").unwrap_or(false),
             cpus: one(m, "cpus"),
             duration: one(m, "duration"),
+            data_file: one(m, "data_file"),
             event_file: many(m, "event_file"),
             symfs: one(m, "symfs"),
             command: many(m, "command"),
