@@ -73,3 +73,88 @@ fn each_command_takes_exactly_its_flags() {
         assert_eq!(longs, ["input", "symfs"], "hwprof {name} {sub}");
     }
 }
+
+/// Every value of a group reaches its field (the groups read matches by id and type:
+/// a mismatch would read as "not given").
+#[test]
+fn group_values_reach_their_fields() {
+    use clap::Parser;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::{Cli, Command};
+    let parse = |args: &[&str]| {
+        Cli::try_parse_from(std::iter::once("hwprof").chain(args.iter().copied()))
+            .expect("parses")
+            .command
+    };
+    let Command::Record(r) = parse(&[
+        "record",
+        "-e",
+        "cycles",
+        "-e",
+        "instructions",
+        "-F",
+        "99",
+        "-g",
+        "--call-graph",
+        "dwarf",
+        "-p",
+        "1",
+        "-t",
+        "2",
+        "-a",
+        "-C",
+        "0-1",
+        "--duration",
+        "2",
+        "--event-file",
+        "x.json",
+        "--",
+        "sleep",
+        "1",
+    ]) else {
+        panic!("not record");
+    };
+    let r = r.record;
+    assert_eq!(r.events, ["cycles", "instructions"]);
+    assert_eq!(r.freq.as_deref(), Some("99"));
+    assert!(r.callgraph_fp);
+    assert_eq!(r.call_graph.as_deref(), Some("dwarf"));
+    assert_eq!((r.pid.as_deref(), r.tid.as_deref()), (Some("1"), Some("2")));
+    assert!(r.all_cpus);
+    assert_eq!(r.cpus.as_deref(), Some("0-1"));
+    assert_eq!(r.duration, Some(Duration::from_secs(2)));
+    assert_eq!(r.event_file, [PathBuf::from("x.json")]);
+    assert_eq!(r.command, ["sleep", "1"]);
+    let Command::Record(r) = parse(&["record", "-c", "1000", "--", "true"]) else {
+        panic!("not record");
+    };
+    assert_eq!(r.record.count, Some(1000));
+
+    let Command::Report(r) = parse(&[
+        "report", "-i", "in.data", "--symfs", "/", "--pid", "1,2", "--tid", "3", "--comm", "a,b",
+    ]) else {
+        panic!("not report");
+    };
+    let i = r.input;
+    assert_eq!(i.file, PathBuf::from("in.data"));
+    assert_eq!(i.symfs, Some(PathBuf::from("/")));
+    assert_eq!(
+        (i.pid, i.tid, i.comm),
+        (vec![1, 2], vec![3], vec!["a".into(), "b".into()])
+    );
+    let Command::Script(s) = parse(&["script"]) else {
+        panic!("not script");
+    };
+    assert_eq!(s.input.file, PathBuf::from("perf.data"));
+
+    let Command::Offcpu(o) = parse(&["offcpu", "--data-file", "o.data", "--", "true"]) else {
+        panic!("not offcpu");
+    };
+    assert_eq!(o.record.data_file, Some(PathBuf::from("o.data")));
+    let Command::Probe(p) = parse(&["probe", "uprobe:/bin/true:main", "--", "true", "x"]) else {
+        panic!("not probe");
+    };
+    assert_eq!(p.record.command, ["true", "x"]);
+}
