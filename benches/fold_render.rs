@@ -14,7 +14,7 @@ use hwprof_analysis::fold::{self, FoldOptions, Folded, Weight};
 use inferno::flamegraph::color::{MultiPalette, Palette};
 use inferno::flamegraph::{self, Options};
 
-/// The SVG's size: inferno with `hwprof flamegraph`'s options (cli/flamegraph/svg.rs).
+/// The SVG's size: inferno with `hwprof flamegraph`'s options (cli/render/svg.rs).
 fn render(f: &Folded) -> usize {
     let mut opt = Options::default();
     opt.colors = Palette::Multi(MultiPalette::Java);

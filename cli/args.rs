@@ -1,7 +1,13 @@
-//! Command-line flags, with perf's names where perf has them, and the parsers every
-//! command shares for values that need checking: durations ([`secs`], [`interval_ms`],
-//! [`threshold_ns`], [`block_us`]) and targets ([`target`], over the one target parser of
-//! `hwprof_pmu::target`).
+//! Command-line flags, with perf's names where perf has them: each command's flags, the
+//! groups several commands flatten ([`InputArgs`], [`RecordArgs`]; `group`) over the one
+//! definition of each shared flag (`flag`), the parsers of values that need checking
+//! (`value`: durations, `--symfs`), and targets ([`target`], over the one target parser
+//! of `hwprof_pmu::target`).
+
+mod choices;
+mod flag;
+mod group;
+mod value;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,6 +15,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use hwprof_analysis::fold::Weight;
 use hwprof_pmu::target::{Flags, Rules, Target, TargetError};
+
+pub use group::{InputArgs, InputWords, RecordArgs, RecordWords, SHORT_SYMFS_HELP, SYMFS_HELP};
+pub use value::{block_us, interval_ms, threshold_ns, timeout_ms};
 
 /// hwprof: Linux hardware performance counters, PMU sampling and flame graphs.
 #[derive(Debug, Parser)]
@@ -27,7 +36,7 @@ pub enum Command {
     /// Print the perf_event_attr fields hwprof would pass for EVENTS, without opening anything.
     Encode(EncodeArgs),
     /// Sample a command, PIDs, threads or CPUs into a perf.data file (like `perf record`).
-    Record(RecordArgs),
+    Record(RecordCommandArgs),
     /// Print every record of a perf.data file, as text or JSON lines (like `perf script -D`).
     Script(ScriptArgs),
     /// The top table of a perf.data file: overhead per comm, module and symbol (like `perf report`).
@@ -43,9 +52,9 @@ pub enum Command {
     /// TopDown (TMA) metrics from counts measured elsewhere (`perf stat -x,` or `hwprof stat -j` output).
     Metrics(MetricsArgs),
     /// Memory-access profiles of PEBS load/store samples (like `perf mem report`).
-    Mem(crate::mem::MemArgs),
+    Mem(MemArgs),
     /// Cache-line contention: lines by HITM and stores, offsets, functions, threads (like `perf c2c report`).
-    C2c(crate::c2c::C2cArgs),
+    C2c(C2cArgs),
 }
 
 #[derive(Debug, Args)]
@@ -86,22 +95,9 @@ pub struct MetricsArgs {
 
 #[derive(Debug, Args)]
 pub struct StatArgs {
-    /// Events to count, comma-separated, perf syntax (repeatable). Default: perf stat's set.
-    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
-    pub events: Vec<String>,
-    /// Count on existing processes (comma-separated PIDs) until they exit, SIGINT or
-    /// --duration; with a command after `--`, while it runs (`-p PID -- sleep 1`).
-    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
-    pub pid: Option<String>,
-    /// Count on existing threads (comma-separated TIDs).
-    #[arg(short = 't', long = "tid", value_name = "TID,..")]
-    pub tid: Option<String>,
-    /// System-wide counting on all CPUs (needs root or CAP_PERFMON).
-    #[arg(short = 'a', long = "all-cpus")]
-    pub all_cpus: bool,
-    /// Only these CPUs (e.g. 0-3,8); implies system-wide.
-    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    pub cpus: Option<String>,
+    /// Events, target, `--duration`, `--event-file` and the command.
+    #[command(flatten)]
+    pub record: RecordArgs<StatWords>,
     /// With -a: print each CPU instead of the sum.
     #[arg(short = 'A', long = "no-aggr")]
     pub no_aggr: bool,
@@ -111,12 +107,8 @@ pub struct StatArgs {
     /// Print counts every MS milliseconds (at least 10).
     #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = interval_ms)]
     pub interval: Option<u64>,
-    /// Count at most SECS seconds (fractions and units allowed: 2.5, 500ms, 10m): then
-    /// -p/-t/-a/-C counting ends, and a command is sent SIGTERM.
-    #[arg(long = "duration", value_name = "SECS", value_parser = secs, conflicts_with = "timeout")]
-    pub duration: Option<Duration>,
     /// perf's spelling of --duration, in milliseconds (at least 10).
-    #[arg(long = "timeout", value_name = "MS", value_parser = timeout_ms)]
+    #[arg(long = "timeout", value_name = "MS", value_parser = timeout_ms, conflicts_with = "duration")]
     pub timeout: Option<Duration>,
     /// CSV output with this separator, perf's field order.
     #[arg(
@@ -136,9 +128,6 @@ pub struct StatArgs {
     /// Do not count child processes and threads.
     #[arg(short = 'i', long = "no-inherit")]
     pub no_inherit: bool,
-    /// Intel perfmon JSON file of named events (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
     /// TopDown (TMA): count the events of Intel's metric file for this CPU in groups
     /// that fit the counters and print the levels (needs a hardware PMU).
     #[arg(long = "topdown", conflicts_with_all = ["events", "interval", "repeat", "no_aggr", "sep", "pid", "tid", "all_cpus", "cpus"])]
@@ -150,19 +139,41 @@ pub struct StatArgs {
     /// $HWPROF_PERFMON_DIR, a checkout of https://github.com/intel/perfmon).
     #[arg(long = "metrics-file", value_name = "FILE.json")]
     pub metrics_file: Option<PathBuf>,
-    /// The command to run, after `--`.
-    #[arg(trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<String>,
 }
+
+/// What `hwprof stat` takes of [`RecordArgs`], in its words.
+#[derive(Debug)]
+pub enum StatWords {}
+
+impl RecordWords for StatWords {
+    const EVENTS: Option<&'static str> = Some(
+        "Events to count, comma-separated, perf syntax (repeatable). Default: perf stat's set",
+    );
+    const PID: Option<&'static str> = Some(
+        "Count on existing processes (comma-separated PIDs) until they exit, SIGINT or --duration; with a command after `--`, while it runs (`-p PID -- sleep 1`)",
+    );
+    const TID: Option<&'static str> = Some("Count on existing threads (comma-separated TIDs)");
+    const ALL_CPUS: Option<&'static str> =
+        Some("System-wide counting on all CPUs (needs root or CAP_PERFMON)");
+    const CPUS: Option<&'static str> = Some("Only these CPUs (e.g. 0-3,8); implies system-wide");
+    const DURATION: Option<&'static str> = Some(
+        "Count at most SECS seconds (fractions and units allowed: 2.5, 500ms, 10m): then -p/-t/-a/-C counting ends, and a command is sent SIGTERM",
+    );
+    const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
+    const COMMAND: Option<&'static str> = Some("The command to run, after `--`");
+}
+
+/// `--event-file`'s help where it is said plainly.
+const EVENT_FILE_HELP: &str = "Intel perfmon JSON file of named events (repeatable)";
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// List the named events of this CPU model instead of this machine's.
     #[arg(long = "cpu", value_name = "MODEL")]
     pub cpu: Option<String>,
-    /// Intel perfmon JSON file of named events (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
+    /// `--event-file`.
+    #[command(flatten)]
+    pub events: RecordArgs<ListWords>,
     /// JSON output.
     #[arg(long = "json")]
     pub json: bool,
@@ -175,42 +186,37 @@ pub struct EncodeArgs {
     /// Encode for this CPU model (skylake, skylakex, icelake, sapphirerapids, alderlake, zen2..zen5).
     #[arg(long = "cpu", value_name = "MODEL")]
     pub cpu: Option<String>,
-    /// Intel perfmon JSON file of named events (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
-    /// Events, perf syntax (repeatable).
-    #[arg(short = 'e', long = "event", value_name = "EVENTS", required = true)]
-    pub events: Vec<String>,
+    /// `--event-file` and `-e`.
+    #[command(flatten)]
+    pub events: RecordArgs<EncodeWords>,
     /// JSON output (an array of {name, pmu, leader, attr}).
     #[arg(long = "json")]
     pub json: bool,
 }
 
+/// What `hwprof list` takes of [`RecordArgs`]: `--event-file`.
+#[derive(Debug)]
+pub enum ListWords {}
+
+impl RecordWords for ListWords {
+    const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
+}
+
+/// What `hwprof encode` takes of [`RecordArgs`]: `-e` (at least one) and `--event-file`.
+#[derive(Debug)]
+pub enum EncodeWords {}
+
+impl RecordWords for EncodeWords {
+    const EVENTS: Option<&'static str> = Some("Events, perf syntax (repeatable)");
+    const EVENTS_REQUIRED: bool = true;
+    const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
+}
+
 #[derive(Debug, Args)]
-pub struct RecordArgs {
-    /// Events to sample, comma-separated, perf syntax (repeatable). Default: cycles
-    /// (cpu-clock where the machine has no hardware PMU).
-    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
-    pub events: Vec<String>,
-    /// Sample at this average frequency (Hz); `max` = the kernel's limit.
-    #[arg(
-        short = 'F',
-        long = "freq",
-        value_name = "FREQ",
-        conflicts_with = "count"
-    )]
-    pub freq: Option<String>,
-    /// Sample every N events (a fixed period).
-    #[arg(short = 'c', long = "count", value_name = "N")]
-    pub count: Option<u64>,
-    /// Record callchains (frame pointers, like `--call-graph fp`).
-    #[arg(short = 'g')]
-    pub callgraph_fp: bool,
-    /// Record callchains: fp, lbr, or dwarf[,STACK_BYTES] (default 8192). With dwarf,
-    /// the user stacks are unwound while recording (with the modules' unwind tables) and
-    /// written as ordinary callchains: files stay small, and perf reads them too.
-    #[arg(long = "call-graph", value_name = "fp|lbr|dwarf[,SIZE]")]
-    pub call_graph: Option<String>,
+pub struct RecordCommandArgs {
+    /// Events, sampling, callchains, target, `--duration`, `--event-file`, the command.
+    #[command(flatten)]
+    pub record: RecordArgs<RecordCommandWords>,
     /// With --call-graph dwarf: write the raw user registers and stack copies, as perf
     /// does, instead of unwinding while recording (for tools that unwind themselves;
     /// hwprof report, script and flamegraph unwind them when they read the file).
@@ -229,24 +235,9 @@ pub struct RecordArgs {
     /// Sample the weight (WEIGHT_STRUCT: load latency and more where the kernel has it).
     #[arg(short = 'W', long = "weight")]
     pub weight: bool,
-    /// Sample existing processes (comma-separated PIDs) until they exit, SIGINT or --duration.
-    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
-    pub pid: Option<String>,
-    /// Sample existing threads (comma-separated TIDs).
-    #[arg(short = 't', long = "tid", value_name = "TID,..")]
-    pub tid: Option<String>,
-    /// System-wide on all CPUs (needs root or CAP_PERFMON).
-    #[arg(short = 'a', long = "all-cpus")]
-    pub all_cpus: bool,
-    /// Only these CPUs (e.g. 0-3,8); implies system-wide.
-    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    pub cpus: Option<String>,
     /// Data pages per ring buffer (a power of two), or a size like 512K / 4M.
     #[arg(short = 'm', long = "mmap-pages", value_name = "N")]
     pub mmap_pages: Option<String>,
-    /// Stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m).
-    #[arg(long = "duration", value_name = "SECS", value_parser = secs)]
-    pub duration: Option<Duration>,
     /// Output file (written atomically). Default perf.data.
     #[arg(
         short = 'o',
@@ -269,9 +260,6 @@ pub struct RecordArgs {
     /// callchains (off CPU), for `hwprof flamegraph --off-cpu -i FILE`.
     #[arg(long = "off-cpu")]
     pub off_cpu: bool,
-    /// Intel perfmon JSON file of named events (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
     /// Do not print the summary line or notes (as perf record -q).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -279,10 +267,39 @@ pub struct RecordArgs {
     /// file the user never named), keeping the notes (the cpu-clock fallback, say).
     #[arg(skip)]
     pub no_summary: bool,
-    /// The command to run, after `--`.
-    #[arg(trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<String>,
 }
+
+/// What `hwprof record` takes of [`RecordArgs`] (all of it), in its words.
+#[derive(Debug)]
+pub enum RecordCommandWords {}
+
+impl RecordWords for RecordCommandWords {
+    const EVENTS: Option<&'static str> = Some(
+        "Events to sample, comma-separated, perf syntax (repeatable). Default: cycles (cpu-clock where the machine has no hardware PMU)",
+    );
+    const FREQ: Option<&'static str> =
+        Some("Sample at this average frequency (Hz); `max` = the kernel's limit");
+    const COUNT: Option<&'static str> = Some("Sample every N events (a fixed period)");
+    const FP: Option<&'static str> =
+        Some("Record callchains (frame pointers, like `--call-graph fp`)");
+    const CALL_GRAPH: Option<&'static str> = Some(
+        "Record callchains: fp, lbr, or dwarf[,STACK_BYTES] (default 8192). With dwarf, the user stacks are unwound while recording (with the modules' unwind tables) and written as ordinary callchains: files stay small, and perf reads them too",
+    );
+    const PID: Option<&'static str> = Some(
+        "Sample existing processes (comma-separated PIDs) until they exit, SIGINT or --duration",
+    );
+    const TID: Option<&'static str> = Some("Sample existing threads (comma-separated TIDs)");
+    const ALL_CPUS: Option<&'static str> =
+        Some("System-wide on all CPUs (needs root or CAP_PERFMON)");
+    const CPUS: Option<&'static str> = Some("Only these CPUs (e.g. 0-3,8); implies system-wide");
+    const DURATION: Option<&'static str> = Some(DURATION_HELP);
+    const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
+    const COMMAND: Option<&'static str> = Some("The command to run, after `--`");
+}
+
+/// `--duration`'s help where it is said plainly.
+const DURATION_HELP: &str =
+    "Stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m)";
 
 /// Output formats of `hwprof script`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -295,14 +312,9 @@ pub enum ScriptFormat {
 
 #[derive(Debug, Args)]
 pub struct ScriptArgs {
-    /// The perf.data file to read (`-` for a pipe-mode stream on stdin).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
+    /// `-i`.
+    #[command(flatten)]
+    pub input: InputArgs<ScriptWords>,
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = ScriptFormat::Text)]
     pub format: ScriptFormat,
@@ -310,6 +322,17 @@ pub struct ScriptArgs {
     #[arg(long = "header")]
     pub header: bool,
 }
+
+/// What `hwprof script` takes of [`InputArgs`].
+#[derive(Debug)]
+pub enum ScriptWords {}
+
+impl InputWords for ScriptWords {
+    const INPUT: &'static str = READ_HELP;
+}
+
+/// `-i`'s help where it is said plainly.
+const READ_HELP: &str = "The perf.data file to read (`-` for a pipe-mode stream on stdin)";
 
 /// Sort keys of `hwprof report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -328,14 +351,9 @@ pub enum SortKey {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The perf.data file to read (`-` for a pipe-mode stream on stdin).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
+    /// `-i`, `--symfs` and the filters `--pid`, `--tid`, `--comm`.
+    #[command(flatten)]
+    pub input: InputArgs<ReportWords>,
     /// Group rows by these keys, comma-separated.
     #[arg(
         short = 's',
@@ -356,15 +374,6 @@ pub struct ReportArgs {
     /// Only this event (by name) of a multi-event file.
     #[arg(long = "event", value_name = "NAME")]
     pub event: Option<String>,
-    /// Only these process ids (comma-separated).
-    #[arg(long = "pid", value_name = "PID,..", value_delimiter = ',')]
-    pub pid: Vec<u32>,
-    /// Only these thread ids (comma-separated).
-    #[arg(long = "tid", value_name = "TID,..", value_delimiter = ',')]
-    pub tid: Vec<u32>,
-    /// Only these command names (comma-separated).
-    #[arg(long = "comm", value_name = "COMM,..", value_delimiter = ',')]
-    pub comm: Vec<String>,
     /// Hide rows below this overhead in percent.
     #[arg(long = "percent-limit", value_name = "P", default_value_t = 0.0)]
     pub percent_limit: f64,
@@ -380,10 +389,6 @@ pub struct ReportArgs {
     /// Do not expand inlined functions (rows are the functions that contain the ip).
     #[arg(long = "no-inline")]
     pub no_inline: bool,
-    /// Look for files with symbols relative to this directory (perf's --symfs: the
-    /// recorded paths under DIR, and its build-id cache DIR/.debug).
-    #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
-    pub symfs: Option<PathBuf>,
     /// Branch view (perf's -b): rows by branch source and target from the samples'
     /// branch stacks (LBR), each entry counted once, with mispredict shares and cycles.
     #[arg(short = 'b', long = "branch-stack", conflicts_with_all = ["diff", "children"])]
@@ -393,22 +398,27 @@ pub struct ReportArgs {
     #[arg(
         long = "branch-sort",
         value_name = "KEYS",
-        value_enum,
+        value_parser = choices::branch_key(),
         value_delimiter = ','
     )]
     pub branch_sort: Option<Vec<hwprof_analysis::branch::Key>>,
 }
 
+/// What `hwprof report` takes of [`InputArgs`] (all of it).
+#[derive(Debug)]
+pub enum ReportWords {}
+
+impl InputWords for ReportWords {
+    const INPUT: &'static str = READ_HELP;
+    const SYMFS: Option<&'static str> = Some(SYMFS_HELP);
+    const FILTERS: bool = true;
+}
+
 #[derive(Debug, Args)]
 pub struct FlamegraphArgs {
-    /// The perf.data file to draw (ignored when a command is given).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
+    /// `-i` and `--symfs`.
+    #[command(flatten)]
+    pub input: InputArgs<FlamegraphWords>,
     /// The SVG to write (atomically); with --all or several events, EVENT is inserted
     /// before the extension. `-` is stdout (a recorded command's stdout then goes to
     /// stderr).
@@ -424,12 +434,12 @@ pub struct FlamegraphArgs {
     #[arg(long = "folded")]
     pub folded: bool,
     /// What frame widths measure.
-    #[arg(long = "weight", value_enum, default_value_t = Weight::Period)]
+    #[arg(long = "weight", value_parser = choices::weight(), default_value = "period")]
     pub weight: Weight,
     /// Only the samples served from this level (PEBS loads/stores with a data source,
     /// `perf mem record`): l1, lfb, l2, l3, dram, local-dram, remote-dram, remote-cache,
     /// hitm.
-    #[arg(long = "mem", value_name = "LEVEL", value_enum, conflicts_with_all = ["off_cpu", "diff"])]
+    #[arg(long = "mem", value_name = "LEVEL", value_parser = choices::level(), conflicts_with_all = ["off_cpu", "diff"])]
     pub mem: Option<hwprof_analysis::mem::Level>,
     /// Draw only this event (by name) of a recording with several (`-e` records).
     #[arg(long = "draw-event", value_name = "NAME", conflicts_with = "all")]
@@ -449,10 +459,6 @@ pub struct FlamegraphArgs {
     /// Hide kernel frames.
     #[arg(long = "no-kernel")]
     pub no_kernel: bool,
-    /// Look for files with symbols relative to this directory (perf's --symfs: the
-    /// recorded paths under DIR, and its build-id cache DIR/.debug).
-    #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
-    pub symfs: Option<PathBuf>,
     /// Differential flame graph of NEW against BASE (red grew, blue shrank).
     #[arg(long = "diff", num_args = 2, value_names = ["BASE", "NEW"])]
     pub diff: Option<Vec<PathBuf>>,
@@ -464,50 +470,46 @@ pub struct FlamegraphArgs {
     /// sched:sched_switch samples, as `hwprof record --off-cpu` records them.
     #[arg(long = "off-cpu", conflicts_with_all = ["diff", "all", "draw_event"])]
     pub off_cpu: bool,
-    /// Record: events to sample, comma-separated (as `hwprof record -e`; repeatable).
-    /// To draw one event of an existing recording, use --draw-event.
-    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
-    pub events: Vec<String>,
-    /// Record: sampling frequency (default 999 Hz).
-    #[arg(
-        short = 'F',
-        long = "freq",
-        value_name = "FREQ",
-        conflicts_with = "count"
-    )]
-    pub freq: Option<String>,
-    /// Record: sample every N events.
-    #[arg(short = 'c', long = "count", value_name = "N")]
-    pub count: Option<u64>,
-    /// Record: callchain mode, fp, lbr or dwarf[,SIZE] (default: fp, or dwarf for a
-    /// command whose program was built without frame pointers).
-    #[arg(long = "call-graph", value_name = "fp|lbr|dwarf[,SIZE]")]
-    pub call_graph: Option<String>,
-    /// Record: attach to these PIDs.
-    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
-    pub pid: Option<String>,
-    /// Record: system-wide.
-    #[arg(short = 'a', long = "all-cpus")]
-    pub all_cpus: bool,
-    /// Record: stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m).
-    #[arg(long = "duration", value_name = "SECS", value_parser = secs)]
-    pub duration: Option<Duration>,
-    /// Record: keep the recording in this file (default: a temporary file, removed).
-    #[arg(long = "data-file", value_name = "FILE")]
-    pub data_file: Option<PathBuf>,
-    /// Record: Intel perfmon JSON file of named events for -e (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
-    /// The command to record, after `--`.
-    #[arg(trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    /// Record: events, sampling, callchains, target, `--duration`, `--event-file`, the
+    /// command.
+    #[command(flatten)]
+    pub record: RecordArgs<FlamegraphWords>,
 }
 
 impl FlamegraphArgs {
     /// Whether this records (a command, `-p` or `-a`) rather than drawing a file.
     pub fn records(&self) -> bool {
-        !self.command.is_empty() || self.pid.is_some() || self.all_cpus
+        !self.record.command.is_empty() || self.record.pid.is_some() || self.record.all_cpus
     }
+}
+
+/// How `hwprof flamegraph` words its [`InputArgs`] and [`RecordArgs`].
+#[derive(Debug)]
+pub enum FlamegraphWords {}
+
+impl InputWords for FlamegraphWords {
+    const INPUT: &'static str = "The perf.data file to draw (ignored when a command is given)";
+    const SYMFS: Option<&'static str> = Some(SYMFS_HELP);
+}
+
+impl RecordWords for FlamegraphWords {
+    const EVENTS: Option<&'static str> = Some(
+        "Record: events to sample, comma-separated (as `hwprof record -e`; repeatable). To draw one event of an existing recording, use --draw-event",
+    );
+    const FREQ: Option<&'static str> = Some("Record: sampling frequency (default 999 Hz)");
+    const COUNT: Option<&'static str> = Some("Record: sample every N events");
+    const CALL_GRAPH: Option<&'static str> = Some(
+        "Record: callchain mode, fp, lbr or dwarf[,SIZE] (default: fp, or dwarf for a command whose program was built without frame pointers)",
+    );
+    const PID: Option<&'static str> = Some("Record: attach to these PIDs");
+    const ALL_CPUS: Option<&'static str> = Some("Record: system-wide");
+    const DURATION: Option<&'static str> =
+        Some("Record: stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m)");
+    const DATA_FILE: Option<&'static str> =
+        Some("Record: keep the recording in this file (default: a temporary file, removed)");
+    const EVENT_FILE: Option<&'static str> =
+        Some("Record: Intel perfmon JSON file of named events for -e (repeatable)");
+    const COMMAND: Option<&'static str> = Some("The command to record, after `--`");
 }
 
 /// Where `--save`/`--baseline` names live unless `--baseline-dir` says otherwise.
@@ -519,12 +521,9 @@ pub const DEFAULT_BASELINE_DIR: &str = ".hwprof/baselines";
     after_help = "Exit codes: 0 no regression, 1 regression, 2 usage error (bad flag or event, missing or malformed baseline), 3 the benchmark could not be measured (the command failed or could not start)."
 )]
 pub struct BenchArgs {
-    /// Counters per run, comma-separated, perf syntax (repeatable). Default: task-clock,
-    /// instructions, cycles, branch-misses, cache-misses, page-faults, context-switches
-    /// (hardware ones only where a PMU exists). Wall, user and system time and peak RSS
-    /// are always measured.
-    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
-    pub events: Vec<String>,
+    /// `-e`, `--event-file` and the command.
+    #[command(flatten)]
+    pub record: RecordArgs<BenchWords>,
     /// Measured runs (per command with --compare).
     #[arg(short = 'r', long = "runs", value_name = "N", default_value_t = 10)]
     pub runs: u32,
@@ -568,12 +567,18 @@ pub struct BenchArgs {
     /// Measure runs even when the command exits non-zero.
     #[arg(short = 'i', long = "ignore-failure")]
     pub ignore_failure: bool,
-    /// Intel perfmon JSON file of named events (repeatable).
-    #[arg(long = "event-file", value_name = "FILE.json")]
-    pub event_file: Vec<PathBuf>,
-    /// The command to benchmark, after `--`.
-    #[arg(trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<String>,
+}
+
+/// What `hwprof bench` takes of [`RecordArgs`], in its words.
+#[derive(Debug)]
+pub enum BenchWords {}
+
+impl RecordWords for BenchWords {
+    const EVENTS: Option<&'static str> = Some(
+        "Counters per run, comma-separated, perf syntax (repeatable). Default: task-clock, instructions, cycles, branch-misses, cache-misses, page-faults, context-switches (hardware ones only where a PMU exists). Wall, user and system time and peak RSS are always measured",
+    );
+    const EVENT_FILE: Option<&'static str> = Some(EVENT_FILE_HELP);
+    const COMMAND: Option<&'static str> = Some("The command to benchmark, after `--`");
 }
 
 /// Where `hwprof offcpu` draws by default.
@@ -582,19 +587,9 @@ pub const OFFCPU_OUT: &str = "offcpu.svg";
 /// Flags of `hwprof offcpu`.
 #[derive(Debug, clap::Args)]
 pub struct OffcpuArgs {
-    /// Attach to these processes (all their threads).
-    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
-    pub pid: Option<String>,
-    /// Attach to these threads only.
-    #[arg(short = 't', long = "tid", value_name = "TID,..")]
-    pub tid: Option<String>,
-    /// Every thread of the system.
-    #[arg(short = 'a', long = "all-cpus")]
-    pub all_cpus: bool,
-    /// Stop after this many seconds (the command, if any, is then ended; units allowed:
-    /// 500ms, 10m).
-    #[arg(long = "duration", value_name = "SECS", value_parser = secs)]
-    pub duration: Option<std::time::Duration>,
+    /// `--call-graph`, the target, `--duration`, `--symfs` and the command.
+    #[command(flatten)]
+    pub record: RecordArgs<OffcpuWords>,
     /// Drop blocks shorter than this (µs; units allowed: 2ms).
     #[arg(long = "min-block", value_name = "USEC", default_value = "1", value_parser = block_us)]
     pub min_block: u64,
@@ -609,9 +604,6 @@ pub struct OffcpuArgs {
     /// stacks are whole, leaf first: kernel frames (`_[k]`), `--`, then user frames.
     #[arg(long = "report", conflicts_with = "folded")]
     pub report: bool,
-    /// Keep the recording in this perf.data (default: a temporary file, removed).
-    #[arg(long = "data-file", value_name = "FILE")]
-    pub data_file: Option<PathBuf>,
     /// Wall-clock view: also sample on-CPU time (cpu-clock, 4000 Hz) and draw both in one
     /// graph, each stack ending in an `[on]` or `[off]` frame: widths are on- plus
     /// off-CPU time (µs).
@@ -620,19 +612,27 @@ pub struct OffcpuArgs {
     /// Leave kernel frames out of the stacks.
     #[arg(long = "no-kernel")]
     pub no_kernel: bool,
-    /// How to record user stacks: fp (frame pointers) or dwarf[,SIZE] (copy SIZE bytes
-    /// of stack, default 8192, and unwind them with the modules' unwind tables: whole
-    /// stacks through code built without frame pointers, such as libc). Default: fp, or
-    /// dwarf for a command whose program was built without frame pointers.
-    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]")]
-    pub call_graph: Option<String>,
-    /// Look for files with symbols relative to this directory (perf's --symfs: the
-    /// recorded paths under DIR, and its build-id cache DIR/.debug).
-    #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
-    pub symfs: Option<PathBuf>,
-    /// The command to run and trace.
-    #[arg(trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<String>,
+}
+
+/// What `hwprof offcpu` takes of [`RecordArgs`], in its words.
+#[derive(Debug)]
+pub enum OffcpuWords {}
+
+impl RecordWords for OffcpuWords {
+    const CALL_GRAPH: Option<&'static str> = Some(
+        "How to record user stacks: fp (frame pointers) or dwarf[,SIZE] (copy SIZE bytes of stack, default 8192, and unwind them with the modules' unwind tables: whole stacks through code built without frame pointers, such as libc). Default: fp, or dwarf for a command whose program was built without frame pointers",
+    );
+    const CALL_GRAPH_MODES: &'static str = "fp|dwarf[,SIZE]";
+    const PID: Option<&'static str> = Some("Attach to these processes (all their threads)");
+    const TID: Option<&'static str> = Some("Attach to these threads only");
+    const ALL_CPUS: Option<&'static str> = Some("Every thread of the system");
+    const DURATION: Option<&'static str> = Some(
+        "Stop after this many seconds (the command, if any, is then ended; units allowed: 500ms, 10m)",
+    );
+    const DATA_FILE: Option<&'static str> =
+        Some("Keep the recording in this perf.data (default: a temporary file, removed)");
+    const SYMFS: Option<&'static str> = Some(SYMFS_HELP);
+    const COMMAND: Option<&'static str> = Some("The command to run and trace");
 }
 
 /// Flags of `hwprof probe`.
@@ -645,12 +645,9 @@ pub struct ProbeArgs {
     /// latency), or `uretprobe:/path/bin:func`; several may be given, or comma-separated.
     #[arg(value_name = "PROBE", required = true)]
     pub probes: Vec<String>,
-    /// Attach to running processes (comma-separated PIDs) until they exit, SIGINT or --duration.
-    #[arg(short = 'p', long = "pid", value_name = "PID,..")]
-    pub pid: Option<String>,
-    /// Stop after SECS seconds (fractions and units allowed: 2.5, 500ms, 10m).
-    #[arg(long = "duration", value_name = "SECS", value_parser = secs)]
-    pub duration: Option<Duration>,
+    /// `-p`, `--duration`, `--call-graph`, `--symfs` and the command.
+    #[command(flatten)]
+    pub record: RecordArgs<ProbeWords>,
     /// Print a log2 latency histogram (as bcc's funclatency) with p50/p90/p99/max.
     #[arg(long = "hist")]
     pub hist: bool,
@@ -661,15 +658,6 @@ pub struct ProbeArgs {
     /// With --threshold: print the call stack of each slow call.
     #[arg(long = "stacks")]
     pub stacks: bool,
-    /// With --stacks: how to record them, fp (frame pointers, the default) or
-    /// dwarf[,SIZE] (copy SIZE bytes of the user stack, default 8192, and unwind them
-    /// with the modules' unwind tables: whole stacks through code without frame pointers).
-    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]")]
-    pub call_graph: Option<String>,
-    /// Look for files with symbols relative to this directory (perf's --symfs: the
-    /// recorded paths under DIR, and its build-id cache DIR/.debug).
-    #[arg(long = "symfs", value_name = "DIR", value_parser = symfs_dir)]
-    pub symfs: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long = "json")]
     pub json: bool,
@@ -677,110 +665,113 @@ pub struct ProbeArgs {
     /// command's own stdout then goes to stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
-    /// The command to run, after `--`.
-    #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
 }
 
-/// The longest duration any flag takes: a year (a longer one is a typo, and `inf`
-/// or `1e20` seconds overflow a `Duration`).
-const MAX_DURATION_SECS: f64 = 365.0 * 86_400.0;
+/// What `hwprof probe` takes of [`RecordArgs`], in its words.
+#[derive(Debug)]
+pub enum ProbeWords {}
 
-/// Parses a duration: a number in `unit` (the flag's own unit, in seconds), or a number
-/// with one of the units `ns`, `us` (`µs`), `ms`, `s`, `m`, `h`. It must be finite, not
-/// negative (more than 0 when `positive`) and at most a year. Errors are one line, for
-/// clap to print after the flag's name.
-pub fn parse_duration(
-    text: &str,
-    unit: f64,
-    unit_name: &str,
-    positive: bool,
-) -> Result<Duration, String> {
-    const UNITS: [(&str, f64); 7] = [
-        ("ns", 1e-9),
-        ("us", 1e-6),
-        ("µs", 1e-6),
-        ("ms", 1e-3),
-        ("s", 1.0),
-        ("m", 60.0),
-        ("h", 3600.0),
-    ];
-    let t = text.trim();
-    let parsed = t.parse::<f64>().ok().map(|v| (v, unit)).or_else(|| {
-        UNITS.iter().find_map(|&(name, mul)| {
-            let num = t.strip_suffix(name)?.trim_end();
-            // `1e5ms`, not `1ems` or `5 s s`.
-            num.parse::<f64>().ok().map(|v| (v, mul))
-        })
-    });
-    let Some((v, mul)) = parsed else {
-        return Err(format!(
-            "expected a duration: a number of {unit_name}, or a number with a unit (ns, us, ms, s, m, h), e.g. 500ms"
-        ));
-    };
-    if !v.is_finite() {
-        return Err("the duration must be a finite number".to_string());
-    }
-    if v < 0.0 || (positive && v == 0.0) {
-        let need = if positive { "more than 0" } else { "0 or more" };
-        return Err(format!("the duration must be {need}"));
-    }
-    let secs = v * mul;
-    if secs > MAX_DURATION_SECS {
-        return Err(format!(
-            "the duration must be at most a year ({MAX_DURATION_SECS:.0} s)"
-        ));
-    }
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("bad duration: {e}"))
+impl RecordWords for ProbeWords {
+    const CALL_GRAPH: Option<&'static str> = Some(
+        "With --stacks: how to record them, fp (frame pointers, the default) or dwarf[,SIZE] (copy SIZE bytes of the user stack, default 8192, and unwind them with the modules' unwind tables: whole stacks through code without frame pointers)",
+    );
+    const CALL_GRAPH_MODES: &'static str = "fp|dwarf[,SIZE]";
+    const PID: Option<&'static str> = Some(
+        "Attach to running processes (comma-separated PIDs) until they exit, SIGINT or --duration",
+    );
+    const DURATION: Option<&'static str> = Some(DURATION_HELP);
+    const SYMFS: Option<&'static str> = Some(SYMFS_HELP);
+    const COMMAND: Option<&'static str> = Some("The command to run, after `--`");
+    const COMMAND_LAST: bool = true;
 }
 
-/// `--symfs DIR`: a directory (a path that is none names no file with symbols: a typo).
-pub fn symfs_dir(text: &str) -> Result<PathBuf, String> {
-    let p = PathBuf::from(text);
-    match std::fs::metadata(&p) {
-        Ok(m) if m.is_dir() => Ok(p),
-        Ok(m) => Err(format!(
-            "{text} is {}, not a directory",
-            hwprof_pmu::file::kind_name(m.file_type())
-        )),
-        Err(e) => Err(format!("cannot use {text}: {e}")),
-    }
+/// Flags of `hwprof mem`.
+#[derive(Debug, Args)]
+pub struct MemArgs {
+    #[command(subcommand)]
+    pub command: MemCommand,
 }
 
-/// `--duration`: seconds by default, more than 0.
-pub fn secs(text: &str) -> Result<Duration, String> {
-    parse_duration(text, 1.0, "seconds", true)
+/// Subcommands of `hwprof mem`.
+#[derive(Debug, Subcommand)]
+pub enum MemCommand {
+    /// Loads and stores by where they were served, snoop, TLB, function and data symbol,
+    /// with latency percentiles (like `perf mem report --stdio`).
+    Report(MemReportArgs),
 }
 
-/// `stat -I`: whole milliseconds by default, at least 10 (perf's minimum).
-pub fn interval_ms(text: &str) -> Result<u64, String> {
-    let d = parse_duration(text, 1e-3, "milliseconds", false)?;
-    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    if ms < 10 {
-        return Err("the interval must be at least 10 ms".to_string());
-    }
-    Ok(ms)
+#[derive(Debug, Args)]
+pub struct MemReportArgs {
+    /// `-i` and `--symfs`.
+    #[command(flatten)]
+    pub input: InputArgs<MemWords>,
+    /// The tables to print, comma-separated, in this order.
+    #[arg(
+        short = 's',
+        long = "sort",
+        value_name = "KEYS",
+        value_parser = choices::mem_key(),
+        value_delimiter = ',',
+        default_value = "level,snoop,tlb,function,data"
+    )]
+    pub sort: Vec<hwprof_analysis::mem::Key>,
+    /// Rows of each table at most (0: all).
+    #[arg(long = "rows", value_name = "N", default_value_t = 20)]
+    pub rows: usize,
+    /// Print JSON: one object per event with its tables.
+    #[arg(long = "json")]
+    pub json: bool,
 }
 
-/// `stat --timeout` (perf's): milliseconds by default, at least 10 (perf's minimum).
-pub fn timeout_ms(text: &str) -> Result<Duration, String> {
-    let d = parse_duration(text, 1e-3, "milliseconds", false)?;
-    if d < Duration::from_millis(10) {
-        return Err("the timeout must be at least 10 ms".to_string());
-    }
-    Ok(d)
+/// How `hwprof mem report` words its [`InputArgs`].
+#[derive(Debug)]
+pub enum MemWords {}
+
+impl InputWords for MemWords {
+    const INPUT: &'static str =
+        "The perf.data file to read (a PEBS recording with data source: `perf mem record`)";
+    const SYMFS: Option<&'static str> = Some(SHORT_SYMFS_HELP);
 }
 
-/// `probe --threshold`: milliseconds by default, 0 or more; in nanoseconds.
-pub fn threshold_ns(text: &str) -> Result<u64, String> {
-    let d = parse_duration(text, 1e-3, "milliseconds", false)?;
-    Ok(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+/// Flags of `hwprof c2c`.
+#[derive(Debug, Args)]
+pub struct C2cArgs {
+    #[command(subcommand)]
+    pub command: C2cCommand,
 }
 
-/// `offcpu --min-block`: microseconds by default, 0 or more; in microseconds.
-pub fn block_us(text: &str) -> Result<u64, String> {
-    let d = parse_duration(text, 1e-6, "microseconds", false)?;
-    Ok(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+/// Subcommands of `hwprof c2c`.
+#[derive(Debug, Subcommand)]
+pub enum C2cCommand {
+    /// Cache lines by HITM and store traffic, with their offsets, functions and threads.
+    Report(C2cReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct C2cReportArgs {
+    /// `-i` and `--symfs`.
+    #[command(flatten)]
+    pub input: InputArgs<C2cWords>,
+    /// Lines to show at most (0: all).
+    #[arg(long = "lines", value_name = "N", default_value_t = 10)]
+    pub lines: usize,
+    /// Show every shared line, also those with less than 0.1% of the HITMs (perf's
+    /// --show-all).
+    #[arg(long = "show-all")]
+    pub show_all: bool,
+    /// Print JSON: the totals and the lines with their offsets.
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+/// How `hwprof c2c report` words its [`InputArgs`].
+#[derive(Debug)]
+pub enum C2cWords {}
+
+impl InputWords for C2cWords {
+    const INPUT: &'static str =
+        "The perf.data file to read (loads and stores with data addresses and sources)";
+    const SYMFS: Option<&'static str> = Some(SHORT_SYMFS_HELP);
 }
 
 /// How a command words the target errors that are its own; the others (bad lists,
@@ -804,60 +795,4 @@ pub fn target(flags: &Flags<'_>, rules: Rules, words: &TargetWords) -> anyhow::R
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn clap_definition_is_valid() {
-        use clap::CommandFactory;
-        super::Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(secs("2.5"), Ok(Duration::from_millis(2500)));
-        assert_eq!(secs("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(secs("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(secs(" 1e1 "), Ok(Duration::from_secs(10)));
-        assert_eq!(secs("1e3ms"), Ok(Duration::from_secs(1)));
-        for bad in [
-            "inf",
-            "-inf",
-            "NaN",
-            "nan",
-            "1e20",
-            "18446744073709551616",
-            "-1",
-            "0",
-            "",
-            "5 parsecs",
-            "1ems",
-            "infs",
-            "366d",
-        ] {
-            let e = secs(bad).expect_err(bad);
-            assert!(!e.contains('\n'), "{e}");
-        }
-        assert_eq!(secs("31536000"), Ok(Duration::from_secs(31_536_000)));
-        assert!(secs("31536001").is_err());
-        assert_eq!(threshold_ns("10ms"), Ok(10_000_000));
-        assert_eq!(threshold_ns("500us"), Ok(500_000));
-        assert_eq!(threshold_ns("2s"), Ok(2_000_000_000));
-        assert_eq!(threshold_ns("1.5ms"), Ok(1_500_000));
-        assert_eq!(threshold_ns("7"), Ok(7_000_000));
-        assert_eq!(threshold_ns("1500ns"), Ok(1500));
-        assert_eq!(threshold_ns("0"), Ok(0));
-        assert!(threshold_ns("10 parsecs").is_err());
-        assert!(threshold_ns("1e300").is_err());
-        assert_eq!(interval_ms("100"), Ok(100));
-        assert_eq!(interval_ms("1s"), Ok(1000));
-        assert!(interval_ms("9").is_err());
-        assert!(interval_ms("18446744073709551615").is_err());
-        assert_eq!(timeout_ms("1500"), Ok(Duration::from_millis(1500)));
-        assert_eq!(timeout_ms("2s"), Ok(Duration::from_secs(2)));
-        assert!(timeout_ms("9").is_err());
-        assert_eq!(block_us("1"), Ok(1));
-        assert_eq!(block_us("2ms"), Ok(2000));
-        assert!(block_us("-1").is_err());
-    }
-}
+mod tests;

@@ -46,7 +46,7 @@ pub fn run(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
 }
 
 fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
-    if a.command.is_empty() {
+    if a.record.command.is_empty() {
         return usage("give the command to benchmark after `--`, e.g. `hwprof bench -- ./bench`");
     }
     if a.runs < 2 {
@@ -81,10 +81,10 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         Some(name) => Some(prepare_save(name, &a.baseline_dir, stop)?),
         None => None,
     };
-    let enc = crate::encode::encoder(None, &a.event_file)?;
-    let explicit = !a.events.is_empty();
+    let enc = crate::events::encoder(None, &a.record.event_file)?;
+    let explicit = !a.record.events.is_empty();
     let events = if explicit {
-        crate::encode::parse_all(&enc, &a.events)?
+        crate::events::parse_all(&enc, &a.record.events)?
     } else {
         enc.parse(DEFAULT_EVENTS)?
     };
@@ -115,7 +115,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     if let Some(x) = a_argv {
         sides.push(x);
     }
-    sides.push(a.command.clone());
+    sides.push(a.record.command.clone());
     let event_names = runner.event_names();
     let all_metrics = metrics::metric_names(&event_names);
     // Bad --gate names are usage errors before anything runs.

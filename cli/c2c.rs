@@ -8,51 +8,11 @@
 //! [`hwprof_analysis::c2c`] counts; this module parses flags and prints.
 
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
 use hwprof_analysis::c2c::{self, Line, Report, Stats};
 
+use crate::args::{C2cArgs, C2cCommand, C2cReportArgs};
 use crate::render::escape;
-
-/// Flags of `hwprof c2c`.
-#[derive(Debug, Args)]
-pub struct C2cArgs {
-    #[command(subcommand)]
-    pub command: C2cCommand,
-}
-
-/// Subcommands of `hwprof c2c`.
-#[derive(Debug, Subcommand)]
-pub enum C2cCommand {
-    /// Cache lines by HITM and store traffic, with their offsets, functions and threads.
-    Report(C2cReportArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct C2cReportArgs {
-    /// The perf.data file to read (loads and stores with data addresses and sources).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
-    /// Lines to show at most (0: all).
-    #[arg(long = "lines", value_name = "N", default_value_t = 10)]
-    pub lines: usize,
-    /// Show every shared line, also those with less than 0.1% of the HITMs (perf's
-    /// --show-all).
-    #[arg(long = "show-all")]
-    pub show_all: bool,
-    /// Print JSON: the totals and the lines with their offsets.
-    #[arg(long = "json")]
-    pub json: bool,
-    /// Look for files with symbols relative to this directory (perf's --symfs).
-    #[arg(long = "symfs", value_name = "DIR", value_parser = crate::args::symfs_dir)]
-    pub symfs: Option<PathBuf>,
-}
 
 pub fn run(a: C2cArgs) -> anyhow::Result<u8> {
     match a.command {
@@ -61,7 +21,7 @@ pub fn run(a: C2cArgs) -> anyhow::Result<u8> {
 }
 
 fn report(a: C2cReportArgs) -> anyhow::Result<u8> {
-    let p = crate::mem::load(&a.input, a.symfs.clone())?;
+    let p = crate::input::load_memory(&a.input.file, a.input.symfs.clone())?;
     let mut r = c2c::analyze(&p, a.show_all);
     if a.lines > 0 {
         r.lines.truncate(a.lines);

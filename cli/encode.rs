@@ -1,68 +1,15 @@
 //! `hwprof encode`: what hwprof would pass to perf_event_open, without opening anything.
 
 use std::io::Write;
-use std::path::PathBuf;
 
-use anyhow::Context;
 use hwprof_pmu::counter::{CountOptions, prepare};
-use hwprof_pmu::cpu::Model;
-use hwprof_pmu::{Encoder, EventList};
-use serde::Serialize;
 
 use crate::args::EncodeArgs;
-
-/// The encoder for `--cpu MODEL` (or this machine) with `--event-file`s loaded.
-pub fn encoder(cpu: Option<&str>, files: &[PathBuf]) -> anyhow::Result<Encoder> {
-    let mut enc = match cpu {
-        Some(m) => Encoder::for_model(Model::from_name(m)?),
-        None => Encoder::host(),
-    };
-    for f in files {
-        enc.add_event_file(f)?;
-    }
-    Ok(enc)
-}
-
-/// Parses every `-e` argument into one list.
-pub fn parse_all(enc: &Encoder, events: &[String]) -> anyhow::Result<EventList> {
-    let mut list = EventList::default();
-    for e in events {
-        list.extend(enc.parse(e)?);
-    }
-    Ok(list)
-}
-
-#[derive(Serialize)]
-struct Encoded<'a> {
-    name: &'a str,
-    pmu: &'a str,
-    leader: usize,
-    attr: &'a hwprof_pmu::attr::Attr,
-}
-
-/// Prints `list` as the JSON array `hwprof encode --json` and `hwprof record --dry-run`
-/// print: `[{name, pmu, leader, attr}]`.
-pub fn print_json(list: &EventList) -> anyhow::Result<()> {
-    let v: Vec<Encoded> = list
-        .events
-        .iter()
-        .map(|e| Encoded {
-            name: &e.name,
-            pmu: &e.pmu,
-            leader: e.leader,
-            attr: &e.attr,
-        })
-        .collect();
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    serde_json::to_writer(&mut out, &v).context("writing JSON")?;
-    writeln!(out)?;
-    Ok(())
-}
+use crate::events::{encoder, parse_all, print_json};
 
 pub fn run(a: EncodeArgs) -> anyhow::Result<()> {
-    let enc = encoder(a.cpu.as_deref(), &a.event_file)?;
-    let mut list = parse_all(&enc, &a.events)?;
+    let enc = encoder(a.cpu.as_deref(), &a.events.event_file)?;
+    let mut list = parse_all(&enc, &a.events.events)?;
     // What `hwprof stat -- CMD` passes: inherit, leaders disabled until exec.
     prepare(
         &mut list,

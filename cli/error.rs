@@ -1,6 +1,7 @@
 //! The binary's errors: [`Usage`] (exit 2) and [`ExitWith`] (a given code) beside the
 //! libraries' typed errors; how one prints ([`error_line`]) and which exit code it means
-//! ([`exit_code_of`]). A leaf: it uses only the libraries, and every cli file may use it.
+//! ([`exit_code_of`]). It uses only the libraries and
+//! `render`'s escaping, and every cli file may use it.
 
 /// An error in what the user asked for (exit code 2), as opposed to a failure while
 /// doing it (exit code 1).

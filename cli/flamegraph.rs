@@ -18,8 +18,6 @@
 //! Flags: `-e/--event` records (perf's name); `--draw-event NAME` picks one event of a
 //! recording to draw.
 
-pub(crate) mod svg;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +26,7 @@ use hwprof_analysis::fold::{self, FoldOptions, Folded, Weight};
 use hwprof_pmu::EventList;
 use hwprof_pmu::attr::types;
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::target::{Flags, Target};
+use hwprof_pmu::target::Target;
 use hwprof_sampler::config::RecordOptions;
 use hwprof_sampler::output::Output;
 use hwprof_sampler::recorder::Recording;
@@ -37,23 +35,24 @@ use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::FlamegraphArgs;
 use crate::error::usage;
+use crate::outfile::write_output;
 use crate::render::escape;
-use svg::Render;
+use crate::render::svg::{self, Render};
 
 /// Runs `hwprof flamegraph`; returns the exit code (the recorded command's, when one ran).
 pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let recording = a.records();
     // `--off-cpu` is offcpu's (main dispatches it there).
-    if !recording && !a.events.is_empty() {
+    if !recording && !a.record.events.is_empty() {
         let what = match &a.diff {
             Some(_) => "these recordings".to_string(),
-            None => a.input.display().to_string(),
+            None => a.input.file.display().to_string(),
         };
         return usage(format!(
             "-e/--event records events (with a command after --, -p or -a); to draw one event of {what}, use --draw-event NAME"
         ));
     }
-    if !recording && !a.event_file.is_empty() {
+    if !recording && !a.record.event_file.is_empty() {
         return usage(
             "--event-file names events for -e when recording (with a command after --, -p or -a)",
         );
@@ -74,7 +73,7 @@ pub fn run(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     if recording {
         return record_and_draw(&a, stop);
     }
-    draw_file(&a, &a.input, None, stop)?;
+    draw_file(&a, &a.input.file, None, stop)?;
     Ok(0)
 }
 
@@ -84,7 +83,7 @@ fn sym_options(a: &FlamegraphArgs) -> SymOptions {
         kernel: !a.no_kernel,
         user: true,
         merge: true,
-        symfs: a.symfs.clone(),
+        symfs: a.input.symfs.clone(),
     }
 }
 
@@ -118,7 +117,7 @@ fn load_level(
     let lp = hwprof_analysis::mem::profile_for_level(&pd, opts, level)
         .with_context(|| format!("symbolizing {}", path.display()))?;
     if lp.memory == 0 {
-        return Err(crate::mem::no_memory_samples(path, lp.with_source));
+        return Err(crate::input::no_memory_samples(path, lp.with_source));
     }
     crate::input::notices(&lp.profile);
     Ok(lp.profile)
@@ -454,26 +453,21 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
             _ => PathBuf::from("."),
         }
     };
-    let (data, scratch) = crate::outfile::recording_path(a.data_file.as_deref(), &dir)?;
+    let (data, scratch) = crate::outfile::recording_path(a.record.data_file.as_deref(), &dir)?;
     // As `hwprof record -F 999 -g -q -o DATA`.
-    let target = crate::recording::target(&Flags {
-        command: &a.command,
-        pid: a.pid.as_deref(),
-        all_cpus: a.all_cpus,
-        ..Flags::default()
-    })?;
-    let mut enc = crate::encode::encoder(None, &a.event_file)?;
+    let target = crate::recording::target(&a.record.flags())?;
+    let mut enc = crate::events::encoder(None, &a.record.event_file)?;
     enc.set_processes(target.processes());
-    let default_event = a.events.is_empty();
-    let freq = match (&a.freq, a.count) {
+    let default_event = a.record.events.is_empty();
+    let freq = match (&a.record.freq, a.record.count) {
         (Some(f), _) => Some(f.as_str()),
         (None, Some(_)) => None,
         (None, None) => Some("999"),
     };
     let options = RecordOptions {
-        sampling: crate::recording::sampling(freq, a.count)?,
+        sampling: crate::recording::sampling(freq, a.record.count)?,
         call_graph: Some(crate::recording::auto_call_graph(
-            a.call_graph.as_deref(),
+            a.record.call_graph.as_deref(),
             &target,
         )?),
         weight: a.weight == Weight::Weight,
@@ -485,7 +479,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let list = if default_event {
         EventList::default()
     } else {
-        crate::encode::parse_all(&enc, &a.events)?
+        crate::events::parse_all(&enc, &a.record.events)?
     };
     let who = ran_briefly(&target);
     let mut rec = Recording::new(list, target);
@@ -493,9 +487,9 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     rec.session = SessionOptions {
         data_pages,
         inherit: true,
-        duration: a.duration,
+        duration: a.record.duration,
     };
-    let branch_flag = crate::recording::branch_flag(None, false, a.call_graph.as_deref());
+    let branch_flag = crate::recording::branch_flag(None, false, a.record.call_graph.as_deref());
     crate::recording::check_events(&rec, &enc, branch_flag.as_deref(), false)?;
     // The truncated stacks are said once, by the recording (it knows the copies' size).
     let code = crate::recording::record(
@@ -515,7 +509,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     match drawn {
         // The recording is hwprof's own scratch file: its path means nothing to the
         // user, the cause is the command being too short for the sampling rate.
-        Err(e) if a.data_file.is_none() && e.downcast_ref::<NoSamples>().is_some() => {
+        Err(e) if a.record.data_file.is_none() && e.downcast_ref::<NoSamples>().is_some() => {
             let event = e
                 .downcast_ref::<NoSamples>()
                 .map(|n| n.event.clone())
@@ -528,7 +522,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
             anyhow::bail!(
                 "{}: no samples of {event} (at {}); sample more often (-F 10000, or -c N) or give it more work",
                 who,
-                match (&a.freq, a.count) {
+                match (&a.record.freq, a.record.count) {
                     (_, Some(c)) => format!("one sample every {c} events"),
                     (Some(f), None) => format!("-F {f}"),
                     (None, None) => "-F 999".to_string(),
@@ -587,18 +581,6 @@ fn per_event_output(
     } else {
         Ok(early.take())
     }
-}
-
-/// Writes `bytes` to `path` ([`crate::outfile`], reports' mode; `-` is stdout), into
-/// `early` when the output was opened before recording.
-pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut out = match early {
-        Some(o) => o,
-        None => crate::outfile::open_unwatched(path, &crate::outfile::REPORT)?,
-    };
-    out.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    crate::outfile::commit(out)
 }
 
 #[cfg(test)]

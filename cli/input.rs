@@ -1,13 +1,15 @@
-//! Opening the perf.data files that `script`, `report` and `flamegraph` read, and
-//! printing the notices of symbolizing them.
+//! Opening the perf.data files that `script`, `report`, `flamegraph`, `mem` and `c2c`
+//! read, printing the notices of symbolizing them, and reading the memory samples of a
+//! recording (`mem report`, `c2c report`, `flamegraph --mem`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use hwprof_analysis::mem::{self, MemProfile};
 use hwprof_pmu::file::FileError;
 use hwprof_sampler::Error as SErr;
 use hwprof_sampler::perfdata::reader::PerfData;
-use hwprof_symbolize::Profile;
+use hwprof_symbolize::{Options, Profile};
 
 use crate::error::Usage;
 
@@ -46,4 +48,45 @@ pub fn notices(p: &Profile) {
     for n in &p.notices {
         eprintln!("hwprof: note: {}", crate::render::escape(n));
     }
+}
+
+/// Reads the memory samples of `input`; a recording without any is a usage error, and
+/// events without any (their samples carry DATA_SRC but say nothing) are named in a note.
+pub fn load_memory(input: &std::path::Path, symfs: Option<PathBuf>) -> anyhow::Result<MemProfile> {
+    let pd = crate::input::open(input)?;
+    let opts = Options {
+        symfs,
+        ..Options::default()
+    };
+    let p = mem::collect(&pd, &opts)?;
+    if p.is_empty() {
+        return Err(no_memory_samples(input, p.with_source()));
+    }
+    for e in p.not_memory_events() {
+        eprintln!(
+            "hwprof: note: {} samples of {} carry no data source (every one N/A): left out",
+            p.total(e).samples,
+            p.events.get(e as usize).map_or("?", |s| s.as_str())
+        );
+    }
+    Ok(p)
+}
+
+/// The usage error of a recording without memory samples (`with_source`: its samples
+/// that carry a data source field, all N/A).
+pub fn no_memory_samples(input: &std::path::Path, with_source: u64) -> anyhow::Error {
+    let why = if with_source == 0 {
+        "no sample carries a data source".to_string()
+    } else {
+        format!(
+            "its {with_source} samples carry a data source field, but every one is N/A \
+             (their events do not sample memory; --call-graph dwarf asks for the field, as perf does)"
+        )
+    };
+    crate::error::Usage(format!(
+        "{} has no memory samples: {why}; record loads and stores with `perf mem record` \
+         or `perf c2c record` (or `hwprof record -e cpu/mem-loads/P -d` on a PEBS CPU)",
+        input.display()
+    ))
+    .into()
 }

@@ -9,7 +9,7 @@ use crate::args::ListArgs;
 use crate::render::escape;
 
 pub fn run(a: ListArgs) -> anyhow::Result<()> {
-    let enc = crate::encode::encoder(a.cpu.as_deref(), &a.event_file)?;
+    let enc = crate::events::encoder(a.cpu.as_deref(), &a.events.event_file)?;
     let (mut v, tp_note) = catalog::entries(&enc, a.cpu.is_some());
     if let Some(p) = &a.pattern {
         v.retain(|e| e.matches(p));

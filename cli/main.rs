@@ -11,6 +11,7 @@ mod bench;
 mod c2c;
 mod encode;
 mod error;
+mod events;
 mod flamegraph;
 mod input;
 mod list;
@@ -25,7 +26,7 @@ mod render;
 mod report;
 mod script;
 mod stat;
-mod topdown;
+mod tma;
 
 use std::process::ExitCode;
 

@@ -7,60 +7,12 @@
 //! [`hwprof_analysis::mem`] reads and groups; this module parses flags and prints.
 
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
-use hwprof_analysis::mem::{self, Key, MemProfile, Row};
-use hwprof_symbolize::Options;
+use hwprof_analysis::mem::{self, Key, Row};
 use serde_json::json;
 
+use crate::args::{MemArgs, MemCommand, MemReportArgs};
 use crate::render::escape;
-
-/// Flags of `hwprof mem`.
-#[derive(Debug, Args)]
-pub struct MemArgs {
-    #[command(subcommand)]
-    pub command: MemCommand,
-}
-
-/// Subcommands of `hwprof mem`.
-#[derive(Debug, Subcommand)]
-pub enum MemCommand {
-    /// Loads and stores by where they were served, snoop, TLB, function and data symbol,
-    /// with latency percentiles (like `perf mem report --stdio`).
-    Report(MemReportArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct MemReportArgs {
-    /// The perf.data file to read (a PEBS recording with data source: `perf mem record`).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
-    /// The tables to print, comma-separated, in this order.
-    #[arg(
-        short = 's',
-        long = "sort",
-        value_name = "KEYS",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "level,snoop,tlb,function,data"
-    )]
-    pub sort: Vec<Key>,
-    /// Rows of each table at most (0: all).
-    #[arg(long = "rows", value_name = "N", default_value_t = 20)]
-    pub rows: usize,
-    /// Print JSON: one object per event with its tables.
-    #[arg(long = "json")]
-    pub json: bool,
-    /// Look for files with symbols relative to this directory (perf's --symfs).
-    #[arg(long = "symfs", value_name = "DIR", value_parser = crate::args::symfs_dir)]
-    pub symfs: Option<PathBuf>,
-}
 
 pub fn run(a: MemArgs) -> anyhow::Result<u8> {
     match a.command {
@@ -68,49 +20,8 @@ pub fn run(a: MemArgs) -> anyhow::Result<u8> {
     }
 }
 
-/// Reads the memory samples of `input`; a recording without any is a usage error, and
-/// events without any (their samples carry DATA_SRC but say nothing) are named in a note.
-pub fn load(input: &std::path::Path, symfs: Option<PathBuf>) -> anyhow::Result<MemProfile> {
-    let pd = crate::input::open(input)?;
-    let opts = Options {
-        symfs,
-        ..Options::default()
-    };
-    let p = mem::collect(&pd, &opts)?;
-    if p.is_empty() {
-        return Err(no_memory_samples(input, p.with_source()));
-    }
-    for e in p.not_memory_events() {
-        eprintln!(
-            "hwprof: note: {} samples of {} carry no data source (every one N/A): left out",
-            p.total(e).samples,
-            p.events.get(e as usize).map_or("?", |s| s.as_str())
-        );
-    }
-    Ok(p)
-}
-
-/// The usage error of a recording without memory samples (`with_source`: its samples
-/// that carry a data source field, all N/A).
-pub fn no_memory_samples(input: &std::path::Path, with_source: u64) -> anyhow::Error {
-    let why = if with_source == 0 {
-        "no sample carries a data source".to_string()
-    } else {
-        format!(
-            "its {with_source} samples carry a data source field, but every one is N/A \
-             (their events do not sample memory; --call-graph dwarf asks for the field, as perf does)"
-        )
-    };
-    crate::error::Usage(format!(
-        "{} has no memory samples: {why}; record loads and stores with `perf mem record` \
-         or `perf c2c record` (or `hwprof record -e cpu/mem-loads/P -d` on a PEBS CPU)",
-        input.display()
-    ))
-    .into()
-}
-
 fn report(a: MemReportArgs) -> anyhow::Result<u8> {
-    let p = load(&a.input, a.symfs.clone())?;
+    let p = crate::input::load_memory(&a.input.file, a.input.symfs.clone())?;
     let mut out = BufWriter::new(io::stdout().lock());
     let limit = |rows: Vec<Row>| -> Vec<Row> {
         if a.rows == 0 {

@@ -15,7 +15,7 @@ use hwprof_analysis::fold::{self, FoldOptions, Weight};
 use hwprof_analysis::offcpu::{self, SwitchFormat};
 use hwprof_pmu::attr::sample;
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::target::{Flags, Target};
+use hwprof_pmu::target::Target;
 use hwprof_sampler::config::{self, CallGraph, RecordOptions};
 use hwprof_sampler::output::Output;
 use hwprof_sampler::recorder::Recording;
@@ -24,15 +24,19 @@ use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::{FlamegraphArgs, OffcpuArgs};
 use crate::error::usage;
-use crate::flamegraph::svg::{self, Render};
-use crate::flamegraph::write_output;
+use crate::outfile::write_output;
+use crate::render::svg::{self, Render};
 use crate::render::thousands;
 
 use crate::args::OFFCPU_OUT as DEFAULT_OUT;
 
 /// Runs `hwprof offcpu`; returns the exit code (the traced command's, when one ran).
 pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
-    if a.command.is_empty() && a.pid.is_none() && a.tid.is_none() && !a.all_cpus {
+    if a.record.command.is_empty()
+        && a.record.pid.is_none()
+        && a.record.tid.is_none()
+        && !a.record.all_cpus
+    {
         return usage(
             "nothing to trace: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof offcpu -- ./app`)",
         );
@@ -51,19 +55,13 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         stop,
     )?);
     let (data, scratch) =
-        crate::outfile::recording_path(a.data_file.as_deref(), &std::env::temp_dir())?;
+        crate::outfile::recording_path(a.record.data_file.as_deref(), &std::env::temp_dir())?;
     // As `hwprof record --switch-events -g -m 2M -o DATA`: cpu-clock samples say when a
     // thread runs (they end its block, see `pair`) and are the on-CPU side of --wall;
     // each event samples at its default (every switch, cpu-clock at 4000 Hz).
-    let target = crate::recording::target(&Flags {
-        command: &a.command,
-        pid: a.pid.as_deref(),
-        tid: a.tid.as_deref(),
-        all_cpus: a.all_cpus,
-        cpus: None,
-    })?;
-    let enc = crate::encode::encoder(None, &[])?;
-    let mode = stack_mode(a.call_graph.as_deref(), &target)?;
+    let target = crate::recording::target(&a.record.flags())?;
+    let enc = crate::events::encoder(None, &[])?;
+    let mode = stack_mode(a.record.call_graph.as_deref(), &target)?;
     let dwarf = matches!(mode, CallGraph::Dwarf { .. });
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
     let data_pages = crate::recording::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
@@ -72,7 +70,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     let command = matches!(target, Target::Command(_));
     let system_wide = target.is_system_wide();
     let attached = attach::applies(&target);
-    let mut rec = Recording::new(crate::encode::parse_all(&enc, &events)?, target.clone());
+    let mut rec = Recording::new(crate::events::parse_all(&enc, &events)?, target.clone());
     rec.options = RecordOptions {
         call_graph: Some(mode),
         switch_events: true,
@@ -112,7 +110,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     rec.session = SessionOptions {
         data_pages,
         inherit: true,
-        duration: a.duration,
+        duration: a.record.duration,
     };
     // The threads as they were when the window opened (their kernel stacks: where the
     // ones already waiting wait).
@@ -224,7 +222,7 @@ fn draw_into(
         user: true,
         // Blocks of one stack and thread merge once weighted (offcpu::Plan).
         merge: true,
-        symfs: a.symfs.clone(),
+        symfs: a.record.symfs.clone(),
     };
     let profile = offcpu_profile(data, &opts, a.min_block, a.wall, window)?;
     // Read from a file: a recording made here said both when it was made.
@@ -300,16 +298,15 @@ fn draw_into(
 /// from `-i FILE`.
 pub fn flamegraph(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     let recording = a.records();
-    if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() {
+    if !a.record.events.is_empty() || a.record.freq.is_some() || a.record.count.is_some() {
         return usage(
             "--off-cpu records its own events (cpu-clock and sched:sched_switch): leave out -e/--event, -F and -c",
         );
     }
+    let mut record = a.record.into_words();
+    record.symfs = a.input.symfs;
     let oa = OffcpuArgs {
-        pid: a.pid,
-        tid: None,
-        all_cpus: a.all_cpus,
-        duration: a.duration,
+        record,
         min_block: 1,
         // `--folded` without `-o` writes to stdout, as it does without --off-cpu.
         output: if a.folded && a.output.as_os_str() == "flamegraph.svg" {
@@ -319,16 +316,12 @@ pub fn flamegraph(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         },
         folded: a.folded,
         report: false,
-        data_file: a.data_file,
         wall: true,
         no_kernel: a.no_kernel,
-        call_graph: a.call_graph,
-        symfs: a.symfs,
-        command: a.command,
     };
     if recording {
         return run(oa, stop);
     }
-    draw(&oa, &a.input)?;
+    draw(&oa, &a.input.file)?;
     Ok(0)
 }

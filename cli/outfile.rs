@@ -13,6 +13,7 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use hwprof_pmu::stop::Stop;
 use hwprof_sampler::output::{self, Error, Options, Output, ScratchDir};
 
@@ -186,3 +187,15 @@ impl Sink {
 pub const PERF_DATA: Options = output::Options::PERF_DATA;
 /// Reports: SVG, folded stacks, counts, baselines.
 pub const REPORT: Options = output::Options::REPORT;
+
+/// Writes `bytes` to `path` ([`crate::outfile`], reports' mode; `-` is stdout), into
+/// `early` when the output was opened before recording.
+pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = match early {
+        Some(o) => o,
+        None => crate::outfile::open_unwatched(path, &crate::outfile::REPORT)?,
+    };
+    out.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::outfile::commit(out)
+}

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use anyhow::anyhow;
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::target::{Flags, Rules};
+use hwprof_pmu::target::Rules;
 use hwprof_sampler::config::CallGraph;
 use hwprof_sampler::probe::{self, Func, SpecError};
 use hwprof_sampler::record::Body;
@@ -73,11 +73,7 @@ fn parse_events(
 }
 
 fn target_of(a: &ProbeArgs) -> anyhow::Result<Target> {
-    let flags = Flags {
-        command: &a.command,
-        pid: a.pid.as_deref(),
-        ..Flags::default()
-    };
+    let flags = a.record.flags();
     let words = TargetWords {
         several: "give one -p",
         missing: "nothing to probe: give a command after --, or -p PID (e.g. `hwprof probe uprobe:./app:work -- ./app`)",
@@ -140,7 +136,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
             "--stacks needs --threshold DURATION (the stacks of the calls slower than it)",
         );
     }
-    if a.call_graph.is_some() && !a.stacks {
+    if a.record.call_graph.is_some() && !a.stacks {
         return usage(
             "--call-graph says how --stacks records the slow calls' stacks: add --stacks (with --threshold)",
         );
@@ -148,7 +144,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     let target = target_of(&a)?;
     let (specs, funcs) = functions(&a.probes)?;
     let mut list = parse_events(&specs, &funcs, &target)?;
-    let dwarf_stack = match a.call_graph.as_deref().map(CallGraph::parse) {
+    let dwarf_stack = match a.record.call_graph.as_deref().map(CallGraph::parse) {
         None | Some(Ok(CallGraph::Fp)) => None,
         Some(Ok(CallGraph::Dwarf { stack_size })) => Some(stack_size),
         Some(Ok(CallGraph::Lbr)) => {
@@ -171,7 +167,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     let sopts = SessionOptions {
         data_pages: (1 << 20) / hwprof_pmu::sys::page_size().max(1),
         inherit: true,
-        duration: a.duration,
+        duration: a.record.duration,
     };
     // The attrs are set above; no records synthesized (the stacks read /proc instead).
     let mut rec = Recording::new(list, target.clone());
@@ -204,7 +200,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         (Some(_), Some(arch)) => Some(StreamUnwinder::new(
             arch,
             true,
-            hwprof_symbolize::Locator::from_env(a.symfs.clone()),
+            hwprof_symbolize::Locator::from_env(a.record.symfs.clone()),
         )),
         (Some(_), None) => {
             return usage(format!(
@@ -256,7 +252,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         );
     }
     let results = pair(&mut hits, &funcs, threshold);
-    let mut sym = stacks::Stacks::new(maps, a.symfs.clone());
+    let mut sym = stacks::Stacks::new(maps, a.record.symfs.clone());
     output::print(sink.w(), &a, &funcs, &results, threshold, &mut sym)?;
     sink.commit()?;
     for n in sym.notices() {

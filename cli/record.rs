@@ -13,41 +13,34 @@
 use anyhow::anyhow;
 use hwprof_pmu::EventList;
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::target::Flags;
 use hwprof_sampler::config::{self, RecordOptions};
 use hwprof_sampler::recorder::Recording;
 use hwprof_sampler::session::SessionOptions;
 
-use crate::args::RecordArgs;
-use crate::encode::{encoder, parse_all, print_json};
+use crate::args::RecordCommandArgs;
 use crate::error::usage;
+use crate::events::{encoder, parse_all, print_json};
 use crate::recording;
 
-pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
+pub fn run(mut a: RecordCommandArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.off_cpu {
-        if !a.events.is_empty() || a.freq.is_some() || a.count.is_some() {
+        if !a.record.events.is_empty() || a.record.freq.is_some() || a.record.count.is_some() {
             return usage(
                 "--off-cpu records its own events (cpu-clock at 4000 Hz and every sched:sched_switch): leave out -e, -F and -c",
             );
         }
         // Every switch (period 1) and cpu-clock at its default frequency, as `hwprof
         // offcpu` records them; callchains are the point.
-        a.events = vec!["sched:sched_switch".to_string(), "cpu-clock".to_string()];
+        a.record.events = vec!["sched:sched_switch".to_string(), "cpu-clock".to_string()];
         a.switch_events = true;
-        if a.call_graph.is_none() {
-            a.callgraph_fp = true;
+        if a.record.call_graph.is_none() {
+            a.record.callgraph_fp = true;
         }
     }
-    let target = recording::target(&Flags {
-        command: &a.command,
-        pid: a.pid.as_deref(),
-        tid: a.tid.as_deref(),
-        all_cpus: a.all_cpus,
-        cpus: a.cpus.as_deref(),
-    })?;
-    let mut enc = encoder(None, &a.event_file)?;
+    let target = recording::target(&a.record.flags())?;
+    let mut enc = encoder(None, &a.record.event_file)?;
     enc.set_processes(target.processes());
-    let default_event = a.events.is_empty();
+    let default_event = a.record.events.is_empty();
     // Options are checked before anything is said or opened.
     let options = record_options(&a, default_event)?;
     let data_pages = recording::ring_pages(a.mmap_pages.as_deref())?;
@@ -60,12 +53,12 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     let branch_flag = recording::branch_flag(
         a.branch_filter.as_deref(),
         a.branch_any,
-        a.call_graph.as_deref(),
+        a.record.call_graph.as_deref(),
     );
     let list = if default_event {
         EventList::default()
     } else {
-        parse_all(&enc, &a.events)?
+        parse_all(&enc, &a.record.events)?
     };
     if !a.quiet {
         for n in hwprof_pmu::probe::breakpoint_notices(&list, &target) {
@@ -77,7 +70,7 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     rec.session = SessionOptions {
         data_pages,
         inherit: !a.no_inherit,
-        duration: a.duration,
+        duration: a.record.duration,
     };
     // --dry-run shows the attrs whatever they are; it opens nothing.
     if a.dry_run {
@@ -115,9 +108,9 @@ pub fn run(mut a: RecordArgs, stop: &Stop) -> anyhow::Result<u8> {
     Ok(done.exit_code())
 }
 
-fn record_options(a: &RecordArgs, default_event: bool) -> anyhow::Result<RecordOptions> {
-    let sampling = recording::sampling(a.freq.as_deref(), a.count)?;
-    let call_graph = recording::call_graph(a.call_graph.as_deref(), a.callgraph_fp)?;
+fn record_options(a: &RecordCommandArgs, default_event: bool) -> anyhow::Result<RecordOptions> {
+    let sampling = recording::sampling(a.record.freq.as_deref(), a.record.count)?;
+    let call_graph = recording::call_graph(a.record.call_graph.as_deref(), a.record.callgraph_fp)?;
     if a.keep_raw_stacks && !matches!(call_graph, Some(config::CallGraph::Dwarf { .. })) {
         return Err(crate::error::Usage(
             "--keep-raw-stacks keeps the user stack copies of --call-graph dwarf: add --call-graph dwarf, or leave it out".into(),

@@ -139,26 +139,6 @@ pub fn open_output(path: &std::path::Path, stop: &Stop) -> anyhow::Result<Output
     Ok(out)
 }
 
-/// The largest user stack copy the kernel takes (`--call-graph dwarf,SIZE`: a sample's
-/// size is a u16).
-pub const MAX_DWARF_STACK: u32 = 65528;
-
-/// What to do about user stacks cut where their copy ended, given the size of the copy
-/// when it is known: a larger one, unless it was the largest already.
-pub fn larger_stack_advice(size: Option<u32>) -> String {
-    match size {
-        Some(s) if s >= MAX_DWARF_STACK => format!(
-            "the copies were {MAX_DWARF_STACK} bytes already, the most the kernel takes, so these stacks stay truncated with DWARF unwinding (frame pointers, -g, have no such limit where the code keeps them)"
-        ),
-        Some(s) => format!(
-            "a larger --call-graph dwarf,SIZE keeps more (it was {s} bytes; up to {MAX_DWARF_STACK})"
-        ),
-        None => format!(
-            "record with a larger --call-graph dwarf,SIZE if it was below {MAX_DWARF_STACK} bytes, the most the kernel takes"
-        ),
-    }
-}
-
 /// Records `rec` into `output`: notices on stderr (unless `quiet`), open errors in the
 /// user's words (`branch_flag`: the flag that asked for branch stacks), and a warning
 /// when records were lost. DWARF user stacks are unwound while recording (the file
@@ -201,7 +181,7 @@ pub fn record(
                     "hwprof: note: {} of {} user stacks unwound while recording are truncated (they end in [truncated]): the stack copy ended before the stack's root; {}",
                     crate::render::thousands(st.truncated),
                     crate::render::thousands(st.unwound),
-                    larger_stack_advice(dwarf_size)
+                    crate::render::larger_stack_advice(dwarf_size)
                 );
             }
             if u.failed > 0 {
@@ -366,22 +346,6 @@ mod tests {
             events: hwprof_pmu::EventList::default(),
             notices: Vec::new(),
         }
-    }
-
-    /// Raising the copy is offered only when it can be raised, with the size it was.
-    #[test]
-    fn a_larger_stack_copy_is_offered_only_below_the_maximum() {
-        let at_max = larger_stack_advice(Some(MAX_DWARF_STACK));
-        assert!(!at_max.contains("larger"), "{at_max}");
-        assert!(at_max.contains("the most the kernel takes"), "{at_max}");
-        let small = larger_stack_advice(Some(8192));
-        assert!(
-            small.contains(
-                "a larger --call-graph dwarf,SIZE keeps more (it was 8192 bytes; up to 65528)"
-            ),
-            "{small}"
-        );
-        assert!(larger_stack_advice(None).contains("if it was below 65528"));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Rendering `stat` results: perf's human table, perf's CSV (`-x`), and JSON lines;
 //! and the wording every command shares for counts ([`plural`]) and ids ([`id`]).
 
+pub mod svg;
+
 use std::io::{self, Write};
 
 use hwprof_pmu::metrics::is_clock;
@@ -281,13 +283,49 @@ pub fn note_truncated(p: &hwprof_symbolize::Profile) {
         thousands(p.truncated),
         thousands(samples),
         noun(samples, "sample"),
-        crate::recording::larger_stack_advice(size)
+        larger_stack_advice(size)
     );
+}
+
+/// The largest user stack copy the kernel takes (`--call-graph dwarf,SIZE`: a sample's
+/// size is a u16).
+pub const MAX_DWARF_STACK: u32 = 65528;
+
+/// What to do about user stacks cut where their copy ended, given the size of the copy
+/// when it is known: a larger one, unless it was the largest already.
+pub fn larger_stack_advice(size: Option<u32>) -> String {
+    match size {
+        Some(s) if s >= MAX_DWARF_STACK => format!(
+            "the copies were {MAX_DWARF_STACK} bytes already, the most the kernel takes, so these stacks stay truncated with DWARF unwinding (frame pointers, -g, have no such limit where the code keeps them)"
+        ),
+        Some(s) => format!(
+            "a larger --call-graph dwarf,SIZE keeps more (it was {s} bytes; up to {MAX_DWARF_STACK})"
+        ),
+        None => format!(
+            "record with a larger --call-graph dwarf,SIZE if it was below {MAX_DWARF_STACK} bytes, the most the kernel takes"
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Raising the copy is offered only when it can be raised, with the size it was.
+    #[test]
+    fn a_larger_stack_copy_is_offered_only_below_the_maximum() {
+        let at_max = larger_stack_advice(Some(MAX_DWARF_STACK));
+        assert!(!at_max.contains("larger"), "{at_max}");
+        assert!(at_max.contains("the most the kernel takes"), "{at_max}");
+        let small = larger_stack_advice(Some(8192));
+        assert!(
+            small.contains(
+                "a larger --call-graph dwarf,SIZE keeps more (it was 8192 bytes; up to 65528)"
+            ),
+            "{small}"
+        );
+        assert!(larger_stack_advice(None).contains("if it was below 65528"));
+    }
     use hwprof_pmu::Count;
     use hwprof_pmu::metrics::Metric;
 

@@ -31,16 +31,16 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     let opts = Options {
         inline: !a.no_inline,
         merge: true,
-        symfs: a.symfs.clone(),
+        symfs: a.input.symfs.clone(),
         ..Options::default()
     };
     let filter = Filter {
-        pids: a.pid.clone(),
-        tids: a.tid.clone(),
-        comms: a.comm.clone(),
+        pids: a.input.pid.clone(),
+        tids: a.input.tid.clone(),
+        comms: a.input.comm.clone(),
     };
     // perf drops the Command column when --comm names one command.
-    let hide_comm = a.comm.len() == 1;
+    let hide_comm = a.input.comm.len() == 1;
     if a.branch_sort.is_some() && !a.branch_stack {
         return usage("--branch-sort sorts the branch view: add -b (--branch-stack)");
     }
@@ -63,8 +63,8 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
             }
         }
         None => {
-            let p = load(&a.input, &opts)?;
-            let tables = tables(&a, &filter, &a.input, &p)?;
+            let p = load(&a.input.file, &opts)?;
+            let tables = tables(&a, &filter, &a.input.file, &p)?;
             if a.json {
                 json_text(&text::json(&tables, p.lost, a.percent_limit))?
             } else {
@@ -83,12 +83,12 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
 fn branches(a: &ReportArgs, filter: &Filter, opts: &Options) -> anyhow::Result<String> {
     use self::branch as render;
     use hwprof_analysis::branch;
-    let data = crate::input::open(&a.input)?;
+    let data = crate::input::open(&a.input.file)?;
     let (p, bs) = Profile::build_with_branches(&data, opts)
-        .with_context(|| format!("reading {}", a.input.display()))?;
+        .with_context(|| format!("reading {}", a.input.file.display()))?;
     drop(data);
     crate::input::notices(&p);
-    let events = select_events(a, &a.input, &p)?;
+    let events = select_events(a, &a.input.file, &p)?;
     let mut tables = Vec::new();
     let mut kept = 0;
     for ev in events {
@@ -120,11 +120,11 @@ fn branches(a: &ReportArgs, filter: &Filter, opts: &Options) -> anyhow::Result<S
     if tables.is_empty() {
         anyhow::bail!(
             "{} has no branch stacks: record with -b (--branch-any) or -j on a CPU with LBR",
-            a.input.display()
+            a.input.file.display()
         );
     }
     if kept == 0 {
-        return Err(no_match(filter, &a.input));
+        return Err(no_match(filter, &a.input.file));
     }
     if a.json {
         json_text(&render::json(&tables, p.lost, a.percent_limit))
@@ -132,7 +132,7 @@ fn branches(a: &ReportArgs, filter: &Filter, opts: &Options) -> anyhow::Result<S
         Ok(render::text(
             &tables,
             p.lost,
-            a.comm.len() == 1,
+            a.input.comm.len() == 1,
             a.percent_limit,
         ))
     }

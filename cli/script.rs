@@ -28,7 +28,7 @@ use out::{Obj, dec, dec_pad, hex, hex_pad, id_pad};
 const FLUSH_AT: usize = 1 << 16;
 
 pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
-    let data = crate::input::open(&a.input)?;
+    let data = crate::input::open(&a.input.file)?;
     let stdout = io::stdout();
     let mut w = stdout.lock();
     let mut p = Printer {
@@ -55,7 +55,7 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
     // Print what was decoded before an error, then report it.
     w.write_all(&p.buf)?;
     w.flush()?;
-    res.with_context(|| format!("reading {}", a.input.display()))?;
+    res.with_context(|| format!("reading {}", a.input.file.display()))?;
     Ok(0)
 }
 

@@ -1,11 +1,13 @@
 //! `hwprof stat`: count events for a command, running PIDs/TIDs, or CPUs.
 
+mod topdown;
+
 use std::time::Duration;
 
 use anyhow::Context;
 use hwprof_pmu::stat::{self, Counting, Run};
 use hwprof_pmu::stop::Stop;
-use hwprof_pmu::target::{Flags, Rules, Target};
+use hwprof_pmu::target::{Rules, Target};
 use hwprof_pmu::{Counter, EventList};
 
 use crate::args::{StatArgs, TargetWords};
@@ -18,7 +20,7 @@ const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-fa
 
 pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.topdown {
-        return crate::topdown::run(&a, stop);
+        return topdown::run(&a, stop);
     }
     if a.topdown_level.is_some() || a.metrics_file.is_some() {
         return usage("--level and --metrics-file go with --topdown");
@@ -47,13 +49,13 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.repeat > 1 && target.argv().is_none() {
         return usage("-r needs a command to repeat");
     }
-    let mut enc = crate::encode::encoder(None, &a.event_file)?;
+    let mut enc = crate::events::encoder(None, &a.record.event_file)?;
     enc.set_processes(target.processes());
-    let defaults = a.events.is_empty();
+    let defaults = a.record.events.is_empty();
     let events = if defaults {
         enc.parse(DEFAULT_EVENTS)?
     } else {
-        crate::encode::parse_all(&enc, &a.events)?
+        crate::events::parse_all(&enc, &a.record.events)?
     };
     let mut sink = Sink::open(a.output.as_deref(), stop)?;
     let quiet_notices = !matches!(fmt, Format::Human) && a.output.is_none();
@@ -71,7 +73,7 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
             inherit: !a.no_inherit,
             per_cpu: a.no_aggr,
             interval,
-            duration: a.duration.or(a.timeout),
+            duration: a.record.duration.or(a.timeout),
         },
     };
     let code = match target.argv() {
@@ -106,13 +108,7 @@ struct Opts {
 }
 
 fn target_of(a: &StatArgs) -> anyhow::Result<Target> {
-    let flags = Flags {
-        command: &a.command,
-        pid: a.pid.as_deref(),
-        tid: a.tid.as_deref(),
-        all_cpus: a.all_cpus,
-        cpus: a.cpus.as_deref(),
-    };
+    let flags = a.record.flags();
     let rules = Rules {
         live_ids: false,
         online_cpus: true,

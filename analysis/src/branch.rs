@@ -23,8 +23,6 @@ use hwprof_symbolize::{Branch, FrameKind, Profile, Sample};
 
 /// A sort key of the branch view (perf's names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[cfg_attr(feature = "clap", value(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum Key {
     /// The sample's command name.

@@ -31,7 +31,6 @@ use hwprof_symbolize::{Frame, FrameKind, Profile, Sample};
 
 /// What a sample adds to its stack: what a flame graph's widths measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Weight {
     /// One per sample.
     Samples,
@@ -41,7 +40,6 @@ pub enum Weight {
     Weight,
     /// Time in µs: the off-CPU (and on-CPU) time of an [`crate::offcpu::profile`], whose
     /// samples carry it as their period.
-    #[cfg_attr(feature = "clap", value(skip))]
     Micros,
 }
 

@@ -573,7 +573,6 @@ fn add_map(maps: &mut HashMap<u32, Vec<Map>>, pid: u32, map: Map) {
 
 /// What rows group samples by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Key {
     /// Where the access was served, as `perf mem` prints it ("L1 hit", "Local RAM hit").

@@ -10,7 +10,6 @@ use crate::error::Result;
 
 /// Where a sample was served, for `flamegraph --mem LEVEL`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Level {
     /// L1 hit.

@@ -1,6 +1,6 @@
 //! `hwprof stat --topdown`: the TopDown levels of this CPU, counted live. The CPU model
 //! comes from `/proc/cpuinfo` (pmu's identification), the formulas and their events
-//! from the first source that has them ([`crate::metrics::load`]: `--metrics-file`,
+//! from the first source that has them ([`crate::tma::load`]: `--metrics-file`,
 //! `$HWPROF_PERFMON_DIR`, the installed perf's tables, the verified cached copy), the
 //! groups from `hwprof_analysis::topdown::schedule`; the events are counted by the stat
 //! machinery (multiplexed counts scaled) and the metrics printed as `hwprof metrics`
@@ -112,17 +112,17 @@ fn event_list(
 }
 
 pub fn run(a: &StatArgs, stop: &Stop) -> anyhow::Result<u8> {
-    let mut enc = crate::encode::encoder(None, &a.event_file)?;
+    let mut enc = crate::events::encoder(None, &a.record.event_file)?;
     if !enc.host_has_cpu_pmu() {
         anyhow::bail!(NO_PMU);
     }
-    let Some(argv) = Some(&a.command).filter(|c| !c.is_empty()) else {
+    let Some(argv) = Some(&a.record.command).filter(|c| !c.is_empty()) else {
         return usage("--topdown needs a command to count, after `--`");
     };
     let id = CpuId::host().context("reading /proc/cpuinfo")?;
     let model = topdown_model(&id)?;
     let smt = smt_active();
-    let loaded = crate::metrics::load(
+    let loaded = crate::tma::load(
         model,
         a.metrics_file.as_deref(),
         None,
@@ -159,9 +159,9 @@ pub fn run(a: &StatArgs, stop: &Stop) -> anyhow::Result<u8> {
         ..Constants::default()
     };
     let values = MetricFile::evaluate(&selected, &counts, &consts);
-    crate::metrics::say_source(model.label(), &loaded.source);
+    crate::tma::say_source(model.label(), &loaded.source);
     let mut sink = Sink::open(a.output.as_deref(), stop)?;
-    crate::metrics::print(sink.w(), &values, a.json, &loaded.source)?;
+    crate::tma::print(sink.w(), &values, a.json, &loaded.source)?;
     sink.commit()?;
     Ok(run.exit.map_or(0, |x| u8::try_from(x.code).unwrap_or(1)))
 }
