@@ -6,9 +6,10 @@
 //! rewritten; a refactor must leave them as they are. `HWPROF_BLESS=1` rewrites them
 //! (only for a change of output that is meant, reviewed in the diff).
 //!
-//! Live recordings are not here: what they hold differs from run to run. Paths under
-//! cargo's temporary directory are written as `<tmp>` and the test process's id as
-//! `<pid>`, so that the files hold across checkouts.
+//! Live recordings are not here: what they hold differs from run to run. The recording's path is written
+//! `<recording>`, cargo's temporary directory `<tmp>` and the scratch directory's process
+//! id `<pid>` (only there: a timestamp may hold the same digits), so that the files hold
+//! across checkouts and runs.
 
 #[macro_use]
 mod common;
@@ -16,17 +17,24 @@ mod memdata;
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use common::*;
 
 /// One command's result as compared: exit code, stdout, stderr, paths normalized (the
 /// recording's as `<recording>`).
 fn outcome(args: &[&str], file: &str) -> String {
-    let r = hwprof(args);
+    // `HWPROF_GOLDEN_BIN`: another binary (with `HWPROF_BLESS=1`, the one whose outputs
+    // the files keep, e.g. a release build of the commit before a refactor).
+    let bin = std::env::var("HWPROF_GOLDEN_BIN").unwrap_or_else(|_| hwprof_bin().to_string());
+    let r = run_cmd(Command::new(bin).args(args), TIMEOUT);
     let norm = |t: &str| {
         t.replace(file, "<recording>")
             .replace(env!("CARGO_TARGET_TMPDIR"), "<tmp>")
-            .replace(&format!(".{}", std::process::id()), ".<pid>")
+            .replace(
+                &format!("golden_mem.{}", std::process::id()),
+                "golden_mem.<pid>",
+            )
     };
     format!(
         "$ hwprof {}\nexit {}\n--- stdout\n{}--- stderr\n{}",
