@@ -258,6 +258,8 @@ pub struct Processes {
     forget_after: Option<usize>,
     /// The processes dropped so, not yet taken ([`Processes::take_forgotten`]).
     forgotten: Vec<u32>,
+    /// Per module: the first process that mapped it.
+    mappers: HashMap<ModuleId, u32>,
 }
 
 impl Default for Processes {
@@ -289,6 +291,7 @@ impl Processes {
             exits: 0,
             forget_after: None,
             forgotten: Vec::new(),
+            mappers: HashMap::default(),
         }
     }
 
@@ -418,6 +421,7 @@ impl Processes {
         if pid == KERNEL_PID {
             self.kernel.insert(m);
         } else {
+            self.mappers.entry(module).or_insert(pid);
             let space = self.code.entry(pid).or_default();
             space.insert(m);
             self.versions += 1;
@@ -512,6 +516,12 @@ impl Processes {
     /// The id of a module (interned).
     pub fn module_id(&mut self, m: Module) -> ModuleId {
         self.modules.id(m)
+    }
+
+    /// The first process that mapped module `id` (a live reader opens its file through
+    /// that process's `/proc/PID/root`).
+    pub fn mapper(&self, id: ModuleId) -> Option<u32> {
+        self.mappers.get(&id).copied()
     }
 
     /// The module table, by id.
