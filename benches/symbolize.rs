@@ -11,7 +11,7 @@ use std::process::Command;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use hwprof_sampler::perfdata::reader::PerfData;
-use hwprof_symbolize::{Options, Profile, Symbolizer, kernel_matches};
+use hwprof_symbolize::{Options, ProfileBuilder, Symbolizer, kernel_matches};
 
 const WORKLOAD: &str = r#"
 #include <stdlib.h>
@@ -82,7 +82,13 @@ fn bench(c: &mut Criterion) {
     let opts = Options::default();
     let trusted = kernel_matches(pd.features());
     let fresh = || Symbolizer::new(opts.inline, trusted);
-    let Ok((p, warm)) = Profile::build_with(&pd, &opts, fresh()) else {
+    let build = |s| {
+        ProfileBuilder::new(&pd, &opts)
+            .symbolizer(s)
+            .build()
+            .map(|b| (b.profile, b.symbolizer))
+    };
+    let Ok((p, warm)) = build(fresh()) else {
         eprintln!("SKIPPED: cannot symbolize {}", path.display());
         return;
     };
@@ -96,13 +102,13 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(distinct));
     g.sample_size(10);
     g.bench_function("cold", |b| {
-        b.iter(|| Profile::build_with(&pd, &opts, fresh()).map(|(p, _)| p.frames.len()))
+        b.iter(|| build(fresh()).map(|(p, _)| p.frames.len()))
     });
     let mut warm = Some(warm);
     g.bench_function("cached", |b| {
         b.iter(|| {
             let s = warm.take().unwrap_or_else(fresh);
-            let (p, s) = Profile::build_with(&pd, &opts, s).ok()?;
+            let (p, s) = build(s).ok()?;
             warm = Some(s);
             Some(p.frames.len())
         })

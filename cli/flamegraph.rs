@@ -31,7 +31,7 @@ use hwprof_sampler::config::RecordOptions;
 use hwprof_sampler::output::Output;
 use hwprof_sampler::recorder::Recording;
 use hwprof_sampler::session::SessionOptions;
-use hwprof_symbolize::{Options as SymOptions, Profile};
+use hwprof_symbolize::{Options as SymOptions, Profile, ProfileBuilder};
 
 use crate::args::FlamegraphArgs;
 use crate::error::usage;
@@ -98,8 +98,12 @@ fn fold_options(a: &FlamegraphArgs) -> FoldOptions {
 /// `say_truncated` (a recording of this run said it already, knowing the copies' size).
 fn load(path: &Path, opts: &SymOptions, say_truncated: bool) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
-    let p = Profile::from_perf_data(pd, opts)
+    // The file is let go once replayed, before the profile is assembled.
+    let replayed = ProfileBuilder::new(&pd, opts)
+        .replay()
         .with_context(|| format!("symbolizing {}", path.display()))?;
+    drop(pd);
+    let p = replayed.finish().profile;
     if say_truncated {
         crate::render::note_truncated(&p);
     }

@@ -16,7 +16,7 @@ use std::path::Path;
 use anyhow::Context;
 use hwprof_analysis::report::diff::{EventDiff, compare_events};
 use hwprof_analysis::report::{self, EventTable, Filter, Keys};
-use hwprof_symbolize::{Options, Profile};
+use hwprof_symbolize::{Built, Options, Profile, ProfileBuilder};
 
 use crate::args::{ReportArgs, SortKey};
 use crate::error::usage;
@@ -84,9 +84,16 @@ fn branches(a: &ReportArgs, filter: &Filter, opts: &Options) -> anyhow::Result<S
     use self::branch as render;
     use hwprof_analysis::branch;
     let data = crate::input::open(&a.input.file)?;
-    let (p, bs) = Profile::build_with_branches(&data, opts)
+    let replayed = ProfileBuilder::new(&data, opts)
+        .branches(true)
+        .replay()
         .with_context(|| format!("reading {}", a.input.file.display()))?;
     drop(data);
+    let Built {
+        profile: p,
+        branches: bs,
+        ..
+    } = replayed.finish();
     crate::input::notices(&p);
     let events = select_events(a, &a.input.file, &p)?;
     let mut tables = Vec::new();
@@ -147,8 +154,11 @@ fn json_text(v: &serde_json::Value) -> anyhow::Result<String> {
 /// Reads and symbolizes `path`.
 fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
     let data = crate::input::open(path)?;
-    let p = Profile::from_perf_data(data, opts)
+    let replayed = ProfileBuilder::new(&data, opts)
+        .replay()
         .with_context(|| format!("reading {}", path.display()))?;
+    drop(data);
+    let p = replayed.finish().profile;
     crate::input::notices(&p);
     if p.samples.is_empty() {
         anyhow::bail!("{} has no samples", path.display());

@@ -15,7 +15,7 @@ use std::process::Command;
 
 use common::{Why, require_perf, skip};
 use hwprof_sampler::perfdata::reader::PerfData;
-use hwprof_symbolize::{FrameKind, Options, Profile, Symbolizer, kernel_matches};
+use hwprof_symbolize::{FrameKind, Options, Profile, ProfileBuilder, Symbolizer, kernel_matches};
 
 const INLINED: &str = r#"
 #include <stdio.h>
@@ -106,7 +106,11 @@ fn record(name: &str, tool: &Path, record_args: &[&str], out: &Path, cmd: &[&str
 fn build(path: &Path) -> (Profile, Symbolizer) {
     let pd = PerfData::open(path).unwrap();
     let sym = Symbolizer::new(true, kernel_matches(pd.features()));
-    Profile::build_with(&pd, &Options::default(), sym).unwrap()
+    let b = ProfileBuilder::new(&pd, &Options::default())
+        .symbolizer(sym)
+        .build()
+        .unwrap();
+    (b.profile, b.symbolizer)
 }
 
 #[test]
@@ -208,10 +212,18 @@ fn frame_pointer_c_program_with_inlined_helper() {
         assert!(hot_leaf * 100 >= total * 80, "{name}: {hot_leaf}/{total}");
         // The number of lookups is the number of distinct locations: a second pass over
         // the same symbolizer resolves nothing anew.
-        let again = Profile::build_with(&pd, &Options::default(), sym).unwrap();
+        let opts = Options::default();
+        let build_with = |sym| {
+            let b = ProfileBuilder::new(&pd, &opts)
+                .symbolizer(sym)
+                .build()
+                .unwrap();
+            (b.profile, b.symbolizer)
+        };
+        let again = build_with(sym);
         assert_eq!(again.0, p);
         let n = again.1.lookups();
-        let (_, s2) = Profile::build_with(&pd, &Options::default(), again.1).unwrap();
+        let (_, s2) = build_with(again.1);
         assert_eq!(s2.lookups(), n, "cached: no new lookups");
     }
 }

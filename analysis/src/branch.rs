@@ -377,7 +377,7 @@ pub fn mispredict_cell((mispred, predicted): (bool, bool)) -> &'static str {
     }
 }
 
-/// The entries of `profile`'s `branches` ([`Profile::build_with_branches`]) whose
+/// The entries of `profile`'s `branches` ([`ProfileBuilder::branches`](hwprof_symbolize::ProfileBuilder::branches)) whose
 /// sample `keep` accepts (an event, a filter), with the number of times each was
 /// recorded.
 pub fn entries<'a>(

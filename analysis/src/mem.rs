@@ -4,14 +4,14 @@
 //! function, and the data symbols their addresses fall in: `hwprof mem report`, in the
 //! spirit of `perf mem report`.
 //!
-//! [`collect`] reads a recording once for its samples' data fields (ADDR, DATA_SRC,
-//! WEIGHT / WEIGHT_STRUCT) and the mappings of each process at each sample's time, and
-//! counts each sample as it is read ([`MemProfile::add`]: per event and data source,
-//! code location, data symbol, and per cache line), so that memory grows with the
-//! distinct rows, not the samples; a merged [`Profile::build_reweighted`] (one sample
-//! per distinct stack) then names the function of each code location. Data addresses
-//! are named with [`DataSymbols`]. [`table`] groups the counts of one event by a
-//! [`Key`].
+//! [`collect`] replays a recording once ([`hwprof_symbolize::replay`]) for its samples'
+//! data fields (ADDR, DATA_SRC, WEIGHT / WEIGHT_STRUCT) against the mappings of each
+//! process at each sample's time, and counts each sample as it is read
+//! ([`MemProfile::add`]: per event and data source, code location, data symbol, and per
+//! cache line), so that memory grows with the distinct rows, not the samples; each
+//! distinct code location is symbolized once at the end to name its function. Data
+//! addresses are named with [`DataSymbols`]. [`table`] groups the counts of one event
+//! by a [`Key`].
 //!
 //! Shares are computed as perf's `--mem-mode` does: each sample costs its weight (the
 //! load latency), or 1 when it has none (stores on most CPUs), so the "weight" share of
@@ -19,17 +19,17 @@
 //! what `perf report --sort mem` shows (every PEBS sample has period 1... or the
 //! period it carries).
 
-use std::collections::BTreeMap;
-
 use hdrhistogram::Histogram;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 
 use hwprof_sampler::perfdata::reader::PerfData;
-use hwprof_sampler::record::{Body, DataSrc, FileId, misc};
+use hwprof_sampler::record::{DataSrc, Record, Sample, misc};
 use hwprof_symbolize::datasym::DataSymbols;
-use hwprof_symbolize::symbolizer::KERNEL_MODULE;
-use hwprof_symbolize::{Locator, Options, Profile};
+use hwprof_symbolize::intern::Interner;
+use hwprof_symbolize::process::{KERNEL_START, Processes, base};
+use hwprof_symbolize::replay::{Visitor, replay};
+use hwprof_symbolize::{FrameKind, Locator, ModuleId, Options, Symbolizer, kernel_matches};
 
 use crate::c2c::Stats;
 use crate::error::Result;
@@ -330,245 +330,145 @@ impl MemProfile {
     }
 }
 
-/// What a sample's data address was known to be at its time.
-#[derive(Clone, Debug)]
-struct Map {
-    start: u64,
-    len: u64,
-    pgoff: u64,
-    /// The file, in [`Names`].
-    name: u32,
+/// The replay's visitor of [`collect`]: counts each memory sample as it comes, its code
+/// location normalized (module, offset), its data address named.
+struct Collector {
+    p: MemProfile,
+    /// Everything samples name.
+    names: Interner<String>,
+    unknown: u32,
+    datasyms: DataSymbols,
+    /// The name of each data file's module (its base name), by data file id.
+    data_modules: HashMap<u32, u32>,
+    /// The distinct code locations of the samples' ips.
+    codes: Interner<(ModuleId, u64)>,
 }
 
-/// Strings kept once each, by id.
-#[derive(Default)]
-struct Names {
-    list: Vec<String>,
-    ids: HashMap<String, u32>,
-}
-
-impl Names {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.ids.get(s) {
-            return id;
-        }
-        let id = self.list.len() as u32;
-        self.list.push(s.to_string());
-        self.ids.insert(s.to_string(), id);
-        id
+impl Visitor for Collector {
+    fn sample(
+        &mut self,
+        procs: &mut Processes,
+        rec: &Record<'_>,
+        s: &Sample<'_>,
+    ) -> hwprof_symbolize::Result<()> {
+        let Some(data_src) = s.data_src else {
+            return Ok(());
+        };
+        let pid = s.pid.unwrap_or(u32::MAX);
+        let addr = s.addr.unwrap_or(0);
+        let ip = s.ip.unwrap_or(0);
+        let cpumode = rec.header.misc & misc::CPUMODE_MASK;
+        let user = cpumode == misc::USER;
+        let data = if user || addr < KERNEL_START {
+            procs.find_data(pid, addr)
+        } else {
+            None
+        };
+        let code = self
+            .codes
+            .id(procs.locate(pid, ip, cpumode == misc::KERNEL));
+        let (data_symbol, data_module) = match data {
+            Some(d) => {
+                let (path, bid) = procs.data_file(d.file);
+                let names = &mut self.names;
+                let module = *self
+                    .data_modules
+                    .entry(d.file)
+                    .or_insert_with(|| names.id_str(base(path)));
+                match self.datasyms.lookup(path, bid, d.offset) {
+                    Some((name, _)) => (Some(self.names.id_str(name)), module),
+                    None => (None, module),
+                }
+            }
+            None => (None, self.unknown),
+        };
+        self.p.add(&MemSample {
+            event: rec.attr.unwrap_or(0) as u32,
+            pid,
+            tid: s.tid.unwrap_or(pid),
+            cpu: s.cpu,
+            ip,
+            addr,
+            data_src,
+            // i21: the sample's weight accessor (i21-facts) replaces this fallback.
+            weight: s
+                .weight
+                .or(s.weight_struct.map(|w| u64::from(w.var1_dw)))
+                .unwrap_or(0),
+            period: s.period.unwrap_or(1),
+            code,
+            data_symbol,
+            data_module,
+        });
+        Ok(())
     }
 }
 
-/// Where an ip was mapped from in the first pass: (file name id, file offset, offset
-/// in the mapping), or the bare ip when nothing maps it.
-type CodeKey = (Option<(u32, u64, u64)>, u64);
-
-/// Reads the memory samples of `pd`: every sample that carries DATA_SRC (samples of
-/// other events are left out), with its function (from `opts`' symbolization) and data
-/// symbol, counted as they are read.
-///
-/// Functions come from a merged [`Profile::build_reweighted`] (one sample per distinct
-/// stack): its frames, by module and offset, name the code locations this pass found.
+/// Reads the memory samples of `pd` in one replay ([`hwprof_symbolize::replay`]): every
+/// sample that carries DATA_SRC (samples of other events are left out), counted as it
+/// is read, with the code location of its ip and the data symbol of its address, against
+/// its process's mappings at its time. Each distinct code location is then symbolized
+/// once (`opts`' symbolization, without inlined functions): the function of the ip.
 pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
-    let mut maps: HashMap<u32, Vec<Map>> = HashMap::default();
-    // Mapped file names (paths).
-    let mut files = Names::default();
-    // Everything samples name.
-    let mut names = Names::default();
-    let unknown = names.id("[unknown]");
-    let mut datasyms = DataSymbols::new(Locator::from_env(opts.symfs.clone()));
-    let mut header_ids: HashMap<String, Vec<u8>> = HashMap::default();
+    let mut build_ids: HashMap<String, Vec<u8>> = HashMap::default();
     for b in &pd.features().build_ids {
-        header_ids
+        build_ids
             .entry(b.filename.clone())
             .or_insert_with(|| b.build_id.clone());
     }
-    // Build ids of the mapped files from MMAP2 (they win over HEADER_BUILD_ID's).
-    let mut file_build_ids: HashMap<u32, Vec<u8>> = HashMap::default();
-    let mut codes: HashMap<CodeKey, u32> = HashMap::default();
-    let mut code_keys: Vec<CodeKey> = Vec::new();
-    let mut p = MemProfile {
-        events: pd.attrs().iter().map(|a| a.name.clone()).collect(),
-        ..MemProfile::default()
+    let mut procs = Processes::new(build_ids).with_data();
+    let mut names = Interner::default();
+    let unknown = names.id_str("[unknown]");
+    let mut v = Collector {
+        p: MemProfile {
+            events: pd.attrs().iter().map(|a| a.name.clone()).collect(),
+            ..MemProfile::default()
+        },
+        names,
+        unknown,
+        datasyms: DataSymbols::new(Locator::from_env(opts.symfs.clone())),
+        data_modules: HashMap::default(),
+        codes: Interner::default(),
     };
-    pd.for_each_record(|_, rec| {
-        if let Body::Mmap2(m) = &rec.body
-            && let FileId::BuildId(b) = m.file_id
-        {
-            let id = files.id(&String::from_utf8_lossy(m.filename));
-            file_build_ids.entry(id).or_insert_with(|| b.to_vec());
-        }
-        let mut add = |pid, start, len, pgoff, name: &[u8]| {
-            let name = files.id(&String::from_utf8_lossy(name));
-            add_map(
-                &mut maps,
-                pid,
-                Map {
-                    start,
-                    len,
-                    pgoff,
-                    name,
-                },
-            );
-        };
-        match &rec.body {
-            Body::Mmap(m) => add(m.pid, m.addr, m.len, m.pgoff, m.filename),
-            Body::Mmap2(m) => add(m.pid, m.addr, m.len, m.pgoff, m.filename),
-            Body::Comm {
-                pid, exec: true, ..
-            } => {
-                maps.remove(pid);
+    let mut sym = Symbolizer::with_locator(
+        false,
+        kernel_matches(pd.features()),
+        Locator::from_env(opts.symfs.clone()),
+    );
+    if opts.kernel {
+        sym.prefetch_kernel_symbols();
+    }
+    replay(pd, &mut procs, &mut v)?;
+    // The functions: each distinct code location resolved once, one batch per module.
+    let sym_ids: Vec<ModuleId> = procs.modules().map(|m| sym.module_id(m.clone())).collect();
+    let mut by_module: HashMap<ModuleId, Vec<(u64, usize)>> = HashMap::default();
+    for (i, &(m, off)) in v.codes.iter().enumerate() {
+        let m = sym_ids.get(m as usize).copied().unwrap_or(m);
+        by_module.entry(m).or_default().push((off, i));
+    }
+    let mut modules: Vec<_> = by_module.into_iter().collect();
+    modules.sort_by_key(|(m, _)| *m);
+    let batches: Vec<(ModuleId, Vec<(u64, bool)>)> = modules
+        .iter()
+        .map(|(m, items)| (*m, items.iter().map(|&(o, _)| (o, false)).collect()))
+        .collect();
+    let resolved = sym.resolve_batches(&batches);
+    let mut code = vec![(unknown, unknown); v.codes.len()];
+    for ((_, items), resolved) in modules.iter().zip(resolved) {
+        for (&(_, i), frames) in items.iter().zip(resolved) {
+            let leaf = frames.iter().find(|f| match f.kind {
+                FrameKind::Kernel => opts.kernel,
+                FrameKind::User | FrameKind::Jit => opts.user,
+            });
+            if let (Some(f), Some(slot)) = (leaf, code.get_mut(i)) {
+                *slot = (v.names.id_str(f.name()), v.names.id_str(f.module_name()));
             }
-            Body::Fork(t) if t.pid != t.ppid => {
-                if let Some(parent) = maps.get(&t.ppid).cloned() {
-                    maps.insert(t.pid, parent);
-                }
-            }
-            Body::Sample(s) => {
-                let Some(data_src) = s.data_src else {
-                    return Ok(());
-                };
-                let pid = s.pid.unwrap_or(u32::MAX);
-                let addr = s.addr.unwrap_or(0);
-                let ip = s.ip.unwrap_or(0);
-                let user = rec.header.misc & misc::CPUMODE_MASK == misc::USER;
-                let find = |a: u64| {
-                    maps.get(&pid).and_then(|ms| {
-                        ms.iter()
-                            .rev()
-                            .find(|m| a >= m.start && a - m.start < m.len)
-                            .map(|m| (m.name, a - m.start + m.pgoff, a - m.start))
-                    })
-                };
-                let data = if user || addr < 0xffff_8000_0000_0000 {
-                    find(addr)
-                } else {
-                    None
-                };
-                let code_key: CodeKey = (
-                    if user || ip < 0xffff_8000_0000_0000 {
-                        find(ip)
-                    } else {
-                        None
-                    },
-                    ip,
-                );
-                let code = *codes.entry(code_key).or_insert_with(|| {
-                    code_keys.push(code_key);
-                    code_keys.len() as u32 - 1
-                });
-                let (data_symbol, data_module) = match data {
-                    Some((file, off, _)) => {
-                        let path = files.list.get(file as usize).map_or("", |s| s.as_str());
-                        let module = names.id(base(path));
-                        let bid = file_build_ids
-                            .get(&file)
-                            .or_else(|| header_ids.get(path))
-                            .map(|b| b.as_slice());
-                        match datasyms.lookup(path, bid, off) {
-                            Some((name, _)) => (Some(names.id(name)), module),
-                            None => (None, module),
-                        }
-                    }
-                    None => (None, unknown),
-                };
-                p.add(&MemSample {
-                    event: rec.attr.unwrap_or(0) as u32,
-                    pid,
-                    tid: s.tid.unwrap_or(pid),
-                    cpu: s.cpu,
-                    ip,
-                    addr,
-                    data_src,
-                    weight: s
-                        .weight
-                        .or(s.weight_struct.map(|w| u64::from(w.var1_dw)))
-                        .unwrap_or(0),
-                    period: s.period.unwrap_or(1),
-                    code,
-                    data_symbol,
-                    data_module,
-                });
-            }
-            _ => {}
-        }
-        Ok::<(), crate::Error>(())
-    })?;
-    // The functions: a merged profile (one sample per distinct stack), whose frames
-    // say the function at each (module, offset).
-    let opts = Options {
-        merge: true,
-        inline: false,
-        ..opts.clone()
-    };
-    let mut reweigh = |_: usize, _period: u64| Some((0, 1));
-    let profile = Profile::build_reweighted(pd, &opts, &mut reweigh)?;
-    // Each resolved frame's offset is its function's start (or the address itself when
-    // unresolved), and every sampled ip has its frame here: the ip's function is the
-    // frame of its module that starts last at or before it.
-    let mut by_module: HashMap<Option<&str>, BTreeMap<u64, (&str, &str)>> = HashMap::default();
-    for ps in &profile.samples {
-        if let Some(f) = ps.stack.first().map(|&f| profile.frame(f)) {
-            by_module
-                .entry(f.module.as_deref())
-                .or_default()
-                .entry(f.module_offset)
-                .or_insert((f.name(), f.module_name()));
         }
     }
-    let find = |module: Option<&str>, off: u64| {
-        by_module
-            .get(&module)
-            .and_then(|m| m.range(..=off).next_back())
-            .map(|(_, &v)| v)
-    };
-    p.code = code_keys
-        .iter()
-        .map(|&(map, ip)| {
-            let found = match map {
-                Some((file, off, rel)) => {
-                    let path = files.list.get(file as usize).map_or("", |s| s.as_str());
-                    if anon(path) {
-                        find(Some(path), ip)
-                    } else if path.starts_with('/') {
-                        find(Some(path), off)
-                    } else {
-                        find(Some(path), rel)
-                    }
-                }
-                None if ip >= 0xffff_8000_0000_0000 => find(Some(KERNEL_MODULE), ip),
-                None => find(None, ip),
-            };
-            match found {
-                Some((f, m)) => (names.id(f), names.id(m)),
-                None => (unknown, unknown),
-            }
-        })
-        .collect();
-    p.names = names.list;
+    let mut p = v.p;
+    p.code = code;
+    p.names = v.names.into_vec();
     Ok(p)
-}
-
-/// Whether the profile names mapping `name` anonymous memory (offsets are addresses).
-fn anon(name: &str) -> bool {
-    name.is_empty()
-        || name == "//anon"
-        || name.starts_with("/dev/zero")
-        || name.starts_with("/anon_hugepage")
-        || name.starts_with("[anon")
-        || name.starts_with("/memfd:")
-}
-
-fn base(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// Adds `map` to the mappings of `pid`; it replaces what it overlaps.
-fn add_map(maps: &mut HashMap<u32, Vec<Map>>, pid: u32, map: Map) {
-    let ms = maps.entry(pid).or_default();
-    let end = map.start.saturating_add(map.len);
-    ms.retain(|m| m.start.saturating_add(m.len) <= map.start || end <= m.start);
-    ms.push(map);
 }
 
 /// What rows group samples by.

@@ -27,7 +27,10 @@ use hwprof_sampler::perfdata::tracing::{self, TraceField, TraceFormat};
 use hwprof_sampler::record::{Body, Record};
 use std::collections::HashMap;
 
-use hwprof_symbolize::{Frame, FrameId, FrameKind, Options, Profile, Sample};
+use hwprof_sampler::record::Sample as RecSample;
+use hwprof_symbolize::{
+    Frame, FrameId, FrameKind, Options, Profile, ProfileBuilder, Sample, Weighed,
+};
 
 pub use pair::{Block, Early, Edges, Paired, Switch, pair, pair_within};
 
@@ -348,7 +351,7 @@ impl Plan {
     /// What sample `index` (file order, all events) of `period` becomes: a block
     /// ([`Plan::OFF_EVENT`], µs off CPU), an on-CPU sample ([`Plan::ON_EVENT`], its
     /// period in µs, at least 1 µs), or nothing. For
-    /// [`Profile::build_reweighted`](hwprof_symbolize::Profile::build_reweighted).
+    /// [`ProfileBuilder::weigh`](hwprof_symbolize::ProfileBuilder::weigh).
     pub fn reweigh(&self, index: usize, period: u64) -> Option<(u32, u64)> {
         match self.per_sample.get(index).copied()? {
             Plan::DROP => None,
@@ -480,10 +483,22 @@ pub fn profile(
 ) -> Result<Profile> {
     let plan = Plan::build(sw, min_block_us, wall, window);
     let mut seen = 0;
-    let p = Profile::build_reweighted(pd, opts, &mut |i, period| {
-        seen = seen.max(i + 1);
-        plan.reweigh(i, period)
-    })?;
+    // i21: the plan is still by sample number (file order): the pairing as a visitor
+    // of the replay is not done yet.
+    let mut weigh = |_: &Record<'_>, _: &RecSample<'_>, period| {
+        let i = seen;
+        seen += 1;
+        let (event, period) = plan.reweigh(i, period)?;
+        Some(Weighed {
+            event,
+            period,
+            weight: None,
+        })
+    };
+    let p = ProfileBuilder::new(pd, opts)
+        .weigh(&mut weigh)
+        .build()?
+        .profile;
     if seen != plan.len() {
         return Err(Error::Misaligned {
             read: plan.len(),

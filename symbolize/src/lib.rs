@@ -34,20 +34,24 @@
 #![forbid(unsafe_code)]
 
 mod aliases;
-mod build;
+mod assemble;
 pub mod datasym;
 pub mod debugfiles;
 pub mod elfcheck;
 pub mod error;
+pub mod intern;
 pub mod kallsyms;
 pub mod locate;
 mod maps;
 pub mod perfmap;
+pub mod process;
 pub mod profile;
+pub mod replay;
+mod stacks;
 pub mod symbolizer;
 pub mod unwind;
 
-pub use build::Reweigh;
+pub use assemble::{Built, ProfileBuilder, Replayed, Weigh, Weighed};
 pub use error::{Error, Result};
 pub use locate::Locator;
 pub use profile::{

@@ -118,7 +118,7 @@ pub struct Sample {
 }
 
 /// One entry of a sample's branch stack (LBR), both ends symbolized
-/// ([`Profile::build_with_branches`]), with how many times it was recorded.
+/// ([`ProfileBuilder::branches`](crate::ProfileBuilder::branches)), with how many times it was recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Branch {
     /// Index in [`Profile::samples`] of the sample that recorded it.

@@ -12,7 +12,10 @@ use hwprof_pmu::attr::{Attr, sample};
 use hwprof_sampler::perfdata::features::{BuildIdEntry, Features};
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
-use hwprof_symbolize::{FrameKind, Options, Profile, Symbolizer, kernel_matches};
+use hwprof_sampler::record::{Record, Sample as RecSample};
+use hwprof_symbolize::{
+    FrameKind, Options, Profile, ProfileBuilder, Symbolizer, Weighed, kernel_matches,
+};
 use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags};
 
 const CTX_USER: u64 = (-512i64) as u64;
@@ -209,8 +212,11 @@ fn jit_exec_fork_lost_and_resolved_once() {
     ];
     let pd = write(&dir.join("jit.data"), &recs, &Features::default());
     assert!(!kernel_matches(pd.features()));
-    let (p, sym) =
-        Profile::build_with(&pd, &Options::default(), Symbolizer::new(true, false)).unwrap();
+    let b = ProfileBuilder::new(&pd, &Options::default())
+        .symbolizer(Symbolizer::new(true, false))
+        .build()
+        .unwrap();
+    let (p, sym) = (b.profile, b.symbolizer);
     let _ = std::fs::remove_file(&map_path);
     assert_eq!(p.samples.len(), 5);
     assert_eq!(p.lost, 5);
@@ -311,18 +317,24 @@ fn jit_exec_fork_lost_and_resolved_once() {
     // Reweighted: sample 1 left out, the others get event 1 and 10 × their period, and
     // merge after that (samples 0 and 1 would have merged; now 0 stands alone).
     let mut seen = Vec::new();
-    let rew = Profile::build_reweighted(
-        &pd,
-        &Options {
-            merge: true,
-            ..Options::default()
-        },
-        &mut |i, period| {
-            seen.push((i, period));
-            (i != 1).then_some((1, period * 10))
-        },
-    )
-    .unwrap();
+    let merge = Options {
+        merge: true,
+        ..Options::default()
+    };
+    let mut weigh = |_: &Record<'_>, _: &RecSample<'_>, period| {
+        let i = seen.len();
+        seen.push((i, period));
+        (i != 1).then_some(Weighed {
+            event: 1,
+            period: period * 10,
+            weight: None,
+        })
+    };
+    let rew = ProfileBuilder::new(&pd, &merge)
+        .weigh(&mut weigh)
+        .build()
+        .unwrap()
+        .profile;
     assert_eq!(seen, [(0, 7), (1, 7), (2, 1000), (3, 3), (4, 3)]);
     assert_eq!(rew.samples.len(), 4);
     assert!(rew.samples.iter().all(|s| s.event == 1 && s.count == 1));

@@ -2,8 +2,8 @@
 //! sample a memory sample at all.
 
 use hwprof_sampler::perfdata::reader::PerfData;
-use hwprof_sampler::record::{Body, DataSrc};
-use hwprof_symbolize::{Options, Profile};
+use hwprof_sampler::record::{DataSrc, Record, Sample};
+use hwprof_symbolize::{Options, Profile, ProfileBuilder, Weighed};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -110,45 +110,31 @@ pub struct LevelProfile {
 /// counts that tell whether the recording has memory samples at all. Samples are not
 /// merged (a PEBS recording is small).
 pub fn profile_for_level(pd: &PerfData, opts: &Options, level: Level) -> Result<LevelProfile> {
-    // Per sample in file order: (event, period, weight, kept).
-    let mut raws: Vec<(u32, u64, Option<u64>, bool)> = Vec::new();
     let (mut with_source, mut memory) = (0u64, 0u64);
-    pd.for_each_record(|_, rec| {
-        if let Body::Sample(s) = &rec.body {
-            if let Some(d) = s.data_src {
-                with_source += 1;
-                memory += u64::from(informative(d));
-            }
-            let keep = s
-                .data_src
-                .is_some_and(|d| level.matches(&DataSrc::from_u64(d)));
-            let weight = s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw)));
-            raws.push((rec.attr.unwrap_or(0) as u32, 0, weight, keep));
-        }
-        Ok::<(), crate::Error>(())
-    })?;
     let opts = Options {
         merge: false,
         ..opts.clone()
     };
-    let mut reweigh = |n: usize, period: u64| {
-        let r = raws.get_mut(n).filter(|r| r.3)?;
-        r.1 = period;
-        Some((r.0, n as u64 + 1))
-    };
-    let mut p = Profile::build_reweighted(pd, &opts, &mut reweigh)?;
-    for s in &mut p.samples {
-        let r = s
-            .period
-            .checked_sub(1)
-            .and_then(|n| raws.get(usize::try_from(n).ok()?));
-        if let Some(&(_, period, weight, _)) = r {
-            s.period = period;
-            s.weight = weight;
+    let mut weigh = |rec: &Record<'_>, s: &Sample<'_>, period| {
+        let d = s.data_src?;
+        with_source += 1;
+        memory += u64::from(informative(d));
+        if !level.matches(&DataSrc::from_u64(d)) {
+            return None;
         }
-    }
+        Some(Weighed {
+            event: rec.attr.unwrap_or(0) as u32,
+            period,
+            // i21: the sample's weight accessor (i21-facts) replaces this fallback.
+            weight: s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw))),
+        })
+    };
+    let profile = ProfileBuilder::new(pd, &opts)
+        .weigh(&mut weigh)
+        .build()?
+        .profile;
     Ok(LevelProfile {
-        profile: p,
+        profile,
         with_source,
         memory,
     })

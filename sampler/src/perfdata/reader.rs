@@ -752,7 +752,27 @@ impl PerfData {
     /// Calls `f(offset, record)` for every record in file order. Records inside
     /// `COMPRESSED` records follow the compressed record itself and carry its offset.
     /// Stops at the first error (of decoding, or returned by `f`).
-    pub fn for_each_record<E, F>(&self, mut f: F) -> std::result::Result<(), E>
+    pub fn for_each_record<E, F>(&self, f: F) -> std::result::Result<(), E>
+    where
+        E: From<Error>,
+        F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
+    {
+        self.each_record(true, f)
+    }
+
+    /// [`PerfData::for_each_record`] of every record but the samples of the data
+    /// section (not decoded: a reader that wants the side-band records first, in a pass
+    /// of its own). Samples inside `COMPRESSED` records are passed on. An error in a
+    /// sample that was skipped is found only by a pass that decodes it.
+    pub fn for_each_non_sample<E, F>(&self, f: F) -> std::result::Result<(), E>
+    where
+        E: From<Error>,
+        F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
+    {
+        self.each_record(false, f)
+    }
+
+    fn each_record<E, F>(&self, samples: bool, mut f: F) -> std::result::Result<(), E>
     where
         E: From<Error>,
         F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
@@ -763,6 +783,14 @@ impl PerfData {
         let mut window = Window::new(&self.source);
         while off < end {
             let rec_bytes = window.record(off, end)?;
+            if !samples
+                && let Some((kind::SAMPLE, _, size)) = peek_header(rec_bytes)
+                && size >= 8
+                && usize::from(size) == rec_bytes.len()
+            {
+                off = next_offset(off, size, 0, end)?;
+                continue;
+            }
             let rec = self.decoder.decode(rec_bytes, off)?;
             let mut skip = 0;
             match rec.body {

@@ -32,12 +32,13 @@ use rustc_hash::FxHashMap as HashMap;
 
 use hwprof_pmu::attr::{Attr, branch, sample as st};
 use hwprof_sampler::perfdata::writer::EventEntry;
-use hwprof_sampler::record::{Body, Decoder, FileId, context};
+use hwprof_sampler::record::{Body, Decoder, context};
 use hwprof_sampler::recorder::{Rewrite, Rewritten};
 
 use super::{Arch, FileData};
 use crate::Locator;
-use crate::maps::{AddrSpace, Mapping};
+use crate::process::Processes;
+use crate::symbolizer::{Module, ModuleId};
 
 /// A stack of at most this many user frames is short.
 pub const SHORT: usize = 2;
@@ -341,23 +342,14 @@ pub fn user_part(chain: impl Iterator<Item = u64>) -> (usize, Option<u64>) {
     (n, first)
 }
 
-/// Module id of mappings that are not files.
-const NO_FILE: u32 = u32::MAX;
-
-/// `PERF_RECORD_MISC_MMAP_DATA`.
-const MISC_MMAP_DATA: u16 = 1 << 13;
-
 /// Gathers the samples' [`Evidence`] while recording frame-pointer stacks: follows the
-/// processes' executable mappings (MMAP, exec, FORK, EXIT) and counts each sample's
-/// user frames. Every record is passed on as it is.
+/// processes (MMAP, exec, FORK, EXIT: [`Processes`], as a stream keeps them) and counts
+/// each sample's user frames. Every record is passed on as it is.
 #[derive(Debug)]
 pub struct FpWatch {
     decoder: Decoder,
-    spaces: HashMap<u32, AddrSpace>,
-    module_ids: HashMap<(String, Option<Vec<u8>>), u32>,
-    /// Mapped files: path, build id, a process that mapped it.
-    modules: Vec<(String, Option<Vec<u8>>, u32)>,
-    evidence: Evidence<u32>,
+    procs: Processes,
+    evidence: Evidence<ModuleId>,
 }
 
 impl FpWatch {
@@ -365,9 +357,7 @@ impl FpWatch {
     pub fn new(decoder: Decoder) -> FpWatch {
         FpWatch {
             decoder,
-            spaces: HashMap::default(),
-            module_ids: HashMap::default(),
-            modules: Vec::new(),
+            procs: Processes::default().forget_exited_after(super::stream::EXITED_KEPT),
             evidence: Evidence::default(),
         }
     }
@@ -377,40 +367,16 @@ impl FpWatch {
         events.iter().any(|e| has_fp_stacks(&e.attr))
     }
 
-    fn module(&mut self, pid: u32, name: &[u8], build_id: Option<&[u8]>) -> u32 {
-        let name = String::from_utf8_lossy(name);
-        if !name.starts_with('/') || name.starts_with("/memfd:") || name.starts_with("/dev/") {
-            return NO_FILE;
-        }
-        let key = (name.into_owned(), build_id.map(<[u8]>::to_vec));
-        if let Some(&id) = self.module_ids.get(&key) {
-            return id;
-        }
-        let id = self.modules.len() as u32;
-        self.modules.push((key.0.clone(), key.1.clone(), pid));
-        self.module_ids.insert(key, id);
-        id
-    }
-
-    fn mmap(&mut self, pid: u32, misc: u16, addr: u64, len: u64, pgoff: u64, module: u32) {
-        if misc & MISC_MMAP_DATA != 0 || pid == u32::MAX {
-            return;
-        }
-        self.spaces.entry(pid).or_default().insert(Mapping {
-            start: addr,
-            end: addr.saturating_add(len),
-            pgoff,
-            module,
-        });
-    }
-
     /// The modules that cut the recorded stacks short: their files as the process that
     /// mapped them sees them (`/proc/PID/root`) while it runs, else as `locator` finds
     /// them.
     pub fn cut(&self, locator: &Locator, arch: Arch) -> Option<CutStacks> {
         self.evidence.cut(|&id| {
-            let (path, bid, pid) = self.modules.get(id as usize)?;
-            let verdict = super::load_tables(locator, path, bid.as_deref(), Some(*pid))
+            let Some(Module::File { path, build_id }) = self.procs.module(id) else {
+                return None;
+            };
+            let pid = self.procs.mapper(id);
+            let verdict = super::load_tables(locator, path, build_id.as_deref(), pid)
                 .and_then(|d| frame_use(&d, arch))
                 .map_or(FramePointers::Unknown, FrameUse::verdict);
             Some((path.clone(), verdict))
@@ -430,58 +396,34 @@ impl Rewrite for FpWatch {
         let Ok(rec) = self.decoder.decode(record, 0) else {
             return Rewritten::AsIs;
         };
-        let misc = rec.header.misc;
-        match &rec.body {
-            Body::Mmap(m) => {
-                let id = self.module(m.pid, m.filename, None);
-                self.mmap(m.pid, misc, m.addr, m.len, m.pgoff, id);
+        let Body::Sample(s) = &rec.body else {
+            if let Some(ev) = crate::replay::event(&rec, false, true) {
+                self.procs.apply(ev);
+                self.procs.take_forgotten();
             }
-            Body::Mmap2(m) => {
-                let bid = match m.file_id {
-                    FileId::BuildId(b) if !b.is_empty() => Some(b),
-                    _ => None,
-                };
-                let id = self.module(m.pid, m.filename, bid);
-                self.mmap(m.pid, misc, m.addr, m.len, m.pgoff, id);
-            }
-            Body::Comm {
-                pid, exec: true, ..
-            } => {
-                if let Some(s) = self.spaces.get_mut(pid) {
-                    s.clear();
-                }
-            }
-            Body::Fork(t) if t.pid != t.ppid => {
-                let copy = self.spaces.get(&t.ppid).cloned().unwrap_or_default();
-                self.spaces.insert(t.pid, copy);
-            }
-            Body::Exit(t) if t.pid == t.tid => {
-                self.spaces.remove(&t.pid);
-            }
-            Body::Sample(s) => {
-                let fp = rec
-                    .attr
-                    .and_then(|i| self.decoder.attr(i))
-                    .is_some_and(has_fp_stacks);
-                if let (true, Some(chain), Some(pid)) = (fp, &s.callchain, s.pid) {
-                    let (n, first) = user_part(chain.iter());
-                    if let Some(pc) = first {
-                        self.evidence.samples(1);
-                        if n <= SHORT {
-                            let m = self
-                                .spaces
-                                .get(&pid)
-                                .and_then(|sp| sp.find(pc))
-                                .map(|m| m.module)
-                                .filter(|&m| m != NO_FILE);
-                            if let Some(m) = m {
-                                self.evidence.short(m, 1);
-                            }
-                        }
+            return Rewritten::AsIs;
+        };
+        let fp = rec
+            .attr
+            .and_then(|i| self.decoder.attr(i))
+            .is_some_and(has_fp_stacks);
+        if let Some(pid) = s.pid {
+            self.procs.sampled(pid);
+        }
+        if let (true, Some(chain), Some(pid)) = (fp, &s.callchain, s.pid) {
+            let (n, first) = user_part(chain.iter());
+            if let Some(pc) = first {
+                self.evidence.samples(1);
+                if n <= SHORT {
+                    let m = self.procs.code_module(pid, pc).filter(|&m| {
+                        matches!(self.procs.module(m),
+                            Some(Module::File { path, .. }) if !path.starts_with("/dev/"))
+                    });
+                    if let Some(m) = m {
+                        self.evidence.short(m, 1);
                     }
                 }
             }
-            _ => {}
         }
         Rewritten::AsIs
     }

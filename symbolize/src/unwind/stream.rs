@@ -9,37 +9,33 @@
 //!
 //! Records come in per-ring order (the recorder drains one CPU's ring, then the next),
 //! not in time order: a process's samples on one CPU can come before the MMAPs its
-//! exec wrote on another, or after its EXIT. The rules:
-//! - **a thread's exit** (EXIT with `tid != pid`) changes nothing: the other threads
-//!   keep the process's mappings;
-//! - **a process's exit** (EXIT of its main thread, `tid == pid`, which also comes
-//!   first when `main` calls `pthread_exit` and the others run on) only marks it: its
-//!   mappings stay for the samples still to come, and go once [`EXITED_KEPT`] other
-//!   processes have exited since its EXIT or its last sample (memory stays bounded on
-//!   a system-wide recording of many short processes);
-//! - **a pid reused** (a FORK that makes a new process with it) or **an exec** (COMM
-//!   with `exec`) starts the process's mappings anew, whatever was kept;
-//! - **live processes** (a recording): a sample whose pc is in none of its process's
-//!   known mappings (its exec's MMAPs are still in another ring) reads the process's
-//!   executable mappings from `/proc/PID/maps`, once per state of its mappings.
+//! exec wrote on another, or after its EXIT. The processes follow the rules of
+//! [`Processes`] (the one process model), as a stream that has no end keeps them: an
+//! exited process's mappings stay for the samples still to come, and go once
+//! [`EXITED_KEPT`] other processes have exited since its EXIT or its last sample
+//! (memory stays bounded on a system-wide recording of many short processes). One rule
+//! is the stream's own: for **live processes** (a recording), a sample whose pc is in
+//! none of its process's known mappings (its exec's MMAPs are still in another ring)
+//! reads the process's executable mappings from `/proc/PID/maps`, once per state of
+//! its mappings.
 
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use hwprof_sampler::record::{Body, FileId, Record};
+use hwprof_sampler::record::{Body, Record};
 
 use super::{Arch, Ending, FileData, Mapped, Unwinder, UserFrame, UserRegs};
 use crate::Locator;
-use crate::maps::{AddrSpace, Mapping};
+use crate::maps::Mapping;
+use crate::process::{Event, Processes};
+use crate::replay::event;
+use crate::symbolizer::{Module, ModuleId};
 
 /// A user-context callchain entry that marks a stack unwinding could not follow to its
 /// root. It is not a canonical address on x86-64 or AArch64, so no code is there: hwprof
 /// shows it as the `[truncated]` frame, perf as one `[unknown]` frame.
 pub const TRUNCATED_MARK: u64 = 0x7fff_ffff_ffff_ffff;
-
-/// `PERF_RECORD_MISC_MMAP_DATA`.
-const MISC_MMAP_DATA: u16 = 1 << 13;
 
 /// How many processes may exit after an exited process's EXIT (or last sample) before
 /// its mappings are dropped (see the module docs).
@@ -55,19 +51,12 @@ pub struct StreamUnwinder {
     /// `/proc/PID/root`, as the process sees them.
     live: bool,
     locator: Locator,
-    spaces: HashMap<u32, AddrSpace>,
-    versions: u64,
-    /// Mapped files by (path, build id), and their unwind tables.
-    module_ids: HashMap<(String, Option<Vec<u8>>), u32>,
-    files: Vec<Option<Arc<FileData>>>,
-    /// Files not yet loaded (index = module id).
-    pending: Vec<Option<PendingFile>>,
+    /// The processes, with the rules of [`Processes`] (exited ones forgotten after
+    /// [`EXITED_KEPT`] other exits).
+    procs: Processes,
+    /// Per file module: its unwind tables, read on first use.
+    files: HashMap<ModuleId, Option<Arc<FileData>>>,
     frames: Vec<UserFrame>,
-    /// Processes whose main thread exited: pid → the value of `exits` at its EXIT or
-    /// its last sample since.
-    exited: HashMap<u32, u64>,
-    /// Processes that exited so far.
-    exits: u64,
     /// Live: per process, the version of its mappings when `/proc/PID/maps` was last
     /// read for it (read again only once they change).
     from_proc: HashMap<u32, u64>,
@@ -77,17 +66,11 @@ impl std::fmt::Debug for StreamUnwinder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StreamUnwinder")
             .field("unwinder", &self.unwinder)
-            .field("processes", &self.spaces.len())
+            .field("processes", &self.procs.len())
             .field("files", &self.files.len())
             .finish()
     }
 }
-
-/// A mapped file not yet read: its path, build id, and a process that maps it.
-type PendingFile = (String, Option<Vec<u8>>, u32);
-
-/// Module id of mappings that are not files (anonymous memory, `[vdso]`): no tables.
-const NO_FILE: u32 = u32::MAX;
 
 impl StreamUnwinder {
     /// An unwinder for a stream of `arch`; `live`: its processes are running now;
@@ -97,21 +80,16 @@ impl StreamUnwinder {
             unwinder: Unwinder::new(arch),
             live,
             locator,
-            spaces: HashMap::default(),
-            versions: 0,
-            module_ids: HashMap::default(),
-            files: Vec::new(),
-            pending: Vec::new(),
+            procs: Processes::default().forget_exited_after(EXITED_KEPT),
+            files: HashMap::default(),
             frames: Vec::new(),
-            exited: HashMap::default(),
-            exits: 0,
             from_proc: HashMap::default(),
         }
     }
 
     /// How many processes' mappings are kept (running, or exited not long ago).
     pub fn processes(&self) -> usize {
-        self.spaces.len()
+        self.procs.len()
     }
 
     /// Stacks unwound so far, and how many of them were cut short.
@@ -119,148 +97,60 @@ impl StreamUnwinder {
         self.unwinder.stats
     }
 
-    fn bump(&mut self, pid: u32) {
-        self.versions += 1;
-        let v = self.versions;
-        self.spaces.entry(pid).or_default().version = v;
-    }
-
-    fn module(&mut self, pid: u32, name: &[u8], build_id: Option<&[u8]>) -> u32 {
-        let name = String::from_utf8_lossy(name);
-        if !name.starts_with('/') || name.starts_with("/memfd:") || name.starts_with("/dev/") {
-            return NO_FILE;
+    /// Applies a side-band record, and forgets what is kept for the processes it made
+    /// [`Processes`] drop.
+    fn apply(&mut self, ev: Event) {
+        self.procs.apply(ev);
+        for pid in self.procs.take_forgotten() {
+            self.from_proc.remove(&pid);
+            self.unwinder.forget(pid);
         }
-        let key = (name.into_owned(), build_id.map(<[u8]>::to_vec));
-        if let Some(&id) = self.module_ids.get(&key) {
-            return id;
-        }
-        let id = self.files.len() as u32;
-        self.files.push(None);
-        self.pending.push(Some((key.0.clone(), key.1.clone(), pid)));
-        self.module_ids.insert(key, id);
-        id
-    }
-
-    fn mmap(&mut self, pid: u32, misc: u16, addr: u64, len: u64, pgoff: u64, module: u32) {
-        if misc & MISC_MMAP_DATA != 0 || pid == u32::MAX {
-            return;
-        }
-        self.spaces.entry(pid).or_default().insert(Mapping {
-            start: addr,
-            end: addr.saturating_add(len),
-            pgoff,
-            module,
-        });
-        self.bump(pid);
     }
 
     /// Takes a record in stream order. For a sample with user registers and a stack
     /// copy, returns its user stack (leaf first: the sampled user pc, then return
     /// addresses) and whether the unwinding reached the root.
     pub fn record(&mut self, rec: &Record<'_>) -> Option<(&[UserFrame], Ending)> {
-        let misc = rec.header.misc;
-        match &rec.body {
-            Body::Mmap(m) => {
-                let id = self.module(m.pid, m.filename, None);
-                self.mmap(m.pid, misc, m.addr, m.len, m.pgoff, id);
-                None
+        if let Body::Sample(s) = &rec.body {
+            let (r, stack) = (s.regs_user.as_ref()?, s.stack_user.as_ref()?);
+            let regs = UserRegs::from_sample(self.unwinder.arch(), r)?;
+            let stack = stack
+                .data
+                .get(..usize::try_from(stack.dyn_size).unwrap_or(usize::MAX))
+                .unwrap_or(stack.data);
+            let pid = s.pid?;
+            self.procs.sampled(pid);
+            if self.live {
+                self.cover_from_proc(pid, regs.pc);
             }
-            Body::Mmap2(m) => {
-                let bid = match m.file_id {
-                    FileId::BuildId(b) if !b.is_empty() => Some(b),
-                    _ => None,
-                };
-                let id = self.module(m.pid, m.filename, bid);
-                self.mmap(m.pid, misc, m.addr, m.len, m.pgoff, id);
-                None
-            }
-            Body::Comm {
-                pid, exec: true, ..
-            } => {
-                if let Some(s) = self.spaces.get_mut(pid) {
-                    s.clear();
-                }
-                self.bump(*pid);
-                None
-            }
-            Body::Fork(t) => {
-                if t.pid != t.ppid {
-                    // A new process: whatever an exited one of this pid left is not its.
-                    self.exited.remove(&t.pid);
-                    let copy = self.spaces.get(&t.ppid).cloned().unwrap_or_default();
-                    self.spaces.insert(t.pid, copy);
-                    self.bump(t.pid);
-                }
-                None
-            }
-            Body::Exit(t) => {
-                // A thread's exit leaves the process as it is; the process's, for a
-                // while (see the module docs).
-                if t.pid == t.tid {
-                    self.exits += 1;
-                    self.exited.insert(t.pid, self.exits);
-                    self.drop_long_exited();
-                }
-                None
-            }
-            Body::Sample(s) => {
-                let (r, stack) = (s.regs_user.as_ref()?, s.stack_user.as_ref()?);
-                let regs = UserRegs::from_sample(self.unwinder.arch(), r)?;
-                let stack = stack
-                    .data
-                    .get(..usize::try_from(stack.dyn_size).unwrap_or(usize::MAX))
-                    .unwrap_or(stack.data);
-                let pid = s.pid?;
-                if let Some(seen) = self.exited.get_mut(&pid) {
-                    *seen = self.exits;
-                }
-                if self.live {
-                    self.cover_from_proc(pid, regs.pc);
-                }
-                let version = self.spaces.get(&pid).map_or(0, |s| s.version);
-                let mut frames = std::mem::take(&mut self.frames);
-                frames.clear();
-                let maps = if self.unwinder.is_current(pid, version) {
-                    Vec::new()
-                } else {
-                    self.mapped(pid)
-                };
-                let ending = self
-                    .unwinder
-                    .unwind(pid, version, || maps, regs, stack, &mut frames);
-                self.frames = frames;
-                Some((&self.frames, ending))
-            }
-            _ => None,
+            let version = self.procs.version(pid);
+            let mut frames = std::mem::take(&mut self.frames);
+            frames.clear();
+            let maps = if self.unwinder.is_current(pid, version) {
+                Vec::new()
+            } else {
+                self.mapped(pid)
+            };
+            let ending = self
+                .unwinder
+                .unwind(pid, version, || maps, regs, stack, &mut frames);
+            self.frames = frames;
+            return Some((&self.frames, ending));
         }
-    }
-
-    /// Drops the mappings of the processes that exited longest ago once more than
-    /// [`EXITED_KEPT`] are kept: the older half, at once (so the sort is paid once per
-    /// `EXITED_KEPT / 2` exits).
-    fn drop_long_exited(&mut self) {
-        if self.exited.len() <= EXITED_KEPT {
-            return;
+        if let Some(ev) = event(rec, false, true) {
+            self.apply(ev);
         }
-        let mut by_age: Vec<(u64, u32)> = self.exited.iter().map(|(&p, &e)| (e, p)).collect();
-        by_age.sort_unstable();
-        for &(_, pid) in by_age.iter().take(self.exited.len() - EXITED_KEPT / 2) {
-            self.exited.remove(&pid);
-            self.spaces.remove(&pid);
-            self.from_proc.remove(&pid);
-            self.unwinder.forget(pid);
-        }
+        None
     }
 
     /// A live process's sample at `pc`, which none of its known mappings holds: its
     /// executable mappings from `/proc/PID/maps` (once per state of its mappings), for
     /// the MMAPs of its exec that another ring still holds.
     fn cover_from_proc(&mut self, pid: u32, pc: u64) {
-        let space = self.spaces.get(&pid);
-        if space.is_some_and(|s| s.find(pc).is_some()) {
+        if self.procs.code_module(pid, pc).is_some() {
             return;
         }
-        let version = space.map_or(0, |s| s.version);
+        let version = self.procs.version(pid);
         if self.from_proc.get(&pid) == Some(&version) {
             return;
         }
@@ -279,22 +169,16 @@ impl StreamUnwinder {
             if !m.exec {
                 continue;
             }
-            let id = self.module(pid, m.name, None);
-            self.spaces.entry(pid).or_default().insert(Mapping {
-                start: m.start,
-                end: m.end,
-                pgoff: m.pgoff,
-                module: id,
-            });
+            let name = String::from_utf8_lossy(m.name);
+            self.procs.add_code(pid, m.start, m.end, m.pgoff, &name);
         }
-        self.bump(pid);
-        let version = self.spaces.get(&pid).map_or(0, |s| s.version);
+        let version = self.procs.version(pid);
         self.from_proc.insert(pid, version);
     }
 
     /// The mappings of `pid`, with the unwind tables of their files (read on first use).
     fn mapped(&mut self, pid: u32) -> Vec<Mapped> {
-        let Some(space) = self.spaces.get(&pid) else {
+        let Some(space) = self.procs.space(pid) else {
             return Vec::new();
         };
         let maps: Vec<Mapping> = space.iter().copied().collect();
@@ -309,16 +193,20 @@ impl StreamUnwinder {
             .collect()
     }
 
-    fn file(&mut self, id: u32) -> Option<Arc<FileData>> {
-        let i = id as usize;
-        if let Some(Some((path, bid, pid))) = self.pending.get_mut(i).map(Option::take) {
-            let live = self.live.then_some(pid);
-            let data = super::load_tables(&self.locator, &path, bid.as_deref(), live);
-            if let Some(slot) = self.files.get_mut(i) {
-                *slot = data.map(Arc::new);
-            }
+    /// The unwind tables of module `id` when it is a file (not a device), read once.
+    fn file(&mut self, id: ModuleId) -> Option<Arc<FileData>> {
+        if let Some(f) = self.files.get(&id) {
+            return f.clone();
         }
-        self.files.get(i).cloned().flatten()
+        let data = match self.procs.module(id) {
+            Some(Module::File { path, build_id }) if !path.starts_with("/dev/") => {
+                let live = self.live.then(|| self.procs.mapper(id)).flatten();
+                super::load_tables(&self.locator, path, build_id.as_deref(), live).map(Arc::new)
+            }
+            _ => None,
+        };
+        self.files.insert(id, data.clone());
+        data
     }
 }
 

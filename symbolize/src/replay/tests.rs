@@ -1,0 +1,167 @@
+//! The replay's time order: a sample before (in the file) the side-band records that
+//! came before it in time.
+
+use super::*;
+use crate::symbolizer::Module;
+use hwprof_pmu::attr::{Attr, sample};
+use hwprof_sampler::perfdata::features::Features;
+use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
+
+fn record(kind: u32, misc: u16, mut body: Vec<u8>) -> Vec<u8> {
+    body.resize(body.len().next_multiple_of(8), 0);
+    let mut r = kind.to_le_bytes().to_vec();
+    r.extend_from_slice(&misc.to_le_bytes());
+    r.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+    r.extend_from_slice(&body);
+    r
+}
+
+fn u32s(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn u64s(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn cstr(s: &str) -> Vec<u8> {
+    let mut b = s.as_bytes().to_vec();
+    b.push(0);
+    b.resize(b.len().next_multiple_of(8), 0);
+    b
+}
+
+/// sample_id trailer for TID|TIME.
+fn sid(pid: u32, time: u64) -> Vec<u8> {
+    let mut b = u32s(&[pid, pid]);
+    b.extend(u64s(&[time]));
+    b
+}
+
+fn mmap2(pid: u32, addr: u64, name: &str, time: u64) -> Vec<u8> {
+    let mut b = u32s(&[pid, pid]);
+    b.extend(u64s(&[addr, 0x1000, 0]));
+    b.extend(u32s(&[8, 1]));
+    b.extend(u64s(&[12345, 0]));
+    b.extend(u32s(&[5, 2]));
+    b.extend(cstr(name));
+    b.extend(sid(pid, time));
+    record(10, 2, b)
+}
+
+fn exec(pid: u32, name: &str, time: u64) -> Vec<u8> {
+    let mut b = u32s(&[pid, pid]);
+    b.extend(cstr(name));
+    b.extend(sid(pid, time));
+    record(3, 1 << 13, b)
+}
+
+fn fork(pid: u32, ppid: u32, time: u64) -> Vec<u8> {
+    let mut b = u32s(&[pid, ppid, pid, ppid]);
+    b.extend(u64s(&[time]));
+    b.extend(sid(pid, time));
+    record(7, 0, b)
+}
+
+/// A sample: IP|TID|TIME.
+fn sample_rec(pid: u32, time: u64, ip: u64) -> Vec<u8> {
+    let mut b = u64s(&[ip]);
+    b.extend(u32s(&[pid, pid]));
+    b.extend(u64s(&[time]));
+    record(9, 2, b)
+}
+
+fn write(dir: &std::path::Path, records: &[Vec<u8>]) -> PerfData {
+    let mut a = Attr::new(1, 0);
+    a.sample_period = 1000;
+    a.freq = false;
+    a.sample_type = sample::IP | sample::TID | sample::TIME;
+    a.sample_id_all = true;
+    a.mmap = true;
+    a.mmap2 = true;
+    a.comm = true;
+    a.task = true;
+    let path = dir.join("replay.data");
+    let mut w = Writer::create(
+        &path,
+        vec![EventEntry {
+            attr: a,
+            name: "cpu-clock".into(),
+            ids: vec![],
+        }],
+    )
+    .unwrap();
+    for r in records {
+        w.write_record(r).unwrap();
+    }
+    w.finish(&Features::default()).unwrap();
+    PerfData::open(&path).unwrap()
+}
+
+/// Each sample's (pid, file of its ip, comm).
+#[derive(Default)]
+struct Seen(Vec<(u32, Option<String>, String)>);
+
+impl Visitor for Seen {
+    fn sample(&mut self, procs: &mut Processes, _: &Record<'_>, s: &Sample<'_>) -> Result<()> {
+        let pid = s.pid.unwrap_or(0);
+        let file = procs
+            .code_module(pid, s.ip.unwrap_or(0))
+            .and_then(|m| match procs.module(m) {
+                Some(Module::File { path, .. }) => Some(path.clone()),
+                _ => None,
+            });
+        let c = procs.comm_of(pid, pid);
+        self.0.push((pid, file, procs.comm(c).to_string()));
+        Ok(())
+    }
+}
+
+const P: u32 = 100;
+const Q: u32 = 200;
+
+/// CPU 1's ring holds P's sample at t=20; CPU 0's ring, written after it, P's exec at
+/// t=10 and the MMAP2 of the new program at t=11: the sample sees the new program.
+#[test]
+fn a_sample_before_its_execs_mmap2_in_the_file_sees_the_new_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let pd = write(
+        dir.path(),
+        &[
+            mmap2(P, 0x1000, "/bin/old", 1),
+            // CPU 1's ring.
+            sample_rec(P, 20, 0x1800),
+            // CPU 0's ring.
+            exec(P, "new", 10),
+            mmap2(P, 0x1000, "/bin/new", 11),
+            sample_rec(P, 30, 0x1800),
+        ],
+    );
+    let mut procs = Processes::default();
+    let mut seen = Seen::default();
+    replay(&pd, &mut procs, &mut seen).unwrap();
+    let new = (P, Some("/bin/new".to_string()), "new".to_string());
+    assert_eq!(seen.0, [new.clone(), new]);
+}
+
+/// A child's FORK brings its parent up to the fork first, whatever comes later in the
+/// file: the child sees what the parent had mapped by then, not after.
+#[test]
+fn a_fork_brings_the_parent_up_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pd = write(
+        dir.path(),
+        &[
+            sample_rec(P, 20, 0x1800),
+            sample_rec(P, 21, 0x3800),
+            fork(P, Q, 5),
+            mmap2(Q, 0x1000, "/bin/q", 1),
+            mmap2(Q, 0x3000, "/bin/later", 6),
+        ],
+    );
+    let mut procs = Processes::default();
+    let mut seen = Seen::default();
+    replay(&pd, &mut procs, &mut seen).unwrap();
+    let files: Vec<_> = seen.0.iter().map(|s| s.1.as_deref()).collect();
+    assert_eq!(files, [Some("/bin/q"), None]);
+}
