@@ -59,7 +59,8 @@ pub struct MemSample {
     pub addr: u64,
     /// The raw `perf_mem_data_src`.
     pub data_src: u64,
-    /// The load latency (WEIGHT, or WEIGHT_STRUCT's `var1_dw`); 0 when none.
+    /// The load latency ([`hwprof_sampler::record::Sample::perf_weight`]: WEIGHT, or
+    /// WEIGHT_STRUCT's `var1_dw`); 0 when none.
     pub weight: u64,
     /// The period.
     pub period: u64,

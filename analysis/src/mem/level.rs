@@ -82,7 +82,7 @@ pub fn profile_for_level(pd: &PerfData, opts: &Options, level: Level) -> Result<
             let keep = s
                 .data_src
                 .is_some_and(|d| level.matches(&DataSrc::from_u64(d)));
-            let weight = s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw)));
+            let weight = s.perf_weight();
             raws.push((rec.attr.unwrap_or(0) as u32, 0, weight, keep));
         }
         Ok::<(), crate::Error>(())
