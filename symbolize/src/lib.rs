@@ -35,6 +35,7 @@
 
 mod aliases;
 mod build;
+pub mod buildid;
 pub mod datasym;
 pub mod debugfiles;
 pub mod elfcheck;
@@ -48,6 +49,7 @@ pub mod symbolizer;
 pub mod unwind;
 
 pub use build::Reweigh;
+pub use buildid::BuildId;
 pub use error::{Error, Result};
 pub use locate::Locator;
 pub use profile::{
