@@ -263,14 +263,25 @@ impl Stats {
 
     /// Mean cycles of the remote HITM loads, local HITM loads and other loads (perf's
     /// `cycles` columns; 0 when none).
-    pub fn cycles(&self) -> (f64, f64, f64) {
+    pub fn cycles(&self) -> Cycles {
         let mean = |s: u64, n: u64| if n == 0 { 0.0 } else { s as f64 / n as f64 };
-        (
-            mean(self.rmt_hitm_cycles, self.rmt_hitm),
-            mean(self.lcl_hitm_cycles, self.lcl_hitm),
-            mean(self.load_cycles, self.other_loads),
-        )
+        Cycles {
+            remote_hitm: mean(self.rmt_hitm_cycles, self.rmt_hitm),
+            local_hitm: mean(self.lcl_hitm_cycles, self.lcl_hitm),
+            other_loads: mean(self.load_cycles, self.other_loads),
+        }
     }
+}
+
+/// Mean load latencies in cycles ([`Stats::cycles`]): perf c2c's `cycles` columns.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Cycles {
+    /// Of the remote HITM loads (`rmt hitm`).
+    pub remote_hitm: f64,
+    /// Of the local HITM loads (`lcl hitm`).
+    pub local_hitm: f64,
+    /// Of the other loads (`load`).
+    pub other_loads: f64,
 }
 
 /// One (offset, instruction) of a line: perf's Pareto rows.
@@ -462,7 +473,7 @@ mod tests {
         assert_eq!(l.threads, vec![(1, 1), (1, 2)]);
         let offs: Vec<(u64, u64)> = l.accesses.iter().map(|a| (a.offset, a.ip)).collect();
         assert_eq!(offs, vec![(0, 0x10), (8, 0x20)]);
-        assert_eq!(l.accesses[1].stats.cycles().0, 400.0);
+        assert_eq!(l.accesses[1].stats.cycles().remote_hitm, 400.0);
         assert_eq!(r.lines[1].address, 0x3000);
     }
 }
