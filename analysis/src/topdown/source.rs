@@ -142,9 +142,16 @@ pub const MAX_FILE: u64 = 64 << 20;
 
 /// The text of a metrics file (`--metrics-file`, or the model's file in
 /// `--perfmon-dir`): a regular file only, never opened blocking (a FIFO or device is
-/// refused before it is opened), at most [`MAX_FILE`] bytes.
+/// refused before it is opened), at most [`MAX_FILE`] bytes. A file that cannot be
+/// opened is [`Error::Read`], as before (`cannot read FILE: ...`).
 pub(crate) fn read_file(path: &Path) -> Result<String, Error> {
-    Ok(hwprof_pmu::file::read_to_string(path, MAX_FILE)?)
+    hwprof_pmu::file::read_to_string(path, MAX_FILE).map_err(|e| match e {
+        hwprof_pmu::file::FileError::Io { source, .. } => Error::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+        e => Error::File(e),
+    })
 }
 
 /// The TopDown tree of perf's tables for `cpuid`, or why not.
