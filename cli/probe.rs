@@ -32,7 +32,6 @@ use crate::error::{ExitWith, usage};
 use crate::render::escape;
 
 use calls::{Hit, pair};
-use hwprof_sampler::synth::Mapping;
 
 /// Splits the probe arguments into functions, each with an entry and a return spec.
 fn functions(specs: &[String]) -> anyhow::Result<(Vec<String>, Vec<Func>)> {
@@ -187,7 +186,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
     }
     let decoder = recorder.decoder();
-    let mut maps: Vec<(u32, Mapping)> = Vec::new();
+    let mut maps: Vec<stacks::PidMapping> = Vec::new();
     if a.stacks {
         if let Target::Pids(p) = &target {
             for &pid in p {
@@ -236,7 +235,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
                         .unwrap_or_default(),
                 });
             }
-            other => maps.extend(Mapping::of_record(&other)),
+            other => maps.extend(stacks::PidMapping::of_record(&other)),
         }
         Ok(())
     };

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use hwprof_analysis::topdown::source::{self, Loaded, Source};
-use hwprof_analysis::topdown::{MetricValue, Model, fetch};
+use hwprof_analysis::topdown::{self, MetricValue, Model, fetch};
 use serde_json::json;
 
 /// The environment variable naming a perfmon checkout.
@@ -34,14 +34,22 @@ pub fn load(
 ) -> anyhow::Result<Loaded> {
     let dir = perfmon_dir(perfmon);
     let fetch = fetch::Config::from_env();
-    Ok(source::load(&source::Request {
+    let loaded = source::load(&source::Request {
         model,
         metrics_file,
         perfmon_dir: dir.as_deref(),
         perf_cpuid,
         fetch: &fetch,
         events,
-    })?)
+    });
+    match loaded {
+        // A FIFO, a device, a directory or too large a file: the user named the wrong
+        // file (exit 2, as for -i and --event-file).
+        Err(topdown::Error::File(e)) if e.is_bad_input() => {
+            Err(crate::error::Usage(e.to_string()).into())
+        }
+        other => Ok(other?),
+    }
 }
 
 /// The one line on stderr that says where the formulas came from.

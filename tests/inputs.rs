@@ -254,6 +254,46 @@ fn event_files_that_are_not_regular_or_too_large_are_refused() {
     }
 }
 
+/// `metrics --metrics-file` reads a regular file of at most 64 MiB: a FIFO nobody
+/// writes to (which an open without `O_NONBLOCK` waits on forever), a device (`/dev/zero`
+/// would be read until memory runs out), a directory and a larger file are refused
+/// before anything is read.
+#[test]
+fn metrics_files_that_are_not_regular_or_too_large_are_refused() {
+    let Some(s) = Scratch::new("metricsfile") else {
+        return;
+    };
+    let counts = s.dir.join("counts.csv");
+    std::fs::write(&counts, "21,,page-faults,1000,100.00,,\n").unwrap();
+    let big = s.dir.join("big.json");
+    // Sparse: 65 MiB that take no disk space.
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(65 << 20))
+        .unwrap();
+    let cases = [
+        (s.path("fifo"), "FIFO"),
+        (s.path("zero"), "character device"),
+        (s.path("urandom"), "character device"),
+        (s.path("."), "directory"),
+        (big.display().to_string(), "64 MiB"),
+    ];
+    for (file, want) in &cases {
+        let r = limited(
+            &argv(&[
+                "metrics",
+                "--cpu",
+                "skl",
+                "--counts",
+                &counts.display().to_string(),
+                "--metrics-file",
+                file,
+            ]),
+            None,
+        );
+        one_line_error(&r, 2, &[file, want]);
+    }
+}
+
 /// A baseline document as `hwprof bench --json` writes it, with one metric.
 fn baseline(values: &str) -> String {
     format!(

@@ -14,31 +14,9 @@
 
 use serde::Serialize;
 
-use crate::mem::{MemProfile, MemSample};
+use hwprof_sampler::record::MemLvl;
 
-/// `PERF_MEM_*` bits used here.
-mod bits {
-    pub const OP_LOAD: u8 = 0x02;
-    pub const OP_STORE: u8 = 0x04;
-    pub const LVL_NA: u16 = 0x01;
-    pub const LVL_HIT: u16 = 0x02;
-    pub const LVL_MISS: u16 = 0x04;
-    pub const LVL_L1: u16 = 0x08;
-    pub const LVL_LFB: u16 = 0x10;
-    pub const LVL_L2: u16 = 0x20;
-    pub const LVL_L3: u16 = 0x40;
-    pub const LVL_LOC_RAM: u16 = 0x80;
-    pub const LVL_REM_RAM1: u16 = 0x100;
-    pub const LVL_REM_RAM2: u16 = 0x200;
-    pub const LVL_REM_CCE1: u16 = 0x400;
-    pub const LVL_REM_CCE2: u16 = 0x800;
-    pub const LVL_IO: u16 = 0x1000;
-    pub const LVL_UNC: u16 = 0x2000;
-    pub const SNOOP_HIT: u8 = 0x04;
-    pub const SNOOP_HITM: u8 = 0x10;
-    pub const SNOOPX_PEER: u8 = 0x02;
-    pub const LOCK_LOCKED: u8 = 0x02;
-}
+use crate::mem::{MemProfile, MemSample};
 
 /// perf's `DISPLAY_LINE_LIMIT`: a line is shown when it holds this share of the HITMs.
 pub const DISPLAY_LINE_LIMIT: f64 = 0.001;
@@ -114,46 +92,46 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Counts one sample as perf's `c2c_decode_stats` does.
+    /// Counts one sample as perf's `c2c_decode_stats` does (from `mem_lvl`, not the
+    /// level number).
     pub fn add(&mut self, s: &MemSample) {
-        use bits::*;
+        use MemLvl::*;
         let d = s.src();
-        let (op, lvl, snoop, snoopx) = (d.mem_op, d.mem_lvl, d.mem_snoop, d.mem_snoopx);
-        let mrem = d.mem_remote && d.mem_hops == 0;
+        let mrem = d.remote_unnamed();
         self.records += 1;
-        if d.mem_lock & LOCK_LOCKED != 0 {
+        if d.is_locked() {
             self.locks += 1;
         }
         let (lcl0, rmt0) = (self.lcl_hitm, self.rmt_hitm);
         let peer0 = self.lcl_peer + self.rmt_peer;
-        let peer = snoopx & SNOOPX_PEER != 0;
-        if op & OP_LOAD != 0 {
+        let peer = d.snoop_peer();
+        if d.is_load() {
             self.loads += 1;
             if s.addr == 0 {
                 self.ld_noaddr += 1;
                 return;
             }
-            if lvl & LVL_HIT != 0 {
-                if lvl & LVL_UNC != 0 {
+            if d.lvl(Hit) {
+                if d.lvl(Uncached) {
                     self.ld_uncache += 1;
                 }
-                if lvl & LVL_IO != 0 {
+                if d.lvl(Io) {
                     self.ld_io += 1;
                 }
-                if lvl & LVL_LFB != 0 {
+                if d.lvl(Lfb) {
                     self.ld_fbhit += 1;
                 }
-                if lvl & LVL_L1 != 0 {
+                if d.lvl(L1) {
                     self.ld_l1hit += 1;
                 }
-                if lvl & LVL_L2 != 0 {
+                if d.lvl(L2) {
                     self.ld_l2hit += 1;
                     if peer {
                         self.lcl_peer += 1;
                     }
                 }
-                if lvl & LVL_L3 != 0 {
-                    if snoop & SNOOP_HITM != 0 {
+                if d.lvl(L3) {
+                    if d.snoop_hitm() {
                         self.lcl_hitm += 1;
                         self.tot_hitm += 1;
                     } else {
@@ -163,19 +141,19 @@ impl Stats {
                         self.lcl_peer += 1;
                     }
                 }
-                if lvl & LVL_LOC_RAM != 0 {
+                if d.lvl(LocalRam) {
                     self.lcl_dram += 1;
-                    self.dram_state(snoop);
+                    self.dram_state(d.snoop_hit());
                 }
-                if lvl & (LVL_REM_RAM1 | LVL_REM_RAM2) != 0 || mrem {
+                if d.lvl(RemoteRam) || mrem {
                     self.rmt_dram += 1;
-                    self.dram_state(snoop);
+                    self.dram_state(d.snoop_hit());
                 }
             }
-            if lvl & (LVL_REM_CCE1 | LVL_REM_CCE2) != 0 || mrem {
-                if snoop & SNOOP_HIT != 0 {
+            if d.lvl(RemoteCache) || mrem {
+                if d.snoop_hit() {
                     self.rmt_hit += 1;
-                } else if snoop & SNOOP_HITM != 0 {
+                } else if d.snoop_hitm() {
                     self.rmt_hitm += 1;
                     self.tot_hitm += 1;
                 } else if peer {
@@ -183,7 +161,7 @@ impl Stats {
                     self.rmt_peer += 1;
                 }
             }
-            if lvl & LVL_MISS != 0 {
+            if d.lvl(Miss) {
                 self.ld_miss += 1;
             }
             // perf's compute_stats: the sample's weight goes to one cycles column (peer
@@ -196,24 +174,24 @@ impl Stats {
                 self.other_loads += 1;
                 self.load_cycles += s.weight;
             }
-        } else if op & OP_STORE != 0 {
+        } else if d.is_store() {
             self.stores += 1;
             if s.addr == 0 {
                 self.st_noaddr += 1;
                 return;
             }
-            if lvl & LVL_HIT != 0 {
-                if lvl & LVL_UNC != 0 {
+            if d.lvl(Hit) {
+                if d.lvl(Uncached) {
                     self.st_uncache += 1;
                 }
-                if lvl & LVL_L1 != 0 {
+                if d.lvl(L1) {
                     self.st_l1hit += 1;
                 }
             }
-            if lvl & LVL_MISS != 0 && lvl & LVL_L1 != 0 {
+            if d.lvl(Miss) && d.lvl(L1) {
                 self.st_l1miss += 1;
             }
-            if lvl & LVL_NA != 0 {
+            if d.lvl(Na) {
                 self.st_na += 1;
             }
         } else {
@@ -221,8 +199,9 @@ impl Stats {
         }
     }
 
-    fn dram_state(&mut self, snoop: u8) {
-        if snoop & bits::SNOOP_HIT != 0 {
+    /// A DRAM load of a line that another cache holds (snoop HIT: shared) or not.
+    fn dram_state(&mut self, snoop_hit: bool) {
+        if snoop_hit {
             self.ld_shared += 1;
         } else {
             self.ld_excl += 1;
@@ -284,14 +263,25 @@ impl Stats {
 
     /// Mean cycles of the remote HITM loads, local HITM loads and other loads (perf's
     /// `cycles` columns; 0 when none).
-    pub fn cycles(&self) -> (f64, f64, f64) {
+    pub fn cycles(&self) -> Cycles {
         let mean = |s: u64, n: u64| if n == 0 { 0.0 } else { s as f64 / n as f64 };
-        (
-            mean(self.rmt_hitm_cycles, self.rmt_hitm),
-            mean(self.lcl_hitm_cycles, self.lcl_hitm),
-            mean(self.load_cycles, self.other_loads),
-        )
+        Cycles {
+            remote_hitm: mean(self.rmt_hitm_cycles, self.rmt_hitm),
+            local_hitm: mean(self.lcl_hitm_cycles, self.lcl_hitm),
+            other_loads: mean(self.load_cycles, self.other_loads),
+        }
     }
+}
+
+/// Mean load latencies in cycles ([`Stats::cycles`]): perf c2c's `cycles` columns.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Cycles {
+    /// Of the remote HITM loads (`rmt hitm`).
+    pub remote_hitm: f64,
+    /// Of the local HITM loads (`lcl hitm`).
+    pub local_hitm: f64,
+    /// Of the other loads (`load`).
+    pub other_loads: f64,
 }
 
 /// One (offset, instruction) of a line: perf's Pareto rows.
@@ -483,7 +473,7 @@ mod tests {
         assert_eq!(l.threads, vec![(1, 1), (1, 2)]);
         let offs: Vec<(u64, u64)> = l.accesses.iter().map(|a| (a.offset, a.ip)).collect();
         assert_eq!(offs, vec![(0, 0x10), (8, 0x20)]);
-        assert_eq!(l.accesses[1].stats.cycles().0, 400.0);
+        assert_eq!(l.accesses[1].stats.cycles().remote_hitm, 400.0);
         assert_eq!(r.lines[1].address, 0x3000);
     }
 }

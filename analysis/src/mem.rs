@@ -36,7 +36,7 @@ use crate::error::Result;
 
 mod level;
 
-pub use level::{Level, LevelProfile, informative, profile_for_level};
+pub use level::{Level, LevelProfile, profile_for_level};
 
 /// The line size `perf c2c` groups addresses by.
 pub const CACHE_LINE: u64 = 64;
@@ -59,7 +59,8 @@ pub struct MemSample {
     pub addr: u64,
     /// The raw `perf_mem_data_src`.
     pub data_src: u64,
-    /// The load latency (WEIGHT, or WEIGHT_STRUCT's `var1_dw`); 0 when none.
+    /// The load latency ([`hwprof_sampler::record::Sample::perf_weight`]: WEIGHT, or
+    /// WEIGHT_STRUCT's `var1_dw`); 0 when none.
     pub weight: u64,
     /// The period.
     pub period: u64,
@@ -199,7 +200,7 @@ pub struct MemProfile {
     /// Per event: all its samples.
     pub totals: Vec<Agg>,
     /// Per event: whether it is a memory event, one of its samples' data source saying
-    /// where it was served ([`informative`]): an event that only carries DATA_SRC
+    /// where it was served ([`DataSrc::is_informative`]): an event that only carries DATA_SRC
     /// (cpu-clock recorded with `--call-graph dwarf`) has `PERF_MEM_NA` in every sample.
     pub memory: Vec<bool>,
     /// Per (event, data source).
@@ -253,7 +254,7 @@ impl MemProfile {
         if self.memory.len() <= e {
             self.memory.resize(e + 1, false);
         }
-        self.memory[e] |= informative(s.data_src);
+        self.memory[e] |= s.src().is_informative();
         self.by_src.entry((s.event, s.data_src)).or_default().add(s);
         self.by_code.entry((s.event, s.code)).or_default().add(s);
         let data = s.data_symbol.unwrap_or(s.data_module);

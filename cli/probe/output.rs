@@ -45,9 +45,20 @@ pub fn percentiles(durations: &[u64]) -> Percentiles {
     }
 }
 
-/// Log2 buckets of the durations in microseconds: `(lo, hi, count)` from the `0 -> 1`
-/// bucket up to the highest non-empty one (empty when there are no durations).
-pub fn log2_buckets(durations: &[u64]) -> Vec<(u64, u64, u64)> {
+/// One log2 bucket of durations in microseconds: `lo -> hi : count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bucket {
+    /// The shortest duration it holds (µs).
+    pub lo: u64,
+    /// The longest (µs).
+    pub hi: u64,
+    /// Calls that took that long.
+    pub count: u64,
+}
+
+/// Log2 buckets of the durations in microseconds, from the `0 -> 1` bucket up to the
+/// highest non-empty one (empty when there are no durations).
+pub fn log2_buckets(durations: &[u64]) -> Vec<Bucket> {
     let mut counts = [0u64; 65];
     for &d in durations {
         let us = d / 1000;
@@ -63,16 +74,17 @@ pub fn log2_buckets(durations: &[u64]) -> Vec<(u64, u64, u64)> {
         .map(|s| {
             let lo = if s == 1 { 0 } else { 1u64 << (s - 1) };
             let hi = if s >= 64 { u64::MAX } else { (1u64 << s) - 1 };
-            (lo, hi, counts.get(s).copied().unwrap_or(0))
+            let count = counts.get(s).copied().unwrap_or(0);
+            Bucket { lo, hi, count }
         })
         .collect()
 }
 
 /// The histogram as bcc's `print_log2_hist` draws it.
-pub fn draw_hist(buckets: &[(u64, u64, u64)]) -> String {
-    let max = buckets.iter().map(|b| b.2).max().unwrap_or(0).max(1);
+pub fn draw_hist(buckets: &[Bucket]) -> String {
+    let max = buckets.iter().map(|b| b.count).max().unwrap_or(0).max(1);
     let mut s = format!("     {:<19} : count     distribution\n", "usecs");
-    for &(lo, hi, c) in buckets {
+    for &Bucket { lo, hi, count: c } in buckets {
         let n = (c * 40 / max) as usize;
         let _ = writeln!(s, "{lo:>10} -> {hi:<10} : {c:<8} |{:<40}|", "*".repeat(n));
     }
@@ -97,7 +109,7 @@ fn func_json(f: &Func, r: &FuncResult, stacks: &mut Stacks) -> Value {
     let p = percentiles(&r.durations);
     let hist: Vec<Value> = log2_buckets(&r.durations)
         .into_iter()
-        .map(|(lo, hi, count)| json!({"lo": lo, "hi": hi, "count": count}))
+        .map(|Bucket { lo, hi, count }| json!({"lo": lo, "hi": hi, "count": count}))
         .collect();
     let slow: Vec<Value> = r
         .slow
@@ -239,10 +251,11 @@ mod tests {
     fn buckets_and_bars() {
         let d = [0, 1500, 1_000_000, 1_000_000, 20_000_000];
         let b = log2_buckets(&d);
-        assert_eq!(b.first(), Some(&(0, 1, 2)));
-        assert!(b.contains(&(512, 1023, 2)));
-        assert!(b.contains(&(16384, 32767, 1)));
-        assert!(b.contains(&(2, 3, 0)));
+        let bucket = |lo, hi, count| Bucket { lo, hi, count };
+        assert_eq!(b.first(), Some(&bucket(0, 1, 2)));
+        assert!(b.contains(&bucket(512, 1023, 2)));
+        assert!(b.contains(&bucket(16384, 32767, 1)));
+        assert!(b.contains(&bucket(2, 3, 0)));
         let h = draw_hist(&b);
         assert!(h.starts_with("     usecs               : count     distribution\n"));
         assert!(h.contains("|****************************************|"));

@@ -2,6 +2,7 @@
 //! `/proc/PID/maps`, as [`hwprof_sampler::synth::Mapping`]s) give the file and offset,
 //! the symbolizer names the function.
 
+use hwprof_sampler::record::Body;
 use hwprof_sampler::synth::{self, Mapping};
 use std::path::PathBuf;
 
@@ -9,12 +10,31 @@ use hwprof_symbolize::profile::TRUNCATED;
 use hwprof_symbolize::unwind::stream::TRUNCATED_MARK;
 use hwprof_symbolize::{Locator, Module, Symbolizer};
 
+/// A mapping of a process.
+#[derive(Clone, Debug)]
+pub struct PidMapping {
+    /// The process id.
+    pub pid: u32,
+    /// Its mapping.
+    pub mapping: Mapping,
+}
+
+impl PidMapping {
+    /// The mapping an MMAP or MMAP2 record adds; `None` for other records.
+    pub fn of_record(body: &Body<'_>) -> Option<PidMapping> {
+        Mapping::of_record(body).map(|(pid, mapping)| PidMapping { pid, mapping })
+    }
+}
+
 /// The file mappings of process `pid` from `/proc/PID/maps` (empty when unreadable).
-pub fn proc_maps(pid: i32) -> impl Iterator<Item = (u32, Mapping)> {
+pub fn proc_maps(pid: i32) -> impl Iterator<Item = PidMapping> {
     synth::read_maps(pid)
         .into_iter()
         .filter(|m| m.path.starts_with('/'))
-        .map(move |m| (pid as u32, m))
+        .map(move |mapping| PidMapping {
+            pid: pid as u32,
+            mapping,
+        })
 }
 
 /// Callchain markers (`PERF_CONTEXT_*`) are the top 4 KiB of the address space.
@@ -23,7 +43,7 @@ const CONTEXT_MARKERS: u64 = 0xffff_ffff_ffff_f000;
 /// Names stack addresses.
 pub struct Stacks {
     /// Each mapping with its process id, in the order they were seen.
-    maps: Vec<(u32, Mapping)>,
+    maps: Vec<PidMapping>,
     sym: Symbolizer,
     fetched: Vec<u32>,
 }
@@ -31,7 +51,7 @@ pub struct Stacks {
 impl Stacks {
     /// A namer over these mappings (more are read from `/proc` for unknown processes),
     /// finding files under `symfs` when given (`--symfs`).
-    pub fn new(maps: Vec<(u32, Mapping)>, symfs: Option<PathBuf>) -> Stacks {
+    pub fn new(maps: Vec<PidMapping>, symfs: Option<PathBuf>) -> Stacks {
         Stacks {
             maps,
             sym: Symbolizer::with_locator(false, false, Locator::from_env(symfs)),
@@ -45,15 +65,15 @@ impl Stacks {
     }
 
     fn find(&mut self, pid: u32, addr: u64) -> Option<Mapping> {
-        let hit = |m: &&(u32, Mapping)| m.0 == pid && addr >= m.1.start && addr < m.1.end;
+        let hit = |m: &&PidMapping| m.pid == pid && addr >= m.mapping.start && addr < m.mapping.end;
         // The latest mapping wins (a later MMAP replaces an earlier one).
         if let Some(m) = self.maps.iter().rev().find(hit) {
-            return Some(m.1.clone());
+            return Some(m.mapping.clone());
         }
         if !self.fetched.contains(&pid) {
             self.fetched.push(pid);
             self.maps.extend(proc_maps(pid as i32));
-            return self.maps.iter().rev().find(hit).map(|m| m.1.clone());
+            return self.maps.iter().rev().find(hit).map(|m| m.mapping.clone());
         }
         None
     }

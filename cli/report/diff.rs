@@ -17,10 +17,10 @@ pub fn text(ds: &[EventDiff], sort: &[SortKey], hide_comm: bool, limit: f64) -> 
         out.push_str(&format!(
             "# Event '{}'\n#\n# Baseline: {}, event count {}\n# New:      {}, event count {}\n#\n",
             crate::render::escape(&d.name),
-            crate::render::plural(d.base.0, "sample"),
-            d.base.1,
-            crate::render::plural(d.new.0, "sample"),
-            d.new.1
+            crate::render::plural(d.base.samples, "sample"),
+            d.base.period,
+            crate::render::plural(d.new.samples, "sample"),
+            d.new.period
         ));
         let rows = d.shown(limit);
         let opt = |v: Option<f64>| v.map(|v| format!("{v:.2}%")).unwrap_or_default();
@@ -61,8 +61,8 @@ pub fn json(ds: &[EventDiff], limit: f64) -> Value {
                 .collect();
             json!({
                 "name": d.name,
-                "baseline": { "samples": d.base.0, "period": d.base.1 },
-                "new": { "samples": d.new.0, "period": d.new.1 },
+                "baseline": { "samples": d.base.samples, "period": d.base.period },
+                "new": { "samples": d.new.samples, "period": d.new.period },
                 "rows": rows,
             })
         })

@@ -70,16 +70,11 @@ pub fn entries(enc: &Encoder, other_model: bool) -> (Vec<Entry>, Option<String>)
         (HARDWARE, types::HARDWARE, "hardware", "Hardware event"),
         (SOFTWARE, types::SOFTWARE, "software", "Software event"),
     ] {
-        let mut configs: Vec<u64> = table.iter().map(|&(_, c)| c).collect();
-        configs.dedup();
-        for config in configs {
-            let mut names = table
-                .iter()
-                .filter(|&&(_, c)| c == config)
-                .map(|&(n, _)| n.to_string());
+        for e in table {
+            let mut names = e.names.iter().map(|n| n.to_string());
             let Some(name) = names.next() else { continue };
             let supported =
-                (type_ == types::SOFTWARE || core_ok) && accepts(&Attr::new(type_, config));
+                (type_ == types::SOFTWARE || core_ok) && accepts(&Attr::new(type_, e.config));
             v.push(Entry {
                 aliases: names.collect(),
                 ..Entry::new(name, kind, supported, desc.into())

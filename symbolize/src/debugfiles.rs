@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use object::read::ReadCache;
 use object::{Object, ObjectSection};
 
+use crate::buildid::BuildId;
+
 /// The debug directories blazesym searches (set explicitly on the symbolizer, so that
 /// the search here and blazesym's agree).
 pub const DEBUG_DIRS: [&str; 2] = ["/usr/lib/debug", "/lib/debug"];
@@ -51,13 +53,13 @@ pub(crate) fn unsafe_debug_file(elf: &Path) -> Option<Unsafe> {
         // blazesym cannot read it either, and opens nothing else.
         return None;
     };
-    let own_id = obj.build_id().ok().flatten().map(<[u8]>::to_vec);
-    let mut links: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
+    let own_id = obj.build_id().ok().flatten().map(BuildId::from);
+    let mut links: Vec<(PathBuf, Option<BuildId>)> = Vec::new();
     if let Ok(Some((name, _crc))) = obj.gnu_debuglink() {
         links.push((PathBuf::from(OsStr::from_bytes(name)), own_id.clone()));
     }
     if let Ok(Some((name, id))) = obj.gnu_debugaltlink() {
-        links.push((PathBuf::from(OsStr::from_bytes(name)), Some(id.to_vec())));
+        links.push((PathBuf::from(OsStr::from_bytes(name)), Some(id.into())));
     }
     if let Some(name) = obj
         .section_by_name(".debug_sup")
@@ -68,7 +70,7 @@ pub(crate) fn unsafe_debug_file(elf: &Path) -> Option<Unsafe> {
     }
     let canonical = std::fs::canonicalize(elf).ok();
     links.iter().find_map(|(linkee, id)| {
-        candidates(linkee, canonical.as_deref(), id.as_deref())
+        candidates(linkee, canonical.as_deref(), id.as_ref())
             .iter()
             .find_map(|p| check_path(p))
     })
@@ -105,10 +107,10 @@ fn absent_or_regular(p: &Path) -> bool {
 /// Where blazesym looks for `linkee`: `DIR/.build-id/xx/rest.debug` for a build id of
 /// at least 8 bytes, `DIR/linkee`, the linker's directory, and `DIR/<linker's
 /// directory and each of its parents>/linkee`, for each debug directory.
-fn candidates(linkee: &Path, linker: Option<&Path>, build_id: Option<&[u8]>) -> Vec<PathBuf> {
+fn candidates(linkee: &Path, linker: Option<&Path>, build_id: Option<&BuildId>) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    if let Some(id) = build_id.filter(|id| id.len() >= 8) {
-        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    if let Some(id) = build_id.filter(|id| id.as_bytes().len() >= 8) {
+        let hex = id.hex();
         for d in DEBUG_DIRS {
             out.push(
                 Path::new(d)
@@ -144,7 +146,7 @@ mod tests {
         let c = candidates(
             Path::new("app.debug"),
             Some(Path::new("/opt/x/bin/app")),
-            Some(&[0xab, 1, 2, 3, 4, 5, 6, 7]),
+            Some(&BuildId::new([0xab, 1, 2, 3, 4, 5, 6, 7])),
         );
         let want = [
             "/usr/lib/debug/.build-id/ab/01020304050607.debug",

@@ -35,6 +35,7 @@
 
 mod aliases;
 mod assemble;
+pub mod buildid;
 pub mod datasym;
 pub mod debugfiles;
 pub mod elfcheck;
@@ -52,6 +53,7 @@ pub mod symbolizer;
 pub mod unwind;
 
 pub use assemble::{Built, ProfileBuilder, Replayed, Weigh, Weighed};
+pub use buildid::BuildId;
 pub use error::{Error, Result};
 pub use locate::Locator;
 pub use profile::{

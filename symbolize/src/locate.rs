@@ -45,13 +45,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use hwprof_sampler::buildid::read_build_id;
 use object::read::ReadCache;
 use object::{Object, ObjectSection, SectionKind};
 
 pub use debuginfod::{DEFAULT_MAXSIZE, DebuginfodConfig, LOW_SPEED_LIMIT};
 
-use crate::symbolizer::same_build_id;
+use crate::buildid::BuildId;
 
 /// Where a [`Locator`] looks. [`Config::from_env`] is what the binary uses;
 /// [`Config::default`] looks nowhere (not even at the recorded path's directory
@@ -124,7 +123,7 @@ enum Kind {
 }
 
 /// (what, recorded path, recorded build id).
-type MemoKey = (Kind, String, Option<Vec<u8>>);
+type MemoKey = (Kind, String, Option<BuildId>);
 
 /// Finds the files of modules (see the [module docs](self)). Cheap to clone: clones
 /// share the answers found so far, the debuginfod client and the notices.
@@ -221,7 +220,7 @@ impl Locator {
 
     /// `p` is a regular file with `build_id` (when given) that may be read
     /// ([`crate::elfcheck`]).
-    fn usable(&self, p: &Path, build_id: Option<&[u8]>) -> bool {
+    fn usable(&self, p: &Path, build_id: Option<&BuildId>) -> bool {
         is_module_file(p, build_id) && self.elf_ok(p)
     }
 
@@ -229,7 +228,12 @@ impl Locator {
     /// mapped from `path`, whose build id the recording says is `build_id`: perf's
     /// build-id cache, the symfs, the path itself, debuginfod (see the [module
     /// docs](self)). `None` when no regular file with that build id is found.
+    ///
+    /// The recorded id comes as bytes, as the record and the replay hold it; the
+    /// search compares and files it as a [`BuildId`].
     pub fn executable(&self, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
+        let id = build_id.map(BuildId::from);
+        let build_id = id.as_ref();
         self.memoized(Kind::Executable, path, build_id, |l| {
             l.local_executable(path, build_id)
                 .or_else(|| l.debuginfod(build_id, debuginfod::Kind::Executable))
@@ -241,6 +245,8 @@ impl Locator {
     /// directories, the `.gnu_debuglink` target, debuginfod (see the [module
     /// docs](self)). `None` when there is none (the executable may have all it needs).
     pub fn debug_file(&self, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
+        let id = build_id.map(BuildId::from);
+        let build_id = id.as_ref();
         self.memoized(Kind::Debug, path, build_id, |l| {
             l.local_debug_file(path, build_id).or_else(|| {
                 let own_dwarf = l
@@ -259,10 +265,10 @@ impl Locator {
         &self,
         kind: Kind,
         path: &str,
-        build_id: Option<&[u8]>,
+        build_id: Option<&BuildId>,
         find: impl FnOnce(&Locator) -> Option<PathBuf>,
     ) -> Option<PathBuf> {
-        let key = (kind, path.to_string(), build_id.map(<[u8]>::to_vec));
+        let key = (kind, path.to_string(), build_id.cloned());
         if let Some(found) = lock(&self.inner.memo).get(&key) {
             return found.clone();
         }
@@ -272,15 +278,15 @@ impl Locator {
     }
 
     /// Steps 1-3 of [`Locator::executable`]: no network.
-    fn local_executable(&self, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
+    fn local_executable(&self, path: &str, build_id: Option<&BuildId>) -> Option<PathBuf> {
         self.memoized(Kind::LocalExecutable, path, build_id, |l| {
             l.search_local_executable(path, build_id)
         })
     }
 
-    fn search_local_executable(&self, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
+    fn search_local_executable(&self, path: &str, build_id: Option<&BuildId>) -> Option<PathBuf> {
         let c = &self.inner.config;
-        let ids = id_forms(build_id);
+        let ids = build_id.map(BuildId::forms).unwrap_or_default();
         if let Some(dir) = &c.buildid_dir {
             for hex in &ids {
                 let p = buildid_cache_path(dir, hex, "elf");
@@ -303,9 +309,9 @@ impl Locator {
     }
 
     /// Steps 1-3 of [`Locator::debug_file`]: no network.
-    fn local_debug_file(&self, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
+    fn local_debug_file(&self, path: &str, build_id: Option<&BuildId>) -> Option<PathBuf> {
         let c = &self.inner.config;
-        let ids = id_forms(build_id);
+        let ids = build_id.map(BuildId::forms).unwrap_or_default();
         if build_id.is_some() {
             if let Some(dir) = &c.buildid_dir {
                 for hex in &ids {
@@ -349,7 +355,7 @@ impl Locator {
         &self,
         exe: &Path,
         recorded: &str,
-        build_id: Option<&[u8]>,
+        build_id: Option<&BuildId>,
     ) -> Option<PathBuf> {
         let (name, crc) = read_debuglink(exe)?;
         let name = Path::new(&name);
@@ -357,7 +363,7 @@ impl Locator {
             // A link is a file name; anything else is not followed.
             return None;
         }
-        let want = build_id.map(<[u8]>::to_vec).or_else(|| read_build_id(exe));
+        let want = build_id.cloned().or_else(|| BuildId::read(exe));
         let mut candidates = Vec::new();
         let mut near = |dir: &Path| {
             candidates.push(dir.join(name));
@@ -386,11 +392,12 @@ impl Locator {
     }
 
     /// Step 4: the debuginfod client, when there is one and a build id to ask for.
-    fn debuginfod(&self, build_id: Option<&[u8]>, kind: debuginfod::Kind) -> Option<PathBuf> {
+    fn debuginfod(&self, build_id: Option<&BuildId>, kind: debuginfod::Kind) -> Option<PathBuf> {
         let client = self.inner.client.as_ref()?;
         let id = build_id?;
         let mut notices = Vec::new();
-        let found = id_forms(Some(id))
+        let found = id
+            .forms()
             .into_iter()
             .find_map(|hex| client.fetch(&hex, kind, &mut notices));
         self.push_notices(notices);
@@ -418,31 +425,6 @@ pub(crate) fn skipped(p: &Path, why: &crate::elfcheck::Rejected) -> String {
     )
 }
 
-/// The lower-case hex of a build id.
-pub(crate) fn hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The hex forms a recorded build id may be filed under: without perf.data's zero
-/// padding (old files pad every id to 20 bytes), then as recorded if that differs (an
-/// id that really ends in a zero byte). None for no or an empty id.
-fn id_forms(build_id: Option<&[u8]>) -> Vec<String> {
-    let Some(id) = build_id else {
-        return Vec::new();
-    };
-    let end = id.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-    let trimmed = &id[..end];
-    // Build ids are at least 4 bytes; shorter is padding left of something else.
-    if trimmed.len() < 4 {
-        return Vec::new();
-    }
-    let mut out = vec![hex(trimmed)];
-    if trimmed.len() != id.len() {
-        out.push(hex(id));
-    }
-    out
-}
-
 /// `DIR/.build-id/xx/rest/NAME` in perf's build-id cache.
 fn buildid_cache_path(dir: &Path, hex: &str, name: &str) -> PathBuf {
     dir.join(".build-id")
@@ -459,10 +441,10 @@ fn build_id_debug_path(dir: &Path, hex: &str) -> PathBuf {
 }
 
 /// `p` is a regular file and, when `build_id` is given, an ELF file with that build id.
-fn is_module_file(p: &Path, build_id: Option<&[u8]>) -> bool {
+fn is_module_file(p: &Path, build_id: Option<&BuildId>) -> bool {
     match build_id {
-        // read_build_id opens regular files only.
-        Some(want) => read_build_id(p).is_some_and(|have| same_build_id(&have, want)),
+        // BuildId::read opens regular files only.
+        Some(want) => BuildId::read(p).is_some_and(|have| have.same(want)),
         None => hwprof_pmu::file::open(p).is_ok(),
     }
 }

@@ -106,7 +106,8 @@ pub struct Sample {
     /// Events this sample stands for: the sampled PERIOD, else the attr's fixed period
     /// (as perf report counts), else 1.
     pub period: u64,
-    /// The sampled weight (WEIGHT, or WEIGHT_STRUCT's var1_dw: e.g. load latency);
+    /// The sampled weight ([`hwprof_sampler::record::Sample::perf_weight`]: WEIGHT, or
+    /// WEIGHT_STRUCT's var1_dw: e.g. load latency);
     /// summed over the samples it stands for.
     pub weight: Option<u64>,
     /// Recorded samples this one stands for: 1, or more when [`Options::merge`] merged

@@ -17,6 +17,7 @@ use blazesym::symbolize::{CodeInfo, Input, Symbolized};
 use hwprof_sampler::buildid;
 use hwprof_sampler::perfdata::features::Features;
 
+use crate::buildid::BuildId;
 use crate::kallsyms::Kallsyms;
 use crate::locate::Locator;
 use crate::perfmap::PerfMap;
@@ -78,7 +79,7 @@ pub fn kernel_matches(features: &Features) -> bool {
         .iter()
         .find(|b| b.filename == buildid::KERNEL_DSO);
     if let Some(b) = recorded {
-        return buildid::kernel_build_id().is_some_and(|k| same_build_id(&k, &b.build_id));
+        return BuildId::kernel().is_some_and(|k| k.same(&BuildId::new(b.build_id.as_slice())));
     }
     match (&features.osrelease, local_release()) {
         (Some(rec), Some(here)) => rec.trim() == here.trim(),
@@ -88,14 +89,6 @@ pub fn kernel_matches(features: &Features) -> bool {
 
 fn local_release() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()
-}
-
-/// Build ids compare on their common prefix (perf.data keeps at most 20 bytes, padded
-/// with zeros), and an empty one matches nothing.
-pub(crate) fn same_build_id(a: &[u8], b: &[u8]) -> bool {
-    let trim = |x: &[u8]| -> usize { x.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1) };
-    let (a, b) = (&a[..trim(a)], &b[..trim(b)]);
-    !a.is_empty() && a == b
 }
 
 /// The ELF file a file module is symbolized from.
@@ -705,13 +698,6 @@ fn unknown(module: Option<&str>, offset: u64, kind: FrameKind) -> Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn build_ids_compare_without_padding() {
-        assert!(same_build_id(&[1, 2, 3], &[1, 2, 3, 0, 0]));
-        assert!(!same_build_id(&[1, 2, 3], &[1, 2, 4]));
-        assert!(!same_build_id(&[], &[0, 0]));
-    }
 
     #[test]
     fn own_function_resolves_once() {

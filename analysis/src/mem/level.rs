@@ -37,59 +37,18 @@ pub enum Level {
 impl Level {
     /// Whether data source `d` was served from this level (a hit there).
     pub fn matches(self, d: &DataSrc) -> bool {
-        const HIT: u16 = 0x02;
-        const L1: u16 = 0x08;
-        const LFB: u16 = 0x10;
-        const L2: u16 = 0x20;
-        const L3: u16 = 0x40;
-        const LOC_RAM: u16 = 0x80;
-        const REM_RAM: u16 = 0x100 | 0x200;
-        const REM_CCE: u16 = 0x400 | 0x800;
-        let lvl = d.mem_lvl;
-        let hit = lvl & HIT != 0;
-        // Newer kernels may say the level only in mem_lvl_num (PERF_MEM_LVLNUM_*), and
-        // with mem_remote that it is another core's, node's, socket's or board's (how
-        // far in mem_hops): a remote L1, L2 or L3 is a remote cache, not this core's.
-        let num = d.mem_lvl_num;
-        let remote = d.mem_remote;
-        let ram = num == 0x0d;
-        // L1 to L4, L2 MHB, memory-side cache, any cache, LFB: not uncached, CXL, I/O,
-        // RAM, PMEM or N/A.
-        let cache = matches!(num, 0x01..=0x06 | 0x0b | 0x0c);
-        let local = |n: u8| num == n && !remote;
         match self {
-            Level::L1 => hit && (lvl & L1 != 0 || local(1)),
-            Level::Lfb => hit && (lvl & LFB != 0 || local(0x0c)),
-            Level::L2 => hit && (lvl & L2 != 0 || local(2)),
-            Level::L3 => hit && (lvl & L3 != 0 || local(3)),
-            Level::Dram => hit && (lvl & (LOC_RAM | REM_RAM) != 0 || ram),
-            Level::LocalDram => hit && (lvl & LOC_RAM != 0 || local(0x0d)),
-            Level::RemoteDram => hit && (lvl & REM_RAM != 0 || (ram && remote)),
-            Level::RemoteCache => lvl & REM_CCE != 0 || (remote && cache),
-            Level::Hitm => d.mem_snoop & 0x10 != 0,
+            Level::L1 => d.l1_hit(),
+            Level::Lfb => d.lfb_hit(),
+            Level::L2 => d.l2_hit(),
+            Level::L3 => d.l3_hit(),
+            Level::Dram => d.dram_hit(),
+            Level::LocalDram => d.local_dram_hit(),
+            Level::RemoteDram => d.remote_dram_hit(),
+            Level::RemoteCache => d.remote_cache(),
+            Level::Hitm => d.snoop_hitm(),
         }
     }
-}
-
-/// Whether a data source says anything about where an access was served. The kernel
-/// gives each sample of an event that does not sample memory (cpu-clock, or any event
-/// whose attr merely asks for DATA_SRC, as `--call-graph dwarf` does) `PERF_MEM_NA`:
-/// every field "not available" (`0x1e05080021` with the level number); 0 (no field set)
-/// says nothing either. A memory sample (PEBS load latency or stores, IBS, SPE) sets at
-/// least one field: an operation, a level, a snoop, TLB or lock result.
-pub fn informative(data_src: u64) -> bool {
-    let d = DataSrc::from_u64(data_src);
-    let nothing = |v: u64, na: u64| v == 0 || v == na;
-    !(nothing(d.mem_op.into(), 1)
-        && nothing(d.mem_lvl.into(), 1)
-        && nothing(d.mem_snoop.into(), 1)
-        && nothing(d.mem_lock.into(), 1)
-        && nothing(d.mem_dtlb.into(), 1)
-        && nothing(d.mem_lvl_num.into(), 0x0f)
-        && nothing(d.mem_blk.into(), 1)
-        && !d.mem_remote
-        && d.mem_snoopx == 0
-        && d.mem_hops == 0)
 }
 
 /// The samples of a recording served from one level ([`profile_for_level`]), and how
@@ -101,7 +60,7 @@ pub struct LevelProfile {
     /// Samples that carry a data source (DATA_SRC in their event's sample type).
     pub with_source: u64,
     /// Of them, memory samples: their data source says where they were served
-    /// ([`informative`]). None: the recording has no memory samples.
+    /// ([`DataSrc::is_informative`]). None: the recording has no memory samples.
     pub memory: u64,
 }
 
@@ -118,15 +77,14 @@ pub fn profile_for_level(pd: &PerfData, opts: &Options, level: Level) -> Result<
     let mut weigh = |rec: &Record<'_>, s: &Sample<'_>, period| {
         let d = s.data_src?;
         with_source += 1;
-        memory += u64::from(informative(d));
+        memory += u64::from(DataSrc::from_u64(d).is_informative());
         if !level.matches(&DataSrc::from_u64(d)) {
             return None;
         }
         Some(Weighed {
             event: rec.attr.unwrap_or(0) as u32,
             period,
-            // i21: the sample's weight accessor (i21-facts) replaces this fallback.
-            weight: s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw))),
+            weight: s.perf_weight(),
         })
     };
     let profile = ProfileBuilder::new(pd, &opts)
@@ -144,31 +102,27 @@ pub fn profile_for_level(pd: &PerfData, opts: &Options, level: Level) -> Result<
 mod tests {
     use super::*;
 
-    /// `PERF_MEM_NA` as perf 6.1's headers spell it, and with the level number "not
-    /// available" that newer kernels add (what cpu-clock samples carry here).
-    const MEM_NA: u64 = 0x01 | 0x01 << 5 | 0x01 << 19 | 0x01 << 24 | 0x01 << 26;
-    const MEM_NA_LVLNUM: u64 = MEM_NA | 0x0f << 33;
-
+    /// Each level asks its own question of the data source.
     #[test]
-    fn what_says_where_an_access_was_served() {
-        assert_eq!(MEM_NA_LVLNUM, 0x1e_0508_0021);
-        for v in [0, MEM_NA, MEM_NA_LVLNUM, 0x01 << 40] {
-            assert!(!informative(v), "{v:#x}");
-        }
-        // Any one field set says something: a load, a store with no level, a level
-        // number, a remote bit, hops, a snoop extension, a lock, a TLB result.
-        for v in [
-            MEM_NA_LVLNUM & !0x1f | 0x02,
-            MEM_NA & !0x1f | 0x04,
-            MEM_NA & !(0x0f << 33) | 0x0d << 33,
-            MEM_NA | 1 << 37,
-            MEM_NA | 2 << 43,
-            MEM_NA | 1 << 38,
-            MEM_NA & !(0x03 << 24) | 0x02 << 24,
-            MEM_NA & !(0x7f << 26) | 0x0a << 26,
-            0x02 | (0x08 | 0x02) << 5,
-        ] {
-            assert!(informative(v), "{v:#x}");
+    fn each_level_its_own() {
+        // mem_op LOAD, mem_lvl HIT | `lvl`, mem_snoop `snoop`.
+        let ds = |lvl: u64, snoop: u64| DataSrc::from_u64(0x02 | (0x02 | lvl) << 5 | snoop << 19);
+        let levels = [
+            (Level::L1, ds(0x08, 0x02)),
+            (Level::Lfb, ds(0x10, 0x02)),
+            (Level::L2, ds(0x20, 0x02)),
+            (Level::L3, ds(0x40, 0x02)),
+            (Level::LocalDram, ds(0x80, 0x02)),
+            (Level::RemoteDram, ds(0x100, 0x02)),
+            (Level::RemoteCache, ds(0x400, 0x02)),
+            (Level::Hitm, ds(0x1000, 0x10)),
+        ];
+        for (l, d) in levels {
+            for (m, _) in levels {
+                assert_eq!(m.matches(&d), m == l, "{m:?} of {l:?}'s {d:?}");
+            }
+            let dram = matches!(l, Level::LocalDram | Level::RemoteDram);
+            assert_eq!(Level::Dram.matches(&d), dram, "{l:?}");
         }
     }
 }

@@ -23,15 +23,24 @@ impl DiffRow {
     }
 }
 
+/// An event's samples and their period in one recording.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Samples.
+    pub samples: u64,
+    /// Their period.
+    pub period: u64,
+}
+
 /// The comparison of one event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventDiff {
     /// The event's name.
     pub name: String,
-    /// Samples and period of the event in BASE.
-    pub base: (u64, u64),
-    /// Samples and period of the event in NEW.
-    pub new: (u64, u64),
+    /// The event's samples and period in BASE.
+    pub base: Totals,
+    /// The event's samples and period in NEW.
+    pub new: Totals,
     /// The rows, sorted by |delta| (largest first).
     pub rows: Vec<DiffRow>,
 }
@@ -104,8 +113,14 @@ pub fn compare(base: &EventTable, new: &EventTable) -> EventDiff {
     });
     EventDiff {
         name: new.name.clone(),
-        base: (base.samples, base.period),
-        new: (new.samples, new.period),
+        base: Totals {
+            samples: base.samples,
+            period: base.period,
+        },
+        new: Totals {
+            samples: new.samples,
+            period: new.period,
+        },
         rows,
     }
 }

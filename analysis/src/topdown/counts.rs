@@ -18,29 +18,40 @@ pub struct Counts {
     by_name: BTreeMap<String, f64>,
 }
 
-/// perf's names of the PERF_METRICS events and the names in Intel's files, with the
-/// umask the kernel gives each (event 0x00; `arch/x86/events/intel/core.c`:
+/// One PERF_METRICS event: its name in Intel's files, perf's, and the umask the kernel
+/// gives it (event 0x00; `arch/x86/events/intel/core.c`:
 /// `EVENT_ATTR_STR(slots, slots, "event=0x00,umask=0x4")`, `topdown-retiring` 0x80...).
-const PERF_NAMES: [(&str, &str, u8); 10] = [
-    ("TOPDOWN.SLOTS:perf_metrics", "slots", 0x04),
-    ("PERF_METRICS.RETIRING", "topdown-retiring", 0x80),
-    ("PERF_METRICS.BAD_SPECULATION", "topdown-bad-spec", 0x81),
-    ("PERF_METRICS.FRONTEND_BOUND", "topdown-fe-bound", 0x82),
-    ("PERF_METRICS.BACKEND_BOUND", "topdown-be-bound", 0x83),
-    ("PERF_METRICS.HEAVY_OPERATIONS", "topdown-heavy-ops", 0x84),
-    (
+struct PerfName {
+    intel: &'static str,
+    perf: &'static str,
+    umask: u8,
+}
+
+const fn n(intel: &'static str, perf: &'static str, umask: u8) -> PerfName {
+    PerfName { intel, perf, umask }
+}
+
+/// perf's names of the PERF_METRICS events and the names in Intel's files.
+const PERF_NAMES: [PerfName; 10] = [
+    n("TOPDOWN.SLOTS:perf_metrics", "slots", 0x04),
+    n("PERF_METRICS.RETIRING", "topdown-retiring", 0x80),
+    n("PERF_METRICS.BAD_SPECULATION", "topdown-bad-spec", 0x81),
+    n("PERF_METRICS.FRONTEND_BOUND", "topdown-fe-bound", 0x82),
+    n("PERF_METRICS.BACKEND_BOUND", "topdown-be-bound", 0x83),
+    n("PERF_METRICS.HEAVY_OPERATIONS", "topdown-heavy-ops", 0x84),
+    n(
         "PERF_METRICS.BRANCH_MISPREDICTS",
         "topdown-br-mispredict",
         0x85,
     ),
-    ("PERF_METRICS.FETCH_LATENCY", "topdown-fetch-lat", 0x86),
-    ("PERF_METRICS.MEMORY_BOUND", "topdown-mem-bound", 0x87),
-    ("TOPDOWN.SLOTS", "slots", 0x04),
+    n("PERF_METRICS.FETCH_LATENCY", "topdown-fetch-lat", 0x86),
+    n("PERF_METRICS.MEMORY_BOUND", "topdown-mem-bound", 0x87),
+    n("TOPDOWN.SLOTS", "slots", 0x04),
 ];
 
 /// perf's name (`topdown-retiring`) of an event of Intel's files, if it has one.
 pub fn perf_name(intel: &str) -> Option<&'static str> {
-    PERF_NAMES.iter().find(|p| p.0 == intel).map(|p| p.1)
+    PERF_NAMES.iter().find(|p| p.intel == intel).map(|p| p.perf)
 }
 
 /// The `cpu` PMU config of a PERF_METRICS event as the kernel defines it, for Ice Lake
@@ -49,8 +60,8 @@ pub fn perf_name(intel: &str) -> Option<&'static str> {
 pub fn perf_metrics_config(name: &str) -> Option<u64> {
     PERF_NAMES
         .iter()
-        .find(|p| p.0 == name || p.1 == name)
-        .map(|p| u64::from(p.2) << 8)
+        .find(|p| p.intel == name || p.perf == name)
+        .map(|p| u64::from(p.umask) << 8)
 }
 
 /// The fields of a `perf stat -x,` line, an event with PMU terms kept whole:

@@ -34,6 +34,10 @@ pub use expr::{EvalError, Expr, ParseError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// The file is not a regular file, is too large, cannot be opened or read
+    /// ([`hwprof_pmu::file`]).
+    #[error(transparent)]
+    File(#[from] hwprof_pmu::file::FileError),
     /// The file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -468,13 +472,10 @@ impl Constants {
 }
 
 impl MetricFile {
-    /// Reads and parses a metrics file.
+    /// Reads and parses a metrics file: a regular file of at most
+    /// [`source::MAX_FILE`] bytes ([`hwprof_pmu::file`]: a FIFO or device is refused).
     pub fn load(path: &Path) -> Result<MetricFile, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Self::parse(&text, path)
+        Self::parse(&source::read_file(path)?, path)
     }
 
     /// Parses the text of a metrics file (`path` only names it in errors).

@@ -138,25 +138,19 @@ pub fn parse_file(model: Model, text: &str, path: &Path) -> Result<MetricFile, E
 }
 
 /// The most a metrics file may hold (the largest published one is 511 KiB).
-const MAX_FILE: u64 = 64 << 20;
+pub const MAX_FILE: u64 = 64 << 20;
 
-fn read_file(path: &Path) -> Result<String, Error> {
-    use std::io::Read;
-    let read = |path: &Path| -> std::io::Result<String> {
-        let f = std::fs::File::open(path)?;
-        if !f.metadata()?.is_file() {
-            return Err(std::io::Error::other("not a regular file"));
-        }
-        let mut s = String::new();
-        f.take(MAX_FILE + 1).read_to_string(&mut s)?;
-        if s.len() as u64 > MAX_FILE {
-            return Err(std::io::Error::other("larger than 64 MiB"));
-        }
-        Ok(s)
-    };
-    read(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source,
+/// The text of a metrics file (`--metrics-file`, or the model's file in
+/// `--perfmon-dir`): a regular file only, never opened blocking (a FIFO or device is
+/// refused before it is opened), at most [`MAX_FILE`] bytes. A file that cannot be
+/// opened is [`Error::Read`], as before (`cannot read FILE: ...`).
+pub(crate) fn read_file(path: &Path) -> Result<String, Error> {
+    hwprof_pmu::file::read_to_string(path, MAX_FILE).map_err(|e| match e {
+        hwprof_pmu::file::FileError::Io { source, .. } => Error::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+        e => Error::File(e),
     })
 }
 

@@ -17,7 +17,9 @@ use crate::sysfs::{self, Pmu};
 use crate::tables::{self, EventDef, EventTable};
 use parse::{EventAst, Item, Kind, parse_num};
 
-pub use names::{HARDWARE, SOFTWARE, all_names as generic_names, canonical_cache_names};
+pub use names::{
+    Generic, HARDWARE, SOFTWARE, all_names as generic_names, attr_name, canonical_cache_names,
+};
 
 /// What kind of PMU an event lives on; decides defaults and fallbacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

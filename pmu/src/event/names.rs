@@ -3,42 +3,85 @@
 
 use crate::attr::types;
 
-/// `(name, config)` of generic hardware events (`PERF_COUNT_HW_*`), aliases included.
-pub const HARDWARE: &[(&str, u64)] = &[
-    ("cpu-cycles", 0),
-    ("cycles", 0),
-    ("instructions", 1),
-    ("cache-references", 2),
-    ("cache-misses", 3),
-    ("branch-instructions", 4),
-    ("branches", 4),
-    ("branch-misses", 5),
-    ("bus-cycles", 6),
-    ("stalled-cycles-frontend", 7),
-    ("idle-cycles-frontend", 7),
-    ("stalled-cycles-backend", 8),
-    ("idle-cycles-backend", 8),
-    ("ref-cycles", 9),
+/// One generic event (`PERF_COUNT_HW_*` or `PERF_COUNT_SW_*`): the one table of its
+/// names, for parsing `-e`, for `list`, and for naming a recording's attr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Generic {
+    /// The `config` of its attr.
+    pub config: u64,
+    /// The names `-e` takes: the first is the one `list` shows, the others its aliases
+    /// (perf's `event_symbols_hw`/`event_symbols_sw`: `cpu-cycles OR cycles`).
+    pub names: &'static [&'static str],
+    /// The name perf gives an attr of it (`evsel__hw_names`/`evsel__sw_names`: `cycles`
+    /// for `cpu-cycles`), one of `names`: what `report` and `script` call the event of a
+    /// recording without event descriptions.
+    pub attr_name: &'static str,
+}
+
+const fn g(config: u64, names: &'static [&'static str], attr_name: &'static str) -> Generic {
+    Generic {
+        config,
+        names,
+        attr_name,
+    }
+}
+
+/// Generic hardware events (`PERF_TYPE_HARDWARE`), by config.
+pub const HARDWARE: &[Generic] = &[
+    g(0, &["cpu-cycles", "cycles"], "cycles"),
+    g(1, &["instructions"], "instructions"),
+    g(2, &["cache-references"], "cache-references"),
+    g(3, &["cache-misses"], "cache-misses"),
+    g(
+        4,
+        &["branch-instructions", "branches"],
+        "branch-instructions",
+    ),
+    g(5, &["branch-misses"], "branch-misses"),
+    g(6, &["bus-cycles"], "bus-cycles"),
+    g(
+        7,
+        &["stalled-cycles-frontend", "idle-cycles-frontend"],
+        "stalled-cycles-frontend",
+    ),
+    g(
+        8,
+        &["stalled-cycles-backend", "idle-cycles-backend"],
+        "stalled-cycles-backend",
+    ),
+    g(9, &["ref-cycles"], "ref-cycles"),
 ];
 
-/// `(name, config)` of software events (`PERF_COUNT_SW_*`), aliases included.
-pub const SOFTWARE: &[(&str, u64)] = &[
-    ("cpu-clock", 0),
-    ("task-clock", 1),
-    ("page-faults", 2),
-    ("faults", 2),
-    ("context-switches", 3),
-    ("cs", 3),
-    ("cpu-migrations", 4),
-    ("migrations", 4),
-    ("minor-faults", 5),
-    ("major-faults", 6),
-    ("alignment-faults", 7),
-    ("emulation-faults", 8),
-    ("dummy", 9),
-    ("bpf-output", 10),
-    ("cgroup-switches", 11),
+/// Software events (`PERF_TYPE_SOFTWARE`), by config.
+pub const SOFTWARE: &[Generic] = &[
+    g(0, &["cpu-clock"], "cpu-clock"),
+    g(1, &["task-clock"], "task-clock"),
+    g(2, &["page-faults", "faults"], "page-faults"),
+    g(3, &["context-switches", "cs"], "context-switches"),
+    g(4, &["cpu-migrations", "migrations"], "cpu-migrations"),
+    g(5, &["minor-faults"], "minor-faults"),
+    g(6, &["major-faults"], "major-faults"),
+    g(7, &["alignment-faults"], "alignment-faults"),
+    g(8, &["emulation-faults"], "emulation-faults"),
+    g(9, &["dummy"], "dummy"),
+    g(10, &["bpf-output"], "bpf-output"),
+    g(11, &["cgroup-switches"], "cgroup-switches"),
 ];
+
+/// perf's name of a generic attr ([`Generic::attr_name`]): `None` for another type or
+/// a config no table has. A hardware config's bits 32-63 (the PMU type of a hybrid
+/// CPU's core PMU) are ignored.
+pub fn attr_name(type_: u32, config: u64) -> Option<&'static str> {
+    let (table, config) = match type_ {
+        types::HARDWARE => (HARDWARE, config & 0xffff_ffff),
+        types::SOFTWARE => (SOFTWARE, config),
+        _ => return None,
+    };
+    table
+        .iter()
+        .find(|e| e.config == config)
+        .map(|e| e.attr_name)
+}
 
 /// hw-cache ids (`PERF_COUNT_HW_CACHE_*`) with the spellings perf accepts.
 const CACHES: &[(&[&str], u64)] = &[
@@ -69,11 +112,10 @@ const OPS: &[(&[&str], u64)] = &[
 /// Resolves a generic name to `(type, config)`: hardware, software or hw-cache.
 pub fn lookup(name: &str) -> Option<(u32, u64)> {
     let l = name.to_ascii_lowercase();
-    if let Some(&(_, c)) = HARDWARE.iter().find(|(n, _)| *n == l) {
-        return Some((types::HARDWARE, c));
-    }
-    if let Some(&(_, c)) = SOFTWARE.iter().find(|(n, _)| *n == l) {
-        return Some((types::SOFTWARE, c));
+    for (table, type_) in [(HARDWARE, types::HARDWARE), (SOFTWARE, types::SOFTWARE)] {
+        if let Some(e) = table.iter().find(|e| e.names.contains(&l.as_str())) {
+            return Some((type_, e.config));
+        }
     }
     cache_lookup(&l).map(|c| (types::HW_CACHE, c))
 }
@@ -129,7 +171,8 @@ pub fn all_names() -> Vec<String> {
     let mut v: Vec<String> = HARDWARE
         .iter()
         .chain(SOFTWARE)
-        .map(|(n, _)| n.to_string())
+        .flat_map(|e| e.names)
+        .map(|n| n.to_string())
         .collect();
     v.extend(canonical_cache_names());
     v
@@ -175,6 +218,59 @@ mod tests {
         assert_eq!(lookup("L1-dcache-prefetches"), Some((3, 0x200)));
         assert_eq!(lookup("dTLB-misses"), Some((3, 0x10003)));
         assert_eq!(lookup("L1-dcache-frobs"), None);
+    }
+
+    /// perf's `evsel__hw_names` and `evsel__sw_names`, indexed by config.
+    #[test]
+    fn attr_names_are_perfs() {
+        let hw = [
+            "cycles",
+            "instructions",
+            "cache-references",
+            "cache-misses",
+            "branch-instructions",
+            "branch-misses",
+            "bus-cycles",
+            "stalled-cycles-frontend",
+            "stalled-cycles-backend",
+            "ref-cycles",
+        ];
+        let sw = [
+            "cpu-clock",
+            "task-clock",
+            "page-faults",
+            "context-switches",
+            "cpu-migrations",
+            "minor-faults",
+            "major-faults",
+            "alignment-faults",
+            "emulation-faults",
+            "dummy",
+            "bpf-output",
+            "cgroup-switches",
+        ];
+        for (type_, names) in [(types::HARDWARE, &hw[..]), (types::SOFTWARE, &sw[..])] {
+            for (config, name) in names.iter().enumerate() {
+                assert_eq!(attr_name(type_, config as u64), Some(*name));
+            }
+            assert_eq!(attr_name(type_, names.len() as u64), None);
+        }
+        // A hybrid core PMU's type in the high bits; other types have no generic names.
+        assert_eq!(
+            attr_name(types::HARDWARE, 8 << 32 | 1),
+            Some("instructions")
+        );
+        assert_eq!(attr_name(types::SOFTWARE, 1 << 32), None);
+        assert_eq!(attr_name(types::RAW, 0), None);
+        // Every attr name is one of its event's names, and each name parses back to it.
+        for (table, type_) in [(HARDWARE, types::HARDWARE), (SOFTWARE, types::SOFTWARE)] {
+            for e in table {
+                assert!(e.names.contains(&e.attr_name), "{e:?}");
+                for n in e.names {
+                    assert_eq!(lookup(n), Some((type_, e.config)), "{n}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -1158,43 +1158,12 @@ impl Inflater {
 
 /// perf's name for an event without `HEADER_EVENT_DESC`.
 pub fn default_name(a: &Attr) -> String {
-    const HW: [&str; 10] = [
-        "cycles",
-        "instructions",
-        "cache-references",
-        "cache-misses",
-        "branch-instructions",
-        "branch-misses",
-        "bus-cycles",
-        "stalled-cycles-frontend",
-        "stalled-cycles-backend",
-        "ref-cycles",
-    ];
-    const SW: [&str; 12] = [
-        "cpu-clock",
-        "task-clock",
-        "page-faults",
-        "context-switches",
-        "cpu-migrations",
-        "minor-faults",
-        "major-faults",
-        "alignment-faults",
-        "emulation-faults",
-        "dummy",
-        "bpf-output",
-        "cgroup-switches",
-    ];
-    let pick = |t: &[&'static str], c: u64| usize::try_from(c).ok().and_then(|c| t.get(c).copied());
+    if let Some(n) = hwprof_pmu::event::attr_name(a.type_, a.config) {
+        return n.to_string();
+    }
     match a.type_ {
-        // Hybrid PMUs put the PMU type in config bits 32-63.
-        types::HARDWARE => match pick(&HW, a.config & 0xffff_ffff) {
-            Some(n) => n.to_string(),
-            None => format!("hardware 0x{:x}", a.config),
-        },
-        types::SOFTWARE => match pick(&SW, a.config) {
-            Some(n) => n.to_string(),
-            None => format!("software 0x{:x}", a.config),
-        },
+        types::HARDWARE => format!("hardware 0x{:x}", a.config),
+        types::SOFTWARE => format!("software 0x{:x}", a.config),
         types::TRACEPOINT => format!("tp:{}", a.config),
         types::HW_CACHE => format!("hw-cache 0x{:x}", a.config),
         types::RAW => format!("raw 0x{:x}", a.config),
@@ -1377,5 +1346,20 @@ mod tests {
         odd.extend(record(200, &[0; 5]));
         let e = PerfData::from_bytes(odd, "odd").unwrap_err();
         assert!(e.to_string().contains("unknown record type 200"), "{e}");
+    }
+
+    /// An attr without an event description is named as perf names it: the generic
+    /// events by pmu's table, the others by type and config.
+    #[test]
+    fn default_names() {
+        let name = |t, c| default_name(&Attr::new(t, c));
+        assert_eq!(name(types::HARDWARE, 0), "cycles");
+        assert_eq!(name(types::HARDWARE, 4), "branch-instructions");
+        assert_eq!(name(types::HARDWARE, 8 << 32 | 9), "ref-cycles");
+        assert_eq!(name(types::HARDWARE, 10), "hardware 0xa");
+        assert_eq!(name(types::SOFTWARE, 3), "context-switches");
+        assert_eq!(name(types::SOFTWARE, 12), "software 0xc");
+        assert_eq!(name(types::RAW, 0x1c2), "raw 0x1c2");
+        assert_eq!(name(types::TRACEPOINT, 317), "tp:317");
     }
 }

@@ -48,7 +48,7 @@ use hwprof_pmu::attr::Attr;
 
 pub use body::{Body, FileId, IdIndexEntry, Mmap, Mmap2, Task, Throttle, TimeConv, text};
 pub use cursor::U64s;
-pub use datasrc::DataSrc;
+pub use datasrc::{DataSrc, MemLvl};
 pub use sample::{
     BranchEntry, BranchStack, ReadValue, ReadValues, Regs, Sample, SampleId, StackUser,
     WeightStruct,

@@ -64,6 +64,16 @@ pub struct Sample<'a> {
     pub aux: Option<&'a [u8]>,
 }
 
+impl Sample<'_> {
+    /// The sample's weight as perf reads it (`perf_sample.weight`): `PERF_SAMPLE_WEIGHT`,
+    /// else `PERF_SAMPLE_WEIGHT_STRUCT`'s `var1_dw` (the load latency on x86); `None`
+    /// when the attr samples neither.
+    pub fn perf_weight(&self) -> Option<u64> {
+        self.weight
+            .or(self.weight_struct.map(|w| u64::from(w.var1_dw)))
+    }
+}
+
 /// Counter values of `PERF_SAMPLE_READ` or a `PERF_RECORD_READ`, per `read_format`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReadValues {

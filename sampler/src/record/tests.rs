@@ -195,6 +195,7 @@ fn every_sample_field_in_kernel_order() {
         })
     );
     assert_eq!(s.weight, None);
+    assert_eq!(s.perf_weight(), Some(100));
     assert_eq!(DataSrc::from_u64(s.data_src.unwrap()).level(), "L1 hit");
     assert_eq!(s.transaction, Some(0x77));
     assert_eq!(s.regs_intr.unwrap().abi, 0);
@@ -234,6 +235,7 @@ fn plain_weight_read_single_and_stack_user_empty() {
         .rec(kind::SAMPLE, 0);
     let d = Decoder::new(&[(a, vec![])]);
     let s = sample(&d, rec);
+    assert_eq!(s.perf_weight(), Some(321));
     let r = s.read.unwrap();
     assert_eq!((r.time_enabled, r.time_running), (Some(10), Some(9)));
     assert_eq!(
@@ -246,6 +248,21 @@ fn plain_weight_read_single_and_stack_user_empty() {
     );
     assert_eq!(s.stack_user.unwrap().data.len(), 0);
     assert_eq!(s.weight, Some(321));
+}
+
+/// perf's `perf_sample.weight`: WEIGHT when sampled, else WEIGHT_STRUCT's low 32 bits.
+#[test]
+fn perf_weight_is_weight_else_var1_dw() {
+    let ws = Some(WeightStruct::from_u64(3 << 48 | 2 << 32 | 0xffff_fffe));
+    let s = |weight, weight_struct| Sample {
+        weight,
+        weight_struct,
+        ..Sample::default()
+    };
+    assert_eq!(s(None, None).perf_weight(), None);
+    assert_eq!(s(None, ws).perf_weight(), Some(0xffff_fffe));
+    assert_eq!(s(Some(1 << 40), None).perf_weight(), Some(1 << 40));
+    assert_eq!(s(Some(0), ws).perf_weight(), Some(0));
 }
 
 #[test]

@@ -133,8 +133,7 @@ impl Cache {
                 return Err(why);
             }
         }
-        super::debuginfod::ensure_dir(&root)
-            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+        ensure_dir(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rustix::fs::open(&root, flags, Mode::empty()).map_err(|e| {
             if e == Errno::LOOP || e == Errno::NOTDIR {
@@ -495,6 +494,15 @@ impl Drop for Temp<'_> {
             self.entry.remove(&self.name);
         }
     }
+}
+
+/// Creates `dir` and its parents (mode 0700, as elfutils makes its cache).
+pub(super) fn ensure_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 #[cfg(test)]

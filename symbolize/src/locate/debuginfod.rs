@@ -31,15 +31,13 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use hwprof_sampler::buildid::read_build_id;
-
 use super::cache::{self, Cache, Found};
 use super::{DEFAULT_DEBUGINFOD_TIMEOUT, lock};
-use crate::symbolizer::same_build_id;
+use crate::buildid::BuildId;
 
 /// The size limit of a download when `DEBUGINFOD_MAXSIZE` is unset: 1 GiB. Debug files
 /// are mostly a few megabytes (libc's is 4 MB, compressed as distributions ship them);
@@ -291,7 +289,7 @@ impl Client {
     fn fetch_uncached(&self, hex: &str, kind: Kind, notices: &mut Vec<String>) -> Option<PathBuf> {
         let cache = self.cache(notices)?;
         let name = kind.name();
-        let want = unhex(hex)?;
+        let want = BuildId::from_hex(hex)?;
         let entry = match cache.entry(hex, false) {
             Ok(e) => e,
             Err(why) => {
@@ -316,7 +314,7 @@ impl Client {
                 }
                 Some(Found::File { .. }) => {
                     let p = entry.file_path(name);
-                    if read_build_id(&p).is_some_and(|have| same_build_id(&have, &want)) {
+                    if BuildId::read(&p).is_some_and(|have| have.same(&want)) {
                         match crate::elfcheck::check(&p) {
                             Ok(()) => return Some(p),
                             Err(why) => {
@@ -392,7 +390,7 @@ impl Client {
         &self,
         url: &str,
         hex: &str,
-        want: &[u8],
+        want: &BuildId,
         kind: Kind,
         cache: &Cache,
     ) -> Result<(u64, PathBuf), Miss> {
@@ -468,14 +466,9 @@ impl Client {
                 Miss::Rejected(format!("cannot write in {}: {e}", cache.root().display()))
             })?;
         let tmp_path = tmp.path();
-        match read_build_id(&tmp_path) {
-            Some(have) if same_build_id(&have, want) => {}
-            Some(have) => {
-                return Err(Miss::Rejected(format!(
-                    "it has build id {}",
-                    super::hex(&have)
-                )));
-            }
+        match BuildId::read(&tmp_path) {
+            Some(have) if have.same(want) => {}
+            Some(have) => return Err(Miss::Rejected(format!("it has build id {have}"))),
             None => return Err(Miss::Rejected("not an ELF file with a build id".into())),
         }
         crate::elfcheck::check(&tmp_path).map_err(|why| Miss::Rejected(why.to_string()))?;
@@ -531,24 +524,4 @@ impl<R: Read> Read for Paced<R> {
         }
         Ok(n)
     }
-}
-
-/// Creates `dir` and its parents (mode 0700, as elfutils makes its cache).
-pub(super) fn ensure_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-/// Bytes of a hex string.
-fn unhex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
 }

@@ -10,12 +10,12 @@ fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
 
 #[test]
 fn build_id_forms_drop_perf_data_padding() {
+    let forms = |b: &[u8]| BuildId::new(b).forms();
     let padded = [0xab, 0xcd, 0xef, 0x01, 0, 0, 0, 0];
-    assert_eq!(id_forms(Some(&padded)), ["abcdef01", "abcdef0100000000"]);
-    assert_eq!(id_forms(Some(&[1, 2, 3, 4, 5])), ["0102030405"]);
-    assert!(id_forms(Some(&[1, 0, 0, 0, 0])).is_empty(), "too short");
-    assert!(id_forms(Some(&[])).is_empty());
-    assert!(id_forms(None).is_empty());
+    assert_eq!(forms(&padded), ["abcdef01", "abcdef0100000000"]);
+    assert_eq!(forms(&[1, 2, 3, 4, 5]), ["0102030405"]);
+    assert!(forms(&[1, 0, 0, 0, 0]).is_empty(), "too short");
+    assert!(forms(&[]).is_empty());
     assert_eq!(
         buildid_cache_path(Path::new("/h/.debug"), "abcdef01", "elf"),
         Path::new("/h/.debug/.build-id/ab/cdef01/elf")
@@ -118,8 +118,11 @@ fn nothing_configured_finds_only_the_path_itself() {
     let exe = std::env::current_exe().unwrap();
     let p = exe.to_str().unwrap();
     assert_eq!(l.executable(p, None), Some(exe.clone()));
-    let own = read_build_id(&exe);
-    assert_eq!(l.executable(p, own.as_deref()), own.map(|_| exe.clone()));
+    let own = BuildId::read(&exe);
+    assert_eq!(
+        l.executable(p, own.as_ref().map(BuildId::as_bytes)),
+        own.map(|_| exe.clone())
+    );
     assert_eq!(l.executable(p, Some(&[7; 20])), None, "another build id");
     assert_eq!(l.executable("relative/path", None), None);
     assert!(l.notices().is_empty());
