@@ -391,11 +391,7 @@ impl Visitor for Collector {
             ip,
             addr,
             data_src,
-            // i21: the sample's weight accessor (i21-facts) replaces this fallback.
-            weight: s
-                .weight
-                .or(s.weight_struct.map(|w| u64::from(w.var1_dw)))
-                .unwrap_or(0),
+            weight: s.perf_weight().unwrap_or(0),
             period: s.period.unwrap_or(1),
             code,
             data_symbol,

@@ -41,8 +41,7 @@ impl Builder<'_> {
             .filter(|&p| p != 0)
             .or_else(|| self.fixed_period.get(attr).copied())
             .unwrap_or(1);
-        // i21: the sample's weight accessor (i21-facts) replaces this fallback.
-        let mut weight = s.weight.or(s.weight_struct.map(|w| u64::from(w.var1_dw)));
+        let mut weight = s.perf_weight();
         let (event, period) = match &mut self.weigh {
             Some(f) => match f(rec, s, period) {
                 Some(w) => {
