@@ -6,7 +6,7 @@
 //! cannot run (not found, not executable: a shell's codes, as every command gives), 130
 //! interrupted (SIGINT or SIGTERM: the runs that finished are reported, nothing saved).
 
-mod output;
+mod print;
 mod run;
 
 use std::io::Write;
@@ -19,7 +19,7 @@ use hwprof_analysis::bench::doc::{self, Doc, Settings};
 use hwprof_analysis::bench::metrics::{self, RunResult};
 use hwprof_pmu::event::Class;
 use hwprof_pmu::stop::Stop;
-use hwprof_sampler::output::Output;
+use hwprof_sampler::outfile::Output;
 
 use crate::args::BenchArgs;
 use crate::error::{ExitWith, Usage, usage};
@@ -108,7 +108,8 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     // The report's stdout, taken before any run: the command's own stdout then goes to
     // stderr (--show-output), so the report stays clean.
-    let report = crate::outfile::open_for_target(Path::new("-"), &crate::outfile::REPORT, stop)?;
+    let report =
+        crate::destination::open_for_target(Path::new("-"), &crate::destination::REPORT, stop)?;
     let runner = Runner::new(events, a.show_output, a.ignore_failure);
 
     let mut sides: Vec<Vec<String>> = Vec::new();
@@ -187,14 +188,14 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
         serde_json::to_writer_pretty(&mut out, &cur).context("encoding JSON")?;
         writeln!(out)?;
     } else if a.markdown {
-        output::markdown(&mut out, &cur)?;
+        print::markdown(&mut out, &cur)?;
     } else {
-        output::human(&mut out, &cur)?;
+        print::human(&mut out, &cur)?;
     }
     let report = out
         .into_inner()
         .map_err(|e| anyhow::Error::new(e.into_error()).context("writing the report"))?;
-    crate::outfile::commit(report)?;
+    crate::destination::commit(report)?;
     if interrupted {
         if let Some(name) = &a.save {
             // Fewer runs than asked for: not a baseline to compare against later.
@@ -218,7 +219,7 @@ fn run_checked(a: BenchArgs, stop: &Stop) -> anyhow::Result<u8> {
 }
 
 /// Opens, before any run, the output baseline `name` will be saved to: creates its
-/// directory, then the output itself ([`crate::outfile`]: a temporary file next to it,
+/// directory, then the output itself ([`crate::destination`]: a temporary file next to it,
 /// renamed into place by [`save`], or a device or FIFO written directly). That is the
 /// check that it can be saved; dropped unsaved (a failed or interrupted run), nothing
 /// is left behind.
@@ -234,7 +235,7 @@ fn prepare_save(name: &str, dir: &Path, stop: &Stop) -> anyhow::Result<(PathBuf,
         std::fs::create_dir_all(&parent)
             .with_context(|| format!("cannot create baseline directory {}", parent.display()))?;
     }
-    let out = crate::outfile::create(&path, &crate::outfile::REPORT, stop)
+    let out = crate::destination::create(&path, &crate::destination::REPORT, stop)
         .with_context(|| format!("cannot save baseline '{name}'"))?;
     Ok((path, out))
 }
@@ -246,7 +247,7 @@ fn save(doc: &Doc, name: &str, (path, mut out): (PathBuf, Output)) -> anyhow::Re
     out.write_all(&bytes)
         .and_then(|()| out.flush())
         .with_context(|| format!("cannot save baseline {}", path.display()))?;
-    crate::outfile::commit(out)
+    crate::destination::commit(out)
         .with_context(|| format!("cannot save baseline {}", path.display()))?;
     Ok(path)
 }

@@ -89,7 +89,7 @@ fn with_fds_hint(err: &anyhow::Error, line: String) -> String {
 
 /// Whether `err` comes from writing into a pipe whose reader has gone (`| head`): such
 /// a command ends quietly with exit 0, whatever the writer (a `write!`, serde_json,
-/// an [`hwprof_sampler::output::Output`]) and however deep the I/O error is wrapped.
+/// an [`hwprof_sampler::outfile::Output`]) and however deep the I/O error is wrapped.
 ///
 /// Errors must keep their types for this: `anyhow!("...: {e}")` turns a cause into
 /// text that no one can recognise (bench wraps failures with [`ExitWith`] only after
@@ -111,10 +111,10 @@ fn cause_is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
         .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
 }
 
-/// The [`Stopped`](hwprof_sampler::output::Stopped) behind `err`: an output whose
+/// The [`Stopped`](hwprof_sampler::outfile::Stopped) behind `err`: an output whose
 /// reader was missing or stalled, given up on Ctrl-C or SIGTERM.
-pub fn stopped(err: &anyhow::Error) -> Option<&hwprof_sampler::output::Stopped> {
-    use hwprof_sampler::output::Stopped;
+pub fn stopped(err: &anyhow::Error) -> Option<&hwprof_sampler::outfile::Stopped> {
+    use hwprof_sampler::outfile::Stopped;
     err.chain().find_map(|e| {
         e.downcast_ref::<Stopped>()
             .or_else(|| e.downcast_ref::<std::io::Error>().and_then(Stopped::find))
@@ -246,7 +246,7 @@ mod tests {
             &anyhow::Error::from(json).context("writing JSON")
         ));
         let io = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
-        let out = hwprof_sampler::output::Error::Io {
+        let out = hwprof_sampler::outfile::Error::Io {
             context: "writing -".into(),
             source: io,
         };

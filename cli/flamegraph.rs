@@ -2,7 +2,7 @@
 //! (differential), or from a command recorded on the spot.
 //!
 //! Every input becomes folded stacks ([`hwprof_analysis::fold`]), then one renderer draws
-//! them ([`svg`], inferno). Outputs go through [`crate::outfile`]: a temporary file in the same directory
+//! them ([`svg`], inferno). Outputs go through [`crate::destination`]: a temporary file in the same directory
 //! renamed over a regular file (so a failure never leaves a half-written graph), or
 //! straight into a device or FIFO; mode `0666 & ~umask`. When a command is recorded the
 //! output is opened before it starts, and the recording lives in a private scratch
@@ -13,7 +13,7 @@
 //! another file (several events on stdout are separated by `# event: NAME` lines, which
 //! inferno skips); `--diff --folded` writes inferno's two-count lines (BASE normalised).
 //! When a command is recorded and the data goes to stdout, the command's stdout is
-//! pointed at stderr first ([`crate::outfile::open_for_target`]).
+//! pointed at stderr first ([`crate::destination::open_for_target`]).
 //!
 //! Flags: `-e/--event` records (perf's name); `--draw-event NAME` picks one event of a
 //! recording to draw.
@@ -28,14 +28,14 @@ use hwprof_pmu::attr::types;
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::target::Target;
 use hwprof_sampler::config::RecordOptions;
-use hwprof_sampler::output::Output;
-use hwprof_sampler::recorder::Recording;
+use hwprof_sampler::outfile::Output;
+use hwprof_sampler::recorder::RecordPlan;
 use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Options as SymOptions, Profile, ProfileBuilder};
 
 use crate::args::FlamegraphArgs;
+use crate::destination::write_output;
 use crate::error::usage;
-use crate::outfile::write_output;
 use crate::render::escape;
 use crate::render::svg::{self, Render};
 
@@ -130,7 +130,7 @@ fn load_level(
 /// Which modules built without frame pointers cut the profile's stacks short, if any.
 fn note_cut_stacks(p: &Profile) {
     if let Some(c) = &p.cut_stacks {
-        crate::recording::note_cut_stacks(c);
+        crate::sampling::note_cut_stacks(c);
     }
 }
 
@@ -313,7 +313,7 @@ fn draw_file(
             if to_stdout {
                 let o = match stdout.take().or_else(|| early.take()) {
                     Some(o) => stdout.insert(o),
-                    None => stdout.insert(crate::outfile::stdout()?),
+                    None => stdout.insert(crate::destination::stdout()?),
                 };
                 if several {
                     writeln!(o, "# event: {}", escape(&name))?;
@@ -352,7 +352,7 @@ fn draw_file(
         .into());
     }
     if let Some(o) = stdout {
-        crate::outfile::commit(o)?;
+        crate::destination::commit(o)?;
     }
     if let Some(note) = note {
         eprintln!("{}", escape(&note));
@@ -444,9 +444,9 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
     } else {
         a.output.as_path()
     };
-    let early = Some(crate::outfile::open_for_target(
+    let early = Some(crate::destination::open_for_target(
         dest,
-        &crate::outfile::REPORT,
+        &crate::destination::REPORT,
         stop,
     )?);
     let dir = if folded_to_stdout(a) {
@@ -457,9 +457,9 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
             _ => PathBuf::from("."),
         }
     };
-    let (data, scratch) = crate::outfile::recording_path(a.record.data_file.as_deref(), &dir)?;
+    let (data, scratch) = crate::destination::recording_path(a.record.data_file.as_deref(), &dir)?;
     // As `hwprof record -F 999 -g -q -o DATA`.
-    let target = crate::recording::target(&a.record.flags())?;
+    let target = crate::sampling::target(&a.record.flags())?;
     let mut enc = crate::events::encoder(None, &a.record.event_file)?;
     enc.set_processes(target.processes());
     let default_event = a.record.events.is_empty();
@@ -469,8 +469,8 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         (None, None) => Some("999"),
     };
     let options = RecordOptions {
-        sampling: crate::recording::sampling(freq, a.record.count)?,
-        call_graph: Some(crate::recording::auto_call_graph(
+        sampling: crate::sampling::sampling(freq, a.record.count)?,
+        call_graph: Some(crate::sampling::auto_call_graph(
             a.record.call_graph.as_deref(),
             &target,
         )?),
@@ -478,25 +478,25 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         default_event,
         ..RecordOptions::default()
     };
-    let data_pages = crate::recording::ring_pages(None)?;
-    let output = crate::recording::open_output(&data, stop)?;
+    let data_pages = crate::sampling::ring_pages(None)?;
+    let output = crate::sampling::open_output(&data, stop)?;
     let list = if default_event {
         EventList::default()
     } else {
         crate::events::parse_all(&enc, &a.record.events)?
     };
     let who = ran_briefly(&target);
-    let mut rec = Recording::new(list, target);
+    let mut rec = RecordPlan::new(list, target);
     rec.options = options;
     rec.session = SessionOptions {
         data_pages,
         inherit: true,
         duration: a.record.duration,
     };
-    let branch_flag = crate::recording::branch_flag(None, false, a.record.call_graph.as_deref());
-    crate::recording::check_events(&rec, &enc, branch_flag.as_deref(), false)?;
+    let branch_flag = crate::sampling::branch_flag(None, false, a.record.call_graph.as_deref());
+    crate::sampling::check_events(&rec, &enc, branch_flag.as_deref(), false)?;
     // The truncated stacks are said once, by the recording (it knows the copies' size).
-    let code = crate::recording::record(
+    let code = crate::sampling::record(
         rec,
         output,
         false,
@@ -572,7 +572,7 @@ impl std::fmt::Display for NoSamples {
 impl std::error::Error for NoSamples {}
 
 /// The output of one graph: `early` for a single one; with `--all`, `out` opened now
-/// through the same gate as every output ([`crate::outfile::create`]: a FIFO without a
+/// through the same gate as every output ([`crate::destination::create`]: a FIFO without a
 /// reader is waited for only until `stop`, Ctrl-C when recording).
 fn per_event_output(
     several: bool,
@@ -581,7 +581,7 @@ fn per_event_output(
     stop: &Stop,
 ) -> anyhow::Result<Option<Output>> {
     if several {
-        crate::outfile::create(out, &crate::outfile::REPORT, stop).map(Some)
+        crate::destination::create(out, &crate::destination::REPORT, stop).map(Some)
     } else {
         Ok(early.take())
     }

@@ -17,14 +17,14 @@ use hwprof_pmu::attr::sample;
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::target::Target;
 use hwprof_sampler::config::{self, CallGraph, RecordOptions};
-use hwprof_sampler::output::Output;
-use hwprof_sampler::recorder::Recording;
+use hwprof_sampler::outfile::Output;
+use hwprof_sampler::recorder::RecordPlan;
 use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::{FlamegraphArgs, OffcpuArgs};
+use crate::destination::write_output;
 use crate::error::usage;
-use crate::outfile::write_output;
 use crate::render::svg::{self, Render};
 use crate::render::thousands;
 
@@ -49,28 +49,28 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     } else {
         a.output.as_path()
     };
-    let early = Some(crate::outfile::open_for_target(
+    let early = Some(crate::destination::open_for_target(
         dest,
-        &crate::outfile::REPORT,
+        &crate::destination::REPORT,
         stop,
     )?);
     let (data, scratch) =
-        crate::outfile::recording_path(a.record.data_file.as_deref(), &std::env::temp_dir())?;
+        crate::destination::recording_path(a.record.data_file.as_deref(), &std::env::temp_dir())?;
     // As `hwprof record --switch-events -g -m 2M -o DATA`: cpu-clock samples say when a
     // thread runs (they end its block, see `pair`) and are the on-CPU side of --wall;
     // each event samples at its default (every switch, cpu-clock at 4000 Hz).
-    let target = crate::recording::target(&a.record.flags())?;
+    let target = crate::sampling::target(&a.record.flags())?;
     let enc = crate::events::encoder(None, &[])?;
     let mode = stack_mode(a.record.call_graph.as_deref(), &target)?;
     let dwarf = matches!(mode, CallGraph::Dwarf { .. });
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
-    let data_pages = crate::recording::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
-    let output = crate::recording::open_output(&data, stop)?;
+    let data_pages = crate::sampling::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
+    let output = crate::sampling::open_output(&data, stop)?;
     let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
     let command = matches!(target, Target::Command(_));
     let system_wide = target.is_system_wide();
     let attached = attach::applies(&target);
-    let mut rec = Recording::new(crate::events::parse_all(&enc, &events)?, target.clone());
+    let mut rec = RecordPlan::new(crate::events::parse_all(&enc, &events)?, target.clone());
     rec.options = RecordOptions {
         call_graph: Some(mode),
         switch_events: true,
@@ -116,7 +116,7 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     // ones already waiting wait).
     let threads = attached.then(|| attach::threads(&target, !a.no_kernel));
     // The truncated stacks are said once, by the recording (it knows the copies' size).
-    let done = crate::recording::record(rec, output, false, None, false, true, stop)?;
+    let done = crate::sampling::record(rec, output, false, None, false, true, stop)?;
     let window = threads
         .zip(done.stats.started)
         .map(|(t, started)| attach::window(&target, t, started, done.stats.wall));
@@ -128,9 +128,9 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
 
 /// `--call-graph`: frame pointers or DWARF (LBR records only branches of hardware
 /// events, which the off-CPU events are not); without it, DWARF for a command whose
-/// program has no frame pointers ([`crate::recording::auto_call_graph`]).
+/// program has no frame pointers ([`crate::sampling::auto_call_graph`]).
 fn stack_mode(arg: Option<&str>, target: &Target) -> anyhow::Result<CallGraph> {
-    match crate::recording::auto_call_graph(arg, target)? {
+    match crate::sampling::auto_call_graph(arg, target)? {
         CallGraph::Lbr => Err(crate::error::Usage(
             "--call-graph lbr cannot record off-CPU stacks (LBR samples only hardware events): use fp or dwarf".into(),
         )
@@ -229,7 +229,7 @@ fn draw_into(
     if say_truncated {
         crate::render::note_truncated(&profile);
         if let Some(c) = &profile.cut_stacks {
-            crate::recording::note_cut_stacks(c);
+            crate::sampling::note_cut_stacks(c);
         }
     }
     let folded = fold::fold(

@@ -12,7 +12,7 @@
 //! to stderr (as `stat`) or `-o FILE`, never into the command's stdout.
 
 mod calls;
-mod output;
+mod print;
 mod stacks;
 
 use std::collections::HashMap;
@@ -23,7 +23,7 @@ use hwprof_pmu::target::Rules;
 use hwprof_sampler::config::CallGraph;
 use hwprof_sampler::probe::{self, Func, SpecError};
 use hwprof_sampler::record::Body;
-use hwprof_sampler::recorder::{Recorder, Recording, RunError, Sink};
+use hwprof_sampler::recorder::{RecordPlan, Recorder, RunError, Sink};
 use hwprof_sampler::session::{SessionOptions, Target};
 use hwprof_symbolize::unwind::{Arch, StreamUnwinder, stream};
 
@@ -160,7 +160,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         dwarf_stack,
     );
     // The result's output first: a wrong -o fails before anything runs.
-    let mut sink = crate::outfile::Sink::open(a.output.as_deref(), stop)?;
+    let mut sink = crate::destination::Sink::open(a.output.as_deref(), stop)?;
     // JSON on stderr: notes would break it.
     let quiet = a.json && a.output.is_none();
     let sopts = SessionOptions {
@@ -169,7 +169,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         duration: a.record.duration,
     };
     // The attrs are set above; no records synthesized (the stacks read /proc instead).
-    let mut rec = Recording::new(list, target.clone());
+    let mut rec = RecordPlan::new(list, target.clone());
     rec.configure = false;
     // DWARF stacks are unwound as they come, against the mappings the records describe:
     // those of running targets are synthesized first.
@@ -252,14 +252,14 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     }
     let results = pair(&mut hits, &funcs, threshold);
     let mut sym = stacks::Stacks::new(maps, a.record.symfs.clone());
-    output::print(sink.w(), &a, &funcs, &results, threshold, &mut sym)?;
+    print::print(sink.w(), &a, &funcs, &results, threshold, &mut sym)?;
     sink.commit()?;
     for n in sym.notices() {
         eprintln!("hwprof: note: {}", escape(&n));
     }
     if !quiet {
         for (f, r) in funcs.iter().zip(&results) {
-            if let Some(n) = output::short_calls_note(&f.target, &r.durations) {
+            if let Some(n) = print::short_calls_note(&f.target, &r.durations) {
                 eprintln!("hwprof: note: {}", escape(&n));
             }
         }

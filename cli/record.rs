@@ -14,13 +14,13 @@ use anyhow::anyhow;
 use hwprof_pmu::EventList;
 use hwprof_pmu::stop::Stop;
 use hwprof_sampler::config::{self, RecordOptions};
-use hwprof_sampler::recorder::Recording;
+use hwprof_sampler::recorder::RecordPlan;
 use hwprof_sampler::session::SessionOptions;
 
 use crate::args::RecordCommandArgs;
 use crate::error::usage;
 use crate::events::{encoder, parse_all, print_json};
-use crate::recording;
+use crate::sampling;
 
 pub fn run(mut a: RecordCommandArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.off_cpu {
@@ -37,20 +37,20 @@ pub fn run(mut a: RecordCommandArgs, stop: &Stop) -> anyhow::Result<u8> {
             a.record.callgraph_fp = true;
         }
     }
-    let target = recording::target(&a.record.flags())?;
+    let target = sampling::target(&a.record.flags())?;
     let mut enc = encoder(None, &a.record.event_file)?;
     enc.set_processes(target.processes());
     let default_event = a.record.events.is_empty();
     // Options are checked before anything is said or opened.
     let options = record_options(&a, default_event)?;
-    let data_pages = recording::ring_pages(a.mmap_pages.as_deref())?;
+    let data_pages = sampling::ring_pages(a.mmap_pages.as_deref())?;
     // The output before anything opens or runs: a wrong -o costs nothing.
     let output = if a.dry_run {
         None
     } else {
-        Some(recording::open_output(&a.output, stop)?)
+        Some(sampling::open_output(&a.output, stop)?)
     };
-    let branch_flag = recording::branch_flag(
+    let branch_flag = sampling::branch_flag(
         a.branch_filter.as_deref(),
         a.branch_any,
         a.record.call_graph.as_deref(),
@@ -65,7 +65,7 @@ pub fn run(mut a: RecordCommandArgs, stop: &Stop) -> anyhow::Result<u8> {
             eprintln!("hwprof: warning: {}", crate::render::escape(&n));
         }
     }
-    let mut rec = Recording::new(list, target);
+    let mut rec = RecordPlan::new(list, target);
     rec.options = options;
     rec.session = SessionOptions {
         data_pages,
@@ -78,11 +78,11 @@ pub fn run(mut a: RecordCommandArgs, stop: &Stop) -> anyhow::Result<u8> {
         print_json(&list)?;
         return Ok(0);
     }
-    recording::check_events(&rec, &enc, branch_flag.as_deref(), a.off_cpu)?;
+    sampling::check_events(&rec, &enc, branch_flag.as_deref(), a.off_cpu)?;
     let Some(output) = output else {
         return Err(anyhow!("no output opened"));
     };
-    let done = recording::record(
+    let done = sampling::record(
         rec,
         output,
         a.quiet,
@@ -109,8 +109,8 @@ pub fn run(mut a: RecordCommandArgs, stop: &Stop) -> anyhow::Result<u8> {
 }
 
 fn record_options(a: &RecordCommandArgs, default_event: bool) -> anyhow::Result<RecordOptions> {
-    let sampling = recording::sampling(a.record.freq.as_deref(), a.record.count)?;
-    let call_graph = recording::call_graph(a.record.call_graph.as_deref(), a.record.callgraph_fp)?;
+    let sampling = sampling::sampling(a.record.freq.as_deref(), a.record.count)?;
+    let call_graph = sampling::call_graph(a.record.call_graph.as_deref(), a.record.callgraph_fp)?;
     if a.keep_raw_stacks && !matches!(call_graph, Some(config::CallGraph::Dwarf { .. })) {
         return Err(crate::error::Usage(
             "--keep-raw-stacks keeps the user stack copies of --call-graph dwarf: add --call-graph dwarf, or leave it out".into(),

@@ -165,7 +165,7 @@ fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
     }
     crate::render::note_truncated(&p);
     if let Some(c) = &p.cut_stacks {
-        crate::recording::note_cut_stacks(c);
+        crate::sampling::note_cut_stacks(c);
     }
     Ok(p)
 }

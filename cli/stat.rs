@@ -11,8 +11,8 @@ use hwprof_pmu::target::{Rules, Target};
 use hwprof_pmu::{Counter, EventList};
 
 use crate::args::{StatArgs, TargetWords};
+use crate::destination::Sink;
 use crate::error::usage;
-use crate::outfile::Sink;
 use crate::render::{self, Format, Times};
 
 /// perf stat's default events.

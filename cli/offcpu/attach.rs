@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use hwprof_analysis::offcpu::{Attached, Window};
 use hwprof_pmu::target::Target;
-use hwprof_sampler::recorder::Recording;
+use hwprof_sampler::recorder::RecordPlan;
 use rustix::time::{ClockId, clock_gettime};
 
 /// The clock the events of an attached recording use (`attr.clockid`).
@@ -48,7 +48,7 @@ fn attached(target: &Target) -> &Target {
 }
 
 /// Makes every event of `rec` time its records with [`CLOCK`].
-pub fn use_clock(rec: &mut Recording) {
+pub fn use_clock(rec: &mut RecordPlan) {
     for e in &mut rec.events.events {
         e.attr.use_clockid = true;
         e.attr.clockid = CLOCK;

@@ -15,8 +15,8 @@ use hwprof_pmu::stop::Stop;
 use hwprof_pmu::{Encoder, EventList};
 
 use crate::args::StatArgs;
+use crate::destination::Sink;
 use crate::error::usage;
-use crate::outfile::Sink;
 
 /// The one line when the machine cannot count TopDown events.
 pub const NO_PMU: &str = "TopDown needs a hardware PMU, and this machine exposes none (no /sys/bus/event_source/devices/cpu; usual in VMs and containers): count the events where there is one with `perf stat -x,` and evaluate them with `hwprof metrics --cpu MODEL --counts FILE`";

@@ -10,15 +10,15 @@ use std::path::Path;
 
 use hwprof_pmu::{Encoder, stop::Stop, target::Target};
 use hwprof_sampler::config::CallGraph;
-use hwprof_sampler::output::{Options, Output};
-use hwprof_sampler::recorder::{Recorder, Recording, Sink};
+use hwprof_sampler::outfile::{Options, Output};
+use hwprof_sampler::recorder::{RecordPlan, Recorder, Sink};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
     let out = args.next().ok_or("usage: record OUT.data CMD [ARGS...]")?;
     let argv: Vec<String> = args.collect();
 
-    let mut rec = Recording::new(Encoder::host().parse("cpu-clock")?, Target::Command(argv));
+    let mut rec = RecordPlan::new(Encoder::host().parse("cpu-clock")?, Target::Command(argv));
     rec.options.call_graph = Some(CallGraph::Fp);
     let recorder = Recorder::open(rec)?;
     for n in recorder.notices() {

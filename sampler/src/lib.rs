@@ -16,7 +16,7 @@
 pub mod buildid;
 pub mod config;
 pub mod error;
-pub mod output;
+pub mod outfile;
 pub mod perfdata;
 pub mod probe;
 pub mod record;

@@ -2,7 +2,7 @@
 //! in one call, as `perf record` does. Every hwprof command that samples (record,
 //! flamegraph, offcpu, probe) records through here.
 //!
-//! A [`Recording`] describes the session: the events (or perf's default), how they
+//! A [`RecordPlan`] describes the session: the events (or perf's default), how they
 //! sample ([`RecordOptions`]: frequency or period, callchains, branch stacks, side-band
 //! records such as context switches), the [`Target`] and the ring size
 //! ([`SessionOptions`]). [`Recorder::open`] opens it with perf's fallbacks, each at most
@@ -21,7 +21,7 @@
 //! until it ends, the [`Stop`] is stopped or the duration passes, and streams every
 //! record into a [`Sink`]:
 //!
-//! - [`Sink::PerfData`]: a perf.data file through [`crate::output`]; an output that
+//! - [`Sink::PerfData`]: a perf.data file through [`crate::outfile`]; an output that
 //!   cannot seek (`-`, a pipe, a FIFO) gets perf's pipe mode (header features and
 //!   tracing data first). The recorder tracks the DSOs that MMAP records name and
 //!   writes their build ids (file mode), the header features of this machine, the
@@ -35,10 +35,10 @@
 //!
 //! ```no_run
 //! use hwprof_pmu::{Encoder, stop::Stop, target::Target};
-//! use hwprof_sampler::{output::{Options, Output}, recorder::{Recorder, Recording, Sink}};
+//! use hwprof_sampler::{outfile::{Options, Output}, recorder::{Recorder, RecordPlan, Sink}};
 //!
 //! let events = Encoder::host().parse("cpu-clock")?;
-//! let recording = Recording::new(events, Target::Command(vec!["ls".into()]));
+//! let recording = RecordPlan::new(events, Target::Command(vec!["ls".into()]));
 //! let out = Output::create("perf.data".as_ref(), &Options::PERF_DATA)?;
 //! let recorder = Recorder::open(recording)?;
 //! let done = recorder.run(Sink::PerfData(out), &Stop::new()?)?;
@@ -62,7 +62,7 @@ use hwprof_pmu::{Encoder, EventList};
 
 use crate::config::{self, RecordOptions};
 use crate::error::Error;
-use crate::output::Output;
+use crate::outfile::Output;
 use crate::perfdata::features::{ANON_GROUP, Features, GroupDesc, id as feature_id};
 use crate::perfdata::tracing;
 use crate::perfdata::writer::{EventEntry, Writer};
@@ -73,14 +73,14 @@ use rewrite::{Pass, decoder_of};
 
 /// What to record: the session description (see the module docs).
 #[derive(Clone, Debug)]
-pub struct Recording {
+pub struct RecordPlan {
     /// The events. Empty with [`RecordOptions::default_event`]: perf's default,
     /// `cycles:P`, or `cpu-clock` where there is no hardware PMU (said in a notice).
     pub events: EventList,
     /// How they sample: frequency or period, callchains, branch stacks, data addresses,
     /// weights, side-band records. `system_wide` and `command` follow the target.
     pub options: RecordOptions,
-    /// Set the events' attrs from [`Recording::options`] ([`config::configure`]); off
+    /// Set the events' attrs from [`RecordPlan::options`] ([`config::configure`]); off
     /// for a caller that set them itself.
     pub configure: bool,
     /// What to record.
@@ -94,11 +94,11 @@ pub struct Recording {
     pub cmdline: Vec<String>,
 }
 
-impl Recording {
+impl RecordPlan {
     /// `events` on `target` with perf's defaults: 4000 Hz, no callchains, a 512 KiB
     /// ring, children followed, records synthesized.
-    pub fn new(events: EventList, target: Target) -> Recording {
-        Recording {
+    pub fn new(events: EventList, target: Target) -> RecordPlan {
+        RecordPlan {
             events,
             options: RecordOptions::default(),
             configure: true,
@@ -273,7 +273,7 @@ impl std::fmt::Debug for Recorder {
 impl Recorder {
     /// Opens the events on the target with perf's fallbacks (see the module docs); a
     /// command is forked and held before `exec`.
-    pub fn open(rec: Recording) -> Result<Recorder, Box<OpenError>> {
+    pub fn open(rec: RecordPlan) -> Result<Recorder, Box<OpenError>> {
         let (mut list, mut notices) = rec.events_to_open().map_err(|error| {
             Box::new(OpenError {
                 error,
@@ -422,10 +422,10 @@ impl Recorder {
     /// ```no_run
     /// use hwprof_pmu::{Encoder, stop::Stop, target::Target};
     /// use hwprof_sampler::config::CallGraph;
-    /// use hwprof_sampler::output::{Options, Output};
+    /// use hwprof_sampler::outfile::{Options, Output};
     /// use hwprof_sampler::perfdata::writer::EventEntry;
     /// use hwprof_sampler::record::{Body, Decoder, rewrite};
-    /// use hwprof_sampler::recorder::{Recorder, Recording, Rewrite, Rewritten, Sink};
+    /// use hwprof_sampler::recorder::{Recorder, RecordPlan, Rewrite, Rewritten, Sink};
     ///
     /// /// Keeps the kernel's part of each callchain and the sampled user ip.
     /// struct IpOnly(Decoder);
@@ -448,7 +448,7 @@ impl Recorder {
     ///     }
     /// }
     ///
-    /// let mut rec = Recording::new(Encoder::host().parse("cpu-clock")?, Target::Command(vec!["ls".into()]));
+    /// let mut rec = RecordPlan::new(Encoder::host().parse("cpu-clock")?, Target::Command(vec!["ls".into()]));
     /// rec.options.call_graph = Some(CallGraph::Dwarf { stack_size: 8192 });
     /// let recorder = Recorder::open(rec)?;
     /// let mut ip_only = IpOnly(recorder.decoder());

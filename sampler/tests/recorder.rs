@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use hwprof_pmu::{Encoder, stop::Stop, target::Target};
 use hwprof_sampler::config::CallGraph;
-use hwprof_sampler::output::{Options, Output};
+use hwprof_sampler::outfile::{Options, Output};
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, kind};
-use hwprof_sampler::recorder::{Recorder, Recording, Sink};
+use hwprof_sampler::recorder::{RecordPlan, Recorder, Sink};
 
 /// A fresh scratch directory for one test.
 fn scratch(tag: &str) -> PathBuf {
@@ -42,7 +42,7 @@ fn cpu_clock() -> hwprof_pmu::EventList {
 #[test]
 fn a_command_is_recorded_into_perf_data() {
     let path = scratch("file").join("perf.data");
-    let mut rec = Recording::new(cpu_clock(), spin(0));
+    let mut rec = RecordPlan::new(cpu_clock(), spin(0));
     rec.options.call_graph = Some(CallGraph::Fp);
     let recorder = Recorder::open(rec).expect("open");
     let out = Output::create(&path, &Options::PERF_DATA).expect("output");
@@ -84,7 +84,7 @@ fn a_command_is_recorded_into_perf_data() {
 /// records, decodable with the recorder's decoder; and the exit code comes back.
 #[test]
 fn a_callback_gets_the_records_live() {
-    let recorder = Recorder::open(Recording::new(cpu_clock(), spin(3))).expect("open");
+    let recorder = Recorder::open(RecordPlan::new(cpu_clock(), spin(3))).expect("open");
     let decoder = recorder.decoder();
     let mut types: Vec<u32> = Vec::new();
     let mut samples = 0u64;
@@ -109,7 +109,7 @@ fn a_callback_gets_the_records_live() {
 /// perf's default event: cycles, or cpu-clock with a notice where there is no PMU.
 #[test]
 fn the_default_event_falls_back_to_cpu_clock_and_says_so() {
-    let mut rec = Recording::new(Default::default(), spin(0));
+    let mut rec = RecordPlan::new(Default::default(), spin(0));
     rec.options.default_event = true;
     let recorder = Recorder::open(rec).expect("open");
     let names: Vec<&str> = recorder

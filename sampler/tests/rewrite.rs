@@ -13,11 +13,13 @@ use std::process::{Command, Stdio};
 use hwprof_pmu::attr::sample;
 use hwprof_pmu::{Encoder, stop::Stop, target::Target};
 use hwprof_sampler::config::CallGraph;
-use hwprof_sampler::output::{Options, Output};
+use hwprof_sampler::outfile::{Options, Output};
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::perfdata::writer::EventEntry;
 use hwprof_sampler::record::{Body, Decoder, context, kind, misc, rewrite};
-use hwprof_sampler::recorder::{Recorded, Recorder, Recording, Rewrite, Rewritten, RunError, Sink};
+use hwprof_sampler::recorder::{
+    RecordPlan, Recorded, Recorder, Rewrite, Rewritten, RunError, Sink,
+};
 use hwprof_testkit::{Why, report, skip};
 
 /// A fresh scratch directory for one test.
@@ -43,9 +45,9 @@ fn spin() -> Target {
 }
 
 /// cpu-clock on `spin` with `--call-graph dwarf` settings.
-fn dwarf_recording() -> Recording {
+fn dwarf_recording() -> RecordPlan {
     let events = Encoder::host().parse("cpu-clock").expect("cpu-clock");
-    let mut rec = Recording::new(events, spin());
+    let mut rec = RecordPlan::new(events, spin());
     rec.options.call_graph = Some(CallGraph::Dwarf { stack_size: 8192 });
     rec
 }

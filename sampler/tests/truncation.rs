@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use hwprof_pmu::attr::{Attr, sample};
 use hwprof_sampler::Error;
-use hwprof_sampler::output::Output;
+use hwprof_sampler::outfile::Output;
 use hwprof_sampler::perfdata::features::Features;
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::perfdata::writer::{EventEntry, Writer};

@@ -44,7 +44,7 @@ use hwprof_pmu::attr::Attr;
 use super::MAGIC;
 use super::features::{EventDesc, Features, attr_file_bytes, file_attr_size, id as feat};
 use crate::error::{Error, Result};
-use crate::output::{self, Output};
+use crate::outfile::{self, Output};
 use crate::record::kind;
 
 /// `sizeof(struct perf_file_header)`.
@@ -110,13 +110,13 @@ pub struct Writer {
 
 impl Writer {
     /// Creates the output at `path` ([`Output::create`] with
-    /// [`output::Options::PERF_DATA`]: a temporary file next to it, mode 0600, or
+    /// [`outfile::Options::PERF_DATA`]: a temporary file next to it, mode 0600, or
     /// straight into a seekable device), which fails at once with an [`Error::Io`]
     /// naming the path when it cannot be written (so a caller can check before starting
     /// a workload), then writes the header placeholder, each event's ids and the attrs.
     /// An output that cannot seek (a FIFO) is refused: use [`Writer::pipe`].
     pub fn create(path: &Path, events: Vec<EventEntry>) -> Result<Writer> {
-        let out = Output::create(path, &output::Options::PERF_DATA)?;
+        let out = Output::create(path, &outfile::Options::PERF_DATA)?;
         Writer::new(out, events)
     }
 

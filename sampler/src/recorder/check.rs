@@ -1,11 +1,11 @@
 //! What the recorder can say before and after opening: a recording this machine cannot
-//! make ([`Recording::check`], before anything opens), and what an open error means
+//! make ([`RecordPlan::check`], before anything opens), and what an open error means
 //! ([`OpenError::diagnose`]). Both are data: the program words them with its flags.
 
 use hwprof_pmu::EventList;
 use hwprof_pmu::event::Class;
 
-use super::{OpenError, Recording};
+use super::{OpenError, RecordPlan};
 use crate::config;
 use crate::error::Error;
 
@@ -37,12 +37,12 @@ pub enum Refused {
     },
 }
 
-impl Recording {
+impl RecordPlan {
     /// What cannot record here, checked before anything opens: branch stacks
     /// (`branches`: they were asked for) on events that never have them or on a
     /// machine without a hardware PMU (`has_pmu`), and hardware events named where
     /// there is none. The kernel would only say EOPNOTSUPP or ENOENT. Errors: the
-    /// default event's (see [`Recording::events_to_open`]).
+    /// default event's (see [`RecordPlan::events_to_open`]).
     pub fn check(&self, has_pmu: bool, branches: bool) -> crate::Result<Option<Refused>> {
         let default_event = self.options.default_event;
         if branches && default_event && !has_pmu {
@@ -180,7 +180,7 @@ mod tests {
             .parse("cpu-clock")
             .expect("cpu-clock");
         let target = hwprof_pmu::target::Target::SystemWide { cpus: None };
-        let rec = Recording::new(events, target);
+        let rec = RecordPlan::new(events, target);
         let r = rec.check(true, true).expect("check");
         assert!(
             matches!(&r, Some(Refused::BranchesNeedHardware { event, kind: "a software event", has_pmu: true }) if event == "cpu-clock"),

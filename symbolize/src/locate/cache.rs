@@ -18,7 +18,7 @@
 //!   renamed over `KIND` only when whole and checked; it is removed on every error.
 //!   [`Entry::sweep`] removes such temporaries left by a killed process: only names of
 //!   that pattern, regular files, whose PID is dead here and whose lock nobody holds
-//!   (as `hwprof_sampler::output` sweeps its own).
+//!   (as `hwprof_sampler::outfile` sweeps its own).
 //! - [`Cache::clean`]: elfutils' cleaning, at most once per `cache_clean_interval_s`
 //!   (86400 s unless that file says otherwise; its modification time is the last
 //!   cleaning): files `HEX`, `HEX/debuginfo`, `HEX/executable`, `HEX/source*` not read
@@ -378,7 +378,7 @@ impl Entry {
         let mut removed = 0;
         for name in names(&self.fd) {
             let Ok(n) = name.to_str() else { continue };
-            let Some(pid) = hwprof_sampler::output::temp_owner(n)
+            let Some(pid) = hwprof_sampler::outfile::temp_owner(n)
                 .and_then(|(s, pid)| (s == stem).then_some(pid))
             else {
                 continue;

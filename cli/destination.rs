@@ -1,4 +1,4 @@
-//! Output files of every command, through [`hwprof_sampler::output`] (temporary file
+//! Output files of every command, through [`hwprof_sampler::outfile`] (temporary file
 //! renamed over regular files only, devices and FIFOs written directly, modes 0600 for
 //! perf.data and `0666 & ~umask` for reports), with its errors turned into the binary's:
 //! a path that cannot be an output (a directory, a socket, a missing directory) is a
@@ -7,7 +7,7 @@
 //! A FIFO without a reader is waited for (as perf does) before any workload starts, and
 //! only until the stop (Ctrl-C, SIGTERM): then nothing has run, and hwprof exits with
 //! 128 + the signal. Writes into a FIFO, a device or a pipe on stdout whose reader
-//! stalls end the same way (see [`hwprof_sampler::output::gate`]).
+//! stalls end the same way (see [`hwprof_sampler::outfile::gate`]).
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::os::fd::AsFd;
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_pmu::stop::Stop;
-use hwprof_sampler::output::{self, Error, Options, Output, ScratchDir};
+use hwprof_sampler::outfile::{self, Error, Options, Output, ScratchDir};
 
 /// Opens `path` as an output (see the module docs): call it before any workload starts.
 /// A FIFO without a reader is waited for until `stop`, with a note on stderr.
@@ -184,18 +184,18 @@ impl Sink {
 }
 
 /// perf.data outputs.
-pub const PERF_DATA: Options = output::Options::PERF_DATA;
+pub const PERF_DATA: Options = outfile::Options::PERF_DATA;
 /// Reports: SVG, folded stacks, counts, baselines.
-pub const REPORT: Options = output::Options::REPORT;
+pub const REPORT: Options = outfile::Options::REPORT;
 
-/// Writes `bytes` to `path` ([`crate::outfile`], reports' mode; `-` is stdout), into
+/// Writes `bytes` to `path` ([`crate::destination`], reports' mode; `-` is stdout), into
 /// `early` when the output was opened before recording.
 pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = match early {
         Some(o) => o,
-        None => crate::outfile::open_unwatched(path, &crate::outfile::REPORT)?,
+        None => crate::destination::open_unwatched(path, &crate::destination::REPORT)?,
     };
     out.write_all(bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    crate::outfile::commit(out)
+    crate::destination::commit(out)
 }

@@ -7,9 +7,9 @@ use anyhow::anyhow;
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::target::{Flags, Rules, Target};
 use hwprof_sampler::config::{self, CallGraph, Sampling};
-use hwprof_sampler::output::Output;
+use hwprof_sampler::outfile::Output;
 use hwprof_sampler::recorder::{
-    Diagnosis, OpenError, Recorded, Recorder, Recording, Refused, Sink,
+    Diagnosis, OpenError, RecordPlan, Recorded, Recorder, Refused, Sink,
 };
 use hwprof_symbolize::unwind::fp::{self, CutStacks, FpWatch, FramePointers};
 use hwprof_symbolize::unwind::{Arch, online::OnlineUnwinder};
@@ -130,11 +130,11 @@ pub fn ring_pages(m: Option<&str>) -> anyhow::Result<usize> {
 /// cannot seek, the target's stdout goes to stderr. A FIFO is waited for until `stop`.
 pub fn open_output(path: &std::path::Path, stop: &Stop) -> anyhow::Result<Output> {
     if path.as_os_str() == "-" {
-        return crate::outfile::binary_stdout(stop);
+        return crate::destination::binary_stdout(stop);
     }
-    let out = crate::outfile::create(path, &crate::outfile::PERF_DATA, stop)?;
+    let out = crate::destination::create(path, &crate::destination::PERF_DATA, stop)?;
     if !out.is_seekable() {
-        crate::outfile::keep_stdout_clean(&out)?;
+        crate::destination::keep_stdout_clean(&out)?;
     }
     Ok(out)
 }
@@ -145,7 +145,7 @@ pub fn open_output(path: &std::path::Path, stop: &Stop) -> anyhow::Result<Output
 /// holds callchains) unless `raw_stacks`; how many ended truncated is said when
 /// `say_truncated` (a command that draws the file next says it there, once).
 pub fn record(
-    rec: Recording,
+    rec: RecordPlan,
     output: Output,
     quiet: bool,
     branch_flag: Option<&str>,
@@ -278,10 +278,10 @@ fn open_error(e: OpenError, branch_flag: Option<&str>) -> anyhow::Error {
 }
 
 /// Refuses, before anything opens, what cannot record here
-/// ([`Recording::check`]; branch stacks with `--off-cpu`): a mistake in what was asked
+/// ([`RecordPlan::check`]; branch stacks with `--off-cpu`): a mistake in what was asked
 /// is a usage error (exit 2), a limit of this machine exit 1.
 pub fn check_events(
-    rec: &Recording,
+    rec: &RecordPlan,
     enc: &hwprof_pmu::Encoder,
     branch_flag: Option<&str>,
     off_cpu: bool,
