@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{DataSrc, Record, Sample, misc};
+use hwprof_symbolize::buildid;
 use hwprof_symbolize::datasym::DataSymbols;
 use hwprof_symbolize::intern::Interner;
 use hwprof_symbolize::process::{KERNEL_START, Processes, base};
@@ -407,13 +408,7 @@ impl Visitor for Collector {
 /// its process's mappings at its time. Each distinct code location is then symbolized
 /// once (`opts`' symbolization, without inlined functions): the function of the ip.
 pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
-    let mut build_ids: HashMap<String, Vec<u8>> = HashMap::default();
-    for b in &pd.features().build_ids {
-        build_ids
-            .entry(b.filename.clone())
-            .or_insert_with(|| b.build_id.clone());
-    }
-    let mut procs = Processes::new(build_ids).with_data();
+    let mut procs = Processes::new(buildid::by_path(pd.features())).with_data();
     let mut names = Interner::default();
     let unknown = names.id_str("[unknown]");
     let mut v = Collector {

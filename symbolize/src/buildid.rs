@@ -6,6 +6,8 @@ use std::fmt;
 use std::path::Path;
 
 use hwprof_sampler::buildid::{kernel_build_id, read_build_id};
+use hwprof_sampler::perfdata::features::Features;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A build id's bytes, as recorded or as read from a file. perf.data pads the ids of
 /// old recordings with zeros to 20 bytes; [`BuildId::same`] and [`BuildId::forms`]
@@ -82,6 +84,17 @@ impl BuildId {
             .collect::<Option<Vec<u8>>>()
             .map(BuildId)
     }
+}
+
+/// The build ids a recording's header (`HEADER_BUILD_ID`) gives files, by path (the
+/// first, when it names a path twice).
+pub fn by_path(features: &Features) -> HashMap<String, BuildId> {
+    let mut ids = HashMap::default();
+    for b in &features.build_ids {
+        ids.entry(b.filename.clone())
+            .or_insert_with(|| BuildId::from(b.build_id.as_slice()));
+    }
+    ids
 }
 
 impl From<&[u8]> for BuildId {

@@ -309,7 +309,7 @@ fn mapped(
                 .entry(m.module)
                 .or_insert_with(|| match procs.module(m.module) {
                     Some(Module::File { path, build_id }) => {
-                        crate::unwind::load_tables(locator, path, build_id.as_deref(), None)
+                        crate::unwind::load_tables(locator, path, build_id.as_ref(), None)
                             .map(Arc::new)
                     }
                     _ => None,

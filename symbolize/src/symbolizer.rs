@@ -36,7 +36,7 @@ pub enum Module {
         /// The path as mapped.
         path: String,
         /// The recorded build id.
-        build_id: Option<Vec<u8>>,
+        build_id: Option<BuildId>,
     },
     /// The kernel image; offsets are addresses.
     Kernel,
@@ -286,7 +286,7 @@ impl Symbolizer {
             self.lookups += todo.len() as u64;
             match self.modules.get(*module as usize).cloned() {
                 Some(Module::File { path, build_id }) => {
-                    match self.source(*module, &path, build_id.as_deref()) {
+                    match self.source(*module, &path, build_id.as_ref()) {
                         Some(src) => files.push((*module, path, src, todo)),
                         None => {
                             let u = todo
@@ -386,9 +386,7 @@ impl Symbolizer {
                 .collect();
         };
         match m {
-            Module::File { path, build_id } => {
-                self.lookup_file(id, &path, build_id.as_deref(), todo)
-            }
+            Module::File { path, build_id } => self.lookup_file(id, &path, build_id.as_ref(), todo),
             Module::Kernel => self.lookup_kernel(KERNEL_MODULE, todo),
             Module::KernelModule { name } => self.lookup_kernel(&name, todo),
             Module::Anon { name, pid } => self.lookup_jit(&name, pid, todo),
@@ -409,7 +407,12 @@ impl Symbolizer {
     /// when neither is found (a FIFO, device or directory is never chosen or opened:
     /// `[unknown]` frames). Offsets into a debug file go through the executable's
     /// segments (or the debug file's own when they have contents).
-    fn source(&mut self, id: ModuleId, path: &str, build_id: Option<&[u8]>) -> Option<SymSource> {
+    fn source(
+        &mut self,
+        id: ModuleId,
+        path: &str,
+        build_id: Option<&BuildId>,
+    ) -> Option<SymSource> {
         if let Some(s) = self.sources.get(&id) {
             return s.clone();
         }
@@ -457,7 +460,7 @@ impl Symbolizer {
         &mut self,
         id: ModuleId,
         path: &str,
-        build_id: Option<&[u8]>,
+        build_id: Option<&BuildId>,
         todo: &[(u64, bool)],
     ) -> Vec<Vec<Frame>> {
         match self.source(id, path, build_id) {
@@ -717,7 +720,7 @@ mod tests {
         assert_eq!(s.lookups(), 1);
         let bogus = s.module_id(Module::File {
             path: exe.display().to_string(),
-            build_id: Some(vec![9; 20]),
+            build_id: Some(BuildId::new([9; 20])),
         });
         let f = s.resolve_one(bogus, 0x1000, false);
         assert_eq!(

@@ -201,7 +201,7 @@ impl StreamUnwinder {
         let data = match self.procs.module(id) {
             Some(Module::File { path, build_id }) if !path.starts_with("/dev/") => {
                 let live = self.live.then(|| self.procs.mapper(id)).flatten();
-                super::load_tables(&self.locator, path, build_id.as_deref(), live).map(Arc::new)
+                super::load_tables(&self.locator, path, build_id.as_ref(), live).map(Arc::new)
             }
             _ => None,
         };
