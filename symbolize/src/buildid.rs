@@ -161,6 +161,25 @@ mod tests {
     }
 
     #[test]
+    fn header_ids_by_path_first_wins() {
+        use hwprof_sampler::perfdata::features::BuildIdEntry;
+        let entry = |b: u8, f: &str| BuildIdEntry {
+            pid: -1,
+            misc: 2,
+            build_id: vec![b; 20],
+            filename: f.to_string(),
+        };
+        let f = Features {
+            build_ids: vec![entry(1, "/a"), entry(2, "/b"), entry(3, "/a")],
+            ..Features::default()
+        };
+        let ids = by_path(&f);
+        assert_eq!(ids.len(), 2);
+        assert_eq!(ids["/a"], id(&[1; 20]));
+        assert_eq!(ids["/b"], id(&[2; 20]));
+    }
+
+    #[test]
     fn forms_drop_perf_data_padding() {
         // 16 bytes padded to 20: the trimmed form first, then as recorded.
         let mut padded = vec![0x11; 16];
