@@ -16,12 +16,13 @@ use crate::buildid;
 use crate::error::Result;
 use crate::intern::Interner;
 use crate::locate::Locator;
+use crate::module::{Module, ModuleId};
 use crate::process::Processes;
 use crate::profile::{
     Branch, BranchEnd, EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample,
 };
 use crate::replay::{Visitor, replay};
-use crate::symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};
+use crate::symbolizer::{Symbolizer, kernel_matches};
 use crate::unwind::fp::{self, ShortStacks};
 use crate::unwind::{Arch, FileData, Unwinder, UserFrame};
 

@@ -44,7 +44,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::buildid::BuildId;
 use crate::intern::Interner;
 use crate::maps::{AddrSpace, Mapping};
-use crate::symbolizer::{Module, ModuleId};
+use crate::module::{Module, ModuleId};
 
 /// The pid of kernel mappings.
 pub const KERNEL_PID: u32 = u32::MAX;

@@ -12,8 +12,8 @@ use hwprof_sampler::record::{Record, Sample, context, misc};
 
 use crate::assemble::{Builder, MergeKey, RawBranch, RawSample};
 use crate::locate::Locator;
+use crate::module::{Module, ModuleId};
 use crate::process::Processes;
-use crate::symbolizer::{Module, ModuleId};
 use crate::unwind::fp;
 use crate::unwind::stream::TRUNCATED_MARK;
 use crate::unwind::{Ending, FileData, Mapped, UserRegs};

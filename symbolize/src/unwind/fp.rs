@@ -38,8 +38,8 @@ use hwprof_sampler::recorder::{Rewrite, Rewritten};
 use super::{Arch, FileData};
 use crate::Locator;
 use crate::buildid::BuildId;
+use crate::module::{Module, ModuleId};
 use crate::process::Processes;
-use crate::symbolizer::{Module, ModuleId};
 
 /// A stack of at most this many user frames is short.
 pub const SHORT: usize = 2;
