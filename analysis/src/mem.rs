@@ -20,71 +20,30 @@
 //! period it carries).
 
 use hdrhistogram::Histogram;
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{DataSrc, Record, Sample, misc};
+use hwprof_symbolize::buildid;
 use hwprof_symbolize::datasym::DataSymbols;
 use hwprof_symbolize::intern::Interner;
 use hwprof_symbolize::process::{KERNEL_START, Processes, base};
 use hwprof_symbolize::replay::{Visitor, replay};
 use hwprof_symbolize::{FrameKind, Locator, ModuleId, Options, Symbolizer, kernel_matches};
 
-use crate::c2c::Stats;
 use crate::error::Result;
 
 mod level;
+mod lines;
+mod sample;
 
 pub use level::{Level, LevelProfile, profile_for_level};
+pub use lines::{AccessAcc, Cycles, LineAcc, Stats};
+pub use sample::MemSample;
 
 /// The line size `perf c2c` groups addresses by.
 pub const CACHE_LINE: u64 = 64;
-
-/// One memory sample, decoded and named: what [`MemProfile::add`] counts (samples are
-/// not kept).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct MemSample {
-    /// Index in [`MemProfile::events`].
-    pub event: u32,
-    /// Process id.
-    pub pid: u32,
-    /// Thread id.
-    pub tid: u32,
-    /// CPU, when sampled.
-    pub cpu: Option<u32>,
-    /// The instruction address.
-    pub ip: u64,
-    /// The data address (0 when not sampled).
-    pub addr: u64,
-    /// The raw `perf_mem_data_src`.
-    pub data_src: u64,
-    /// The load latency ([`hwprof_sampler::record::Sample::perf_weight`]: WEIGHT, or
-    /// WEIGHT_STRUCT's `var1_dw`); 0 when none.
-    pub weight: u64,
-    /// The period.
-    pub period: u64,
-    /// The code location of the ip, in [`MemProfile::code`].
-    pub code: u32,
-    /// The data symbol of the address (`table`), when one covers it, in
-    /// [`MemProfile::names`].
-    pub data_symbol: Option<u32>,
-    /// The module the data address is mapped from (file name), `[unknown]` when none,
-    /// in [`MemProfile::names`].
-    pub data_module: u32,
-}
-
-impl MemSample {
-    /// The decoded data source.
-    pub fn src(&self) -> DataSrc {
-        DataSrc::from_u64(self.data_src)
-    }
-
-    /// What the sample costs in perf's `--mem-mode` shares: its weight, 1 when 0.
-    pub fn cost(&self) -> u64 {
-        self.weight.max(1)
-    }
-}
 
 /// The counts of a group of samples: samples, periods, costs and a latency histogram.
 #[derive(Clone, Debug, Default)]
@@ -160,30 +119,6 @@ impl Agg {
             _ => Latency::default(),
         }
     }
-}
-
-/// One (offset, instruction) of a cache line while counting.
-#[derive(Clone, Debug, Default)]
-pub struct AccessAcc {
-    /// Counters.
-    pub stats: Stats,
-    /// (pid, tid) of the threads.
-    pub threads: HashSet<(u32, u32)>,
-    /// CPUs.
-    pub cpus: HashSet<u32>,
-    /// The code location of its first sample, in [`MemProfile::code`].
-    pub code: u32,
-}
-
-/// One cache line while counting.
-#[derive(Clone, Debug, Default)]
-pub struct LineAcc {
-    /// Counters.
-    pub stats: Stats,
-    /// The data symbol of its first sample with one, in [`MemProfile::names`].
-    pub data_symbol: Option<u32>,
-    /// By (offset, ip).
-    pub accesses: HashMap<(u64, u64), AccessAcc>,
 }
 
 /// The memory samples of a recording, counted: per event the groups of every [`Key`],
@@ -407,13 +342,7 @@ impl Visitor for Collector {
 /// its process's mappings at its time. Each distinct code location is then symbolized
 /// once (`opts`' symbolization, without inlined functions): the function of the ip.
 pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
-    let mut build_ids: HashMap<String, Vec<u8>> = HashMap::default();
-    for b in &pd.features().build_ids {
-        build_ids
-            .entry(b.filename.clone())
-            .or_insert_with(|| b.build_id.clone());
-    }
-    let mut procs = Processes::new(build_ids).with_data();
+    let mut procs = Processes::new(buildid::by_path(pd.features())).with_data();
     let mut names = Interner::default();
     let unknown = names.id_str("[unknown]");
     let mut v = Collector {

@@ -12,15 +12,17 @@ use hwprof_pmu::attr::{branch, sample as st};
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Record, Sample as RecSample};
 
+use crate::buildid;
 use crate::error::Result;
 use crate::intern::Interner;
 use crate::locate::Locator;
+use crate::module::{Module, ModuleId};
 use crate::process::Processes;
 use crate::profile::{
     Branch, BranchEnd, EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample,
 };
 use crate::replay::{Visitor, replay};
-use crate::symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};
+use crate::symbolizer::{Symbolizer, kernel_matches};
 use crate::unwind::fp::{self, ShortStacks};
 use crate::unwind::{Arch, FileData, Unwinder, UserFrame};
 
@@ -267,12 +269,6 @@ impl<'a, 'r> ProfileBuilder<'a, 'r> {
                     && e.attr.branch_sample_type & branch::CALL_STACK != 0
             })
             .collect();
-        let mut build_ids = HashMap::default();
-        for b in &pd.features().build_ids {
-            build_ids
-                .entry(b.filename.clone())
-                .or_insert_with(|| b.build_id.clone());
-        }
         let user_stacks = st::REGS_USER | st::STACK_USER;
         let arch = pd
             .features()
@@ -313,7 +309,7 @@ impl<'a, 'r> ProfileBuilder<'a, 'r> {
             branches: self.branches.then(Default::default),
             weigh: self.weigh,
         };
-        let mut procs = Processes::new(build_ids);
+        let mut procs = Processes::new(buildid::by_path(pd.features()));
         replay(pd, &mut procs, &mut b)?;
         Ok(Replayed {
             b,
@@ -376,7 +372,7 @@ impl Builder<'_> {
             .cut(reached_root, |&m| match procs.module(m) {
                 Some(Module::File { path, build_id }) => Some((
                     path.clone(),
-                    fp::module_frame_pointers(self.sym.locator(), path, build_id.as_deref(), arch),
+                    fp::module_frame_pointers(self.sym.locator(), path, build_id.as_ref(), arch),
                 )),
                 _ => None,
             })

@@ -6,6 +6,8 @@ use std::fmt;
 use std::path::Path;
 
 use hwprof_sampler::buildid::{kernel_build_id, read_build_id};
+use hwprof_sampler::perfdata::features::Features;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A build id's bytes, as recorded or as read from a file. perf.data pads the ids of
 /// old recordings with zeros to 20 bytes; [`BuildId::same`] and [`BuildId::forms`]
@@ -84,6 +86,17 @@ impl BuildId {
     }
 }
 
+/// The build ids a recording's header (`HEADER_BUILD_ID`) gives files, by path (the
+/// first, when it names a path twice).
+pub fn by_path(features: &Features) -> HashMap<String, BuildId> {
+    let mut ids = HashMap::default();
+    for b in &features.build_ids {
+        ids.entry(b.filename.clone())
+            .or_insert_with(|| BuildId::from(b.build_id.as_slice()));
+    }
+    ids
+}
+
 impl From<&[u8]> for BuildId {
     fn from(b: &[u8]) -> BuildId {
         BuildId(b.to_vec())
@@ -145,6 +158,25 @@ mod tests {
         assert_eq!(BuildId::from_hex("abc"), None);
         assert_eq!(BuildId::from_hex("zz"), None);
         assert_eq!(BuildId::from_hex(""), Some(id(&[])));
+    }
+
+    #[test]
+    fn header_ids_by_path_first_wins() {
+        use hwprof_sampler::perfdata::features::BuildIdEntry;
+        let entry = |b: u8, f: &str| BuildIdEntry {
+            pid: -1,
+            misc: 2,
+            build_id: vec![b; 20],
+            filename: f.to_string(),
+        };
+        let f = Features {
+            build_ids: vec![entry(1, "/a"), entry(2, "/b"), entry(3, "/a")],
+            ..Features::default()
+        };
+        let ids = by_path(&f);
+        assert_eq!(ids.len(), 2);
+        assert_eq!(ids["/a"], id(&[1; 20]));
+        assert_eq!(ids["/b"], id(&[2; 20]));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::buildid::BuildId;
 use crate::locate::Locator;
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
@@ -49,7 +50,7 @@ impl DataSymbols {
     pub fn lookup(
         &mut self,
         path: &str,
-        build_id: Option<&[u8]>,
+        build_id: Option<&BuildId>,
         offset: u64,
     ) -> Option<(&str, u64)> {
         if !self.files.contains_key(path) {

@@ -44,6 +44,7 @@ pub mod intern;
 pub mod kallsyms;
 pub mod locate;
 mod maps;
+pub mod module;
 pub mod perfmap;
 pub mod process;
 pub mod profile;
@@ -56,7 +57,8 @@ pub use assemble::{Built, ProfileBuilder, Replayed, Weigh, Weighed};
 pub use buildid::BuildId;
 pub use error::{Error, Result};
 pub use locate::Locator;
+pub use module::{Module, ModuleId};
 pub use profile::{
     Branch, BranchEnd, EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample,
 };
-pub use symbolizer::{Module, ModuleId, Symbolizer, kernel_matches};
+pub use symbolizer::{Symbolizer, kernel_matches};

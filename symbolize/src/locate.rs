@@ -231,9 +231,7 @@ impl Locator {
     ///
     /// The recorded id comes as bytes, as the record and the replay hold it; the
     /// search compares and files it as a [`BuildId`].
-    pub fn executable(&self, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
-        let id = build_id.map(BuildId::from);
-        let build_id = id.as_ref();
+    pub fn executable(&self, path: &str, build_id: Option<&BuildId>) -> Option<PathBuf> {
         self.memoized(Kind::Executable, path, build_id, |l| {
             l.local_executable(path, build_id)
                 .or_else(|| l.debuginfod(build_id, debuginfod::Kind::Executable))
@@ -244,9 +242,7 @@ impl Locator {
     /// mapped from `path`: perf's build-id cache, the build-id trees of the debug
     /// directories, the `.gnu_debuglink` target, debuginfod (see the [module
     /// docs](self)). `None` when there is none (the executable may have all it needs).
-    pub fn debug_file(&self, path: &str, build_id: Option<&[u8]>) -> Option<PathBuf> {
-        let id = build_id.map(BuildId::from);
-        let build_id = id.as_ref();
+    pub fn debug_file(&self, path: &str, build_id: Option<&BuildId>) -> Option<PathBuf> {
         self.memoized(Kind::Debug, path, build_id, |l| {
             l.local_debug_file(path, build_id).or_else(|| {
                 let own_dwarf = l

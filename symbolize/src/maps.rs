@@ -1,7 +1,7 @@
 //! Address spaces: the mappings of one process (or of the kernel) at one point of a
 //! recording, updated as MMAP/MMAP2 records arrive.
 
-use crate::symbolizer::ModuleId;
+use crate::module::ModuleId;
 
 /// One mapping: `[start, end)` of a module, `pgoff` its file offset at `start`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -41,9 +41,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::buildid::BuildId;
 use crate::intern::Interner;
 use crate::maps::{AddrSpace, Mapping};
-use crate::symbolizer::{Module, ModuleId};
+use crate::module::{Module, ModuleId};
 
 /// The pid of kernel mappings.
 pub const KERNEL_PID: u32 = u32::MAX;
@@ -120,7 +121,7 @@ pub fn base(path: &str) -> &str {
 }
 
 /// The module the addresses of mapping `name` of `pid` resolve in.
-pub fn module_of(name: &str, pid: u32, build_id: Option<Vec<u8>>) -> Module {
+pub fn module_of(name: &str, pid: u32, build_id: Option<BuildId>) -> Module {
     match classify(name, pid == KERNEL_PID) {
         MapKind::Kernel => Module::Kernel,
         MapKind::GuestKernel => Module::Other {
@@ -170,7 +171,7 @@ pub enum Event {
         /// The mapped name.
         name: String,
         /// MMAP2's build id.
-        build_id: Option<Vec<u8>>,
+        build_id: Option<BuildId>,
         /// Not executable (`PERF_RECORD_MISC_MMAP_DATA`).
         data: bool,
     },
@@ -238,13 +239,13 @@ pub struct Processes {
     data: Option<HashMap<u32, AddrSpace>>,
     data_files: Interner<String>,
     /// Build ids from MMAP2, per data file (they win over the header's).
-    data_build_ids: HashMap<u32, Vec<u8>>,
+    data_build_ids: HashMap<u32, BuildId>,
     kernel: AddrSpace,
     modules: Interner<Module>,
     /// The id of [`Module::Kernel`].
     kernel_module: ModuleId,
     /// Build ids of files by path (the recording's `HEADER_BUILD_ID`).
-    build_ids: HashMap<String, Vec<u8>>,
+    build_ids: HashMap<String, BuildId>,
     comms: Interner<String>,
     tid_comm: HashMap<u32, u32>,
     pid_comm: HashMap<u32, u32>,
@@ -271,7 +272,7 @@ impl Default for Processes {
 impl Processes {
     /// No process yet; `build_ids`: the build ids a recording's header gives paths (for
     /// MMAP records that carry none).
-    pub fn new(build_ids: HashMap<String, Vec<u8>>) -> Processes {
+    pub fn new(build_ids: HashMap<String, BuildId>) -> Processes {
         let mut modules = Interner::default();
         let kernel_module = modules.id(Module::Kernel);
         Processes {
@@ -389,7 +390,7 @@ impl Processes {
         len: u64,
         pgoff: u64,
         name: &str,
-        bid: Option<Vec<u8>>,
+        bid: Option<BuildId>,
         data: bool,
     ) {
         let end = addr.saturating_add(len);
@@ -572,13 +573,12 @@ impl Processes {
 
     /// The name of data file `id` ([`DataLoc::file`]) and its build id (the mapping's,
     /// else the header's).
-    pub fn data_file(&self, id: u32) -> (&str, Option<&[u8]>) {
+    pub fn data_file(&self, id: u32) -> (&str, Option<&BuildId>) {
         let name = self.data_files.get(id).map_or("", String::as_str);
         let bid = self
             .data_build_ids
             .get(&id)
-            .or_else(|| self.build_ids.get(name))
-            .map(Vec::as_slice);
+            .or_else(|| self.build_ids.get(name));
         (name, bid)
     }
 

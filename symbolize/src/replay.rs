@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap as HashMap;
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, FileId, Record, Sample};
 
+use crate::buildid::BuildId;
 use crate::error::Result;
 use crate::process::{Event, KERNEL_PID, Processes};
 
@@ -166,7 +167,7 @@ pub fn event(rec: &Record<'_>, data: bool, exits: bool) -> Option<Event> {
             pgoff: m.pgoff,
             name: String::from_utf8_lossy(m.filename).into_owned(),
             build_id: match m.file_id {
-                FileId::BuildId(b) if !b.is_empty() => Some(b.to_vec()),
+                FileId::BuildId(b) if !b.is_empty() => Some(BuildId::from(b)),
                 _ => None,
             },
             data: is_data,

@@ -12,8 +12,8 @@ use hwprof_sampler::record::{Record, Sample, context, misc};
 
 use crate::assemble::{Builder, MergeKey, RawBranch, RawSample};
 use crate::locate::Locator;
+use crate::module::{Module, ModuleId};
 use crate::process::Processes;
-use crate::symbolizer::{Module, ModuleId};
 use crate::unwind::fp;
 use crate::unwind::stream::TRUNCATED_MARK;
 use crate::unwind::{Ending, FileData, Mapped, UserRegs};
@@ -309,7 +309,7 @@ fn mapped(
                 .entry(m.module)
                 .or_insert_with(|| match procs.module(m.module) {
                     Some(Module::File { path, build_id }) => {
-                        crate::unwind::load_tables(locator, path, build_id.as_deref(), None)
+                        crate::unwind::load_tables(locator, path, build_id.as_ref(), None)
                             .map(Arc::new)
                     }
                     _ => None,

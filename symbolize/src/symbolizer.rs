@@ -20,54 +20,12 @@ use hwprof_sampler::perfdata::features::Features;
 use crate::buildid::BuildId;
 use crate::kallsyms::Kallsyms;
 use crate::locate::Locator;
+use crate::module::{Module, ModuleId};
 use crate::perfmap::PerfMap;
 use crate::profile::{Frame, FrameKind};
 
 /// The kernel's module name, as perf spells it.
 pub const KERNEL_MODULE: &str = "[kernel.kallsyms]";
-
-/// Where code lives.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Module {
-    /// A mapped file; offsets are file offsets. `build_id` is what the recording says the
-    /// file was (from `HEADER_BUILD_ID` or an MMAP2 build id), if it says.
-    File {
-        /// The path as mapped.
-        path: String,
-        /// The recorded build id.
-        build_id: Option<Vec<u8>>,
-    },
-    /// The kernel image; offsets are addresses.
-    Kernel,
-    /// A kernel module (`[ext4]` or its `.ko` path); offsets are addresses.
-    KernelModule {
-        /// The module's name as mapped.
-        name: String,
-    },
-    /// Anonymous memory of a process (`//anon`, `/dev/zero`...): JIT code when
-    /// `/tmp/perf-PID.map` describes it; offsets are addresses.
-    Anon {
-        /// The mapping's name.
-        name: String,
-        /// The process.
-        pid: u32,
-    },
-    /// A mapping no file backs and nothing resolves (`[vdso]`, `[heap]`, `[stack]`);
-    /// offsets are relative to the mapping's start.
-    Other {
-        /// The mapping's name.
-        name: String,
-    },
-    /// A user address no mapping covers; offsets are addresses.
-    Unmapped,
-    /// Not code: the end of a stack that could not be unwound to its root (one frame,
-    /// [`Frame::truncated`]).
-    Truncated,
-}
-
-/// Index of a module in a [`Symbolizer`].
-pub type ModuleId = u32;
 
 /// Whether a recording's kernel is this machine's kernel: its `[kernel.kallsyms]` build
 /// id equals the running kernel's, or, when the file has none, its OSRELEASE equals this
@@ -286,7 +244,7 @@ impl Symbolizer {
             self.lookups += todo.len() as u64;
             match self.modules.get(*module as usize).cloned() {
                 Some(Module::File { path, build_id }) => {
-                    match self.source(*module, &path, build_id.as_deref()) {
+                    match self.source(*module, &path, build_id.as_ref()) {
                         Some(src) => files.push((*module, path, src, todo)),
                         None => {
                             let u = todo
@@ -386,9 +344,7 @@ impl Symbolizer {
                 .collect();
         };
         match m {
-            Module::File { path, build_id } => {
-                self.lookup_file(id, &path, build_id.as_deref(), todo)
-            }
+            Module::File { path, build_id } => self.lookup_file(id, &path, build_id.as_ref(), todo),
             Module::Kernel => self.lookup_kernel(KERNEL_MODULE, todo),
             Module::KernelModule { name } => self.lookup_kernel(&name, todo),
             Module::Anon { name, pid } => self.lookup_jit(&name, pid, todo),
@@ -409,7 +365,12 @@ impl Symbolizer {
     /// when neither is found (a FIFO, device or directory is never chosen or opened:
     /// `[unknown]` frames). Offsets into a debug file go through the executable's
     /// segments (or the debug file's own when they have contents).
-    fn source(&mut self, id: ModuleId, path: &str, build_id: Option<&[u8]>) -> Option<SymSource> {
+    fn source(
+        &mut self,
+        id: ModuleId,
+        path: &str,
+        build_id: Option<&BuildId>,
+    ) -> Option<SymSource> {
         if let Some(s) = self.sources.get(&id) {
             return s.clone();
         }
@@ -457,7 +418,7 @@ impl Symbolizer {
         &mut self,
         id: ModuleId,
         path: &str,
-        build_id: Option<&[u8]>,
+        build_id: Option<&BuildId>,
         todo: &[(u64, bool)],
     ) -> Vec<Vec<Frame>> {
         match self.source(id, path, build_id) {
@@ -717,7 +678,7 @@ mod tests {
         assert_eq!(s.lookups(), 1);
         let bogus = s.module_id(Module::File {
             path: exe.display().to_string(),
-            build_id: Some(vec![9; 20]),
+            build_id: Some(BuildId::new([9; 20])),
         });
         let f = s.resolve_one(bogus, 0x1000, false);
         assert_eq!(

@@ -16,23 +16,23 @@ use std::fs::{File, FileTimes};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use common::{cache_files, compile, debuginfod_client, hex, scratch};
-use hwprof_symbolize::Locator;
+use common::{cache_files, compile, debuginfod_client, scratch};
 use hwprof_symbolize::locate::DEFAULT_MAXSIZE;
+use hwprof_symbolize::{BuildId, Locator};
 use hwprof_testkit::http::{Reply, Server};
 
 const SRC: &str = "int main(void) { return 0; }\n";
 
 /// The build id of test program `tag`.
-fn build_id(tag: u8) -> Vec<u8> {
+fn build_id(tag: u8) -> BuildId {
     let mut id = vec![0xba, 0xdd, 0x0c, 0x5e, 0x77, 0x00, 0x00, 0x00];
     id.extend(std::iter::repeat_n(tag, 12));
-    id
+    BuildId::new(id)
 }
 
 /// A program with build id `build_id(tag)`.
 fn program(dir: &Path, tag: u8) -> Option<PathBuf> {
-    let bid = format!("-Wl,--build-id=0x{}", hex(&build_id(tag)));
+    let bid = format!("-Wl,--build-id=0x{}", build_id(tag).hex());
     compile(dir, &format!("prog{tag}"), SRC, &[&bid])
 }
 
@@ -57,7 +57,7 @@ const GONE: &str = "/nonexistent/hwprof-test/prog";
 #[test]
 fn endless_huge_and_crawling_bodies_are_abandoned_with_a_notice() {
     let d = scratch("debuginfod-hostile-bodies");
-    let (endless, huge, drip) = (hex(&build_id(1)), hex(&build_id(2)), hex(&build_id(3)));
+    let (endless, huge, drip) = (build_id(1).hex(), build_id(2).hex(), build_id(3).hex());
     let (e, h, dr) = (endless.clone(), huge.clone(), drip.clone());
     let server = Server::start(move |path| {
         if path.contains(&e) {
@@ -130,7 +130,7 @@ fn a_symbolic_link_in_the_cache_is_never_followed() {
         return;
     };
     let id = build_id(4);
-    let h = hex(&id);
+    let h = id.hex();
     let bytes = std::fs::read(&prog).unwrap();
     let server = Server::start(move |_| Reply::ok(bytes.clone()));
     let cache = d.join("cache");
@@ -218,7 +218,7 @@ fn stale_temporaries_are_swept_and_live_ones_kept() {
         return;
     };
     let id = build_id(5);
-    let h = hex(&id);
+    let h = id.hex();
     let bytes = std::fs::read(&prog).unwrap();
     let server = Server::start(move |_| Reply::ok(bytes.clone()));
     let cache = d.join("cache");
@@ -261,7 +261,7 @@ fn a_not_found_mark_holds_for_cache_miss_s_seconds_exactly() {
     let server = Server::start(|_| Reply::not_found());
     let cache = d.join("cache");
     let id = build_id(6);
-    let mark = cache.join(hex(&id)).join("debuginfo");
+    let mark = cache.join(id.hex()).join("debuginfo");
     let asks = |expect_request: bool, what: &str| {
         let before = server.requests();
         let l = client(&cache, vec![server.url()], 5, DEFAULT_MAXSIZE);
@@ -304,7 +304,7 @@ fn the_cache_is_cleaned_as_elfutils_cleans_it() {
     let d = scratch("debuginfod-clean");
     let server = Server::start(|_| Reply::not_found());
     let cache = d.join("cache");
-    let (old, new, empty) = (hex(&build_id(7)), hex(&build_id(8)), hex(&build_id(9)));
+    let (old, new, empty) = (build_id(7).hex(), build_id(8).hex(), build_id(9).hex());
     for h in [&old, &new] {
         std::fs::create_dir_all(cache.join(h)).unwrap();
         std::fs::write(cache.join(h).join("debuginfo"), b"\x7fELF...").unwrap();
@@ -335,7 +335,7 @@ fn the_cache_is_cleaned_as_elfutils_cleans_it() {
         format!("{new}/debuginfo"),
         format!("{old}/debuginfo"),
         "notes.txt".to_string(),
-        format!("{}/debuginfo", hex(&build_id(10))),
+        format!("{}/debuginfo", build_id(10).hex()),
     ];
     all.sort();
     assert_eq!(cache_files(&cache), all);
@@ -347,7 +347,7 @@ fn the_cache_is_cleaned_as_elfutils_cleans_it() {
     let mut kept = vec![
         format!("{new}/debuginfo"),
         "notes.txt".to_string(),
-        format!("{}/debuginfo", hex(&build_id(10))),
+        format!("{}/debuginfo", build_id(10).hex()),
     ];
     kept.sort();
     assert_eq!(cache_files(&cache), kept);

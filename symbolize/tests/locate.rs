@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized};
 use common::{
-    Why, cache_files, compile, debuginfod_client, file_offset, have, hex, nm_address, scratch, skip,
+    Why, cache_files, compile, debuginfod_client, file_offset, have, nm_address, scratch, skip,
 };
 use hwprof_symbolize::locate::{Config, DEFAULT_MAXSIZE};
-use hwprof_symbolize::{Locator, Module, Symbolizer};
+use hwprof_symbolize::{BuildId, Locator, Module, Symbolizer};
 use hwprof_testkit::http::{Reply, Server};
 
 const SRC: &str = r#"
@@ -32,16 +32,16 @@ int main(int argc, char **argv) { (void)argv; hidden_outer(argc * 1000UL); retur
 "#;
 
 /// The build id of the test programs: `0x5eed` then `tag`.
-fn build_id(tag: u8) -> Vec<u8> {
+fn build_id(tag: u8) -> BuildId {
     let mut id = vec![0x5e, 0xed, 0x10, 0xca, 0x7e, 0x00, 0x00, 0x00];
     id.extend(std::iter::repeat_n(tag, 12));
-    id
+    BuildId::new(id)
 }
 
 /// Compiles the test program with `-g -O2` and build id `build_id(tag)` into
 /// `dir/name`.
 fn program(dir: &Path, name: &str, tag: u8) -> Option<PathBuf> {
-    let bid = format!("-Wl,--build-id=0x{}", hex(&build_id(tag)));
+    let bid = format!("-Wl,--build-id=0x{}", build_id(tag).hex());
     compile(dir, name, SRC, &["-g", "-O2", &bid])
 }
 
@@ -93,7 +93,7 @@ fn executables_are_found_in_perfs_order_with_their_build_id() {
         return;
     };
     let id = build_id(1);
-    let h = hex(&id);
+    let h = id.hex();
     let recorded = "/opt/elsewhere/bin/app";
     let home_debug = d.join("home/.debug");
     let cache_elf = home_debug
@@ -128,7 +128,7 @@ fn executables_are_found_in_perfs_order_with_their_build_id() {
     let mut padded = vec![1, 2, 3, 4, 5, 6, 7, 8];
     padded.resize(20, 0);
     assert_eq!(
-        l.executable("/opt/short", Some(&padded)),
+        l.executable("/opt/short", Some(&BuildId::new(padded))),
         Some(symfs.join("opt/short"))
     );
 
@@ -181,7 +181,7 @@ fn fifos_and_devices_are_never_opened() {
     let Some(exe) = program(&d, "app", 4) else {
         return;
     };
-    let h = hex(&build_id(4));
+    let h = build_id(4).hex();
     let home_debug = d.join("home/.debug");
     let leaf = home_debug.join(".build-id").join(&h[..2]).join(&h[2..]);
     mkdirs(&leaf);
@@ -231,7 +231,7 @@ fn debug_files_by_build_id_and_debuglink() {
         return;
     };
     let id = build_id(5);
-    let h = hex(&id);
+    let h = id.hex();
     let debug = split_debug(&exe);
     let dbgdir = d.join("debugdir");
     let l = || {
@@ -317,7 +317,7 @@ fn symbols_from_a_separate_debug_file() {
         return;
     };
     let id = build_id(7);
-    let h = hex(&id);
+    let h = id.hex();
     let func = nm_address(&exe, "hidden_leaf");
     let offset = file_offset(&exe, func);
     let debug = split_debug(&exe);
@@ -384,7 +384,7 @@ fn debuginfod_downloads_into_elfutils_cache_once() {
         return;
     };
     let id = build_id(8);
-    let h = hex(&id);
+    let h = id.hex();
     let debug = split_debug(&exe);
     let bytes = std::fs::read(&debug).unwrap();
     let want = format!("/buildid/{h}/debuginfo");
@@ -451,7 +451,7 @@ fn debuginfod_never_leaves_a_partial_or_wrong_file() {
     };
     let a_bytes = std::fs::read(&a).unwrap();
     let b_bytes = std::fs::read(&b).unwrap();
-    let (cut, wrong, big) = (hex(&build_id(12)), hex(&build_id(13)), hex(&build_id(14)));
+    let (cut, wrong, big) = (build_id(12).hex(), build_id(13).hex(), build_id(14).hex());
     let server = Server::start(move |path| {
         if path.contains(&cut) {
             // Promises twice the bytes it sends, then closes.
@@ -478,7 +478,7 @@ fn debuginfod_never_leaves_a_partial_or_wrong_file() {
     assert!(
         notes
             .iter()
-            .any(|n| n.contains(&format!("it has build id {}", hex(&build_id(11))))),
+            .any(|n| n.contains(&format!("it has build id {}", build_id(11).hex()))),
         "{notes:?}"
     );
     // DEBUGINFOD_MAXSIZE: a larger file is not kept.

@@ -2,7 +2,7 @@
 //! came before it in time.
 
 use super::*;
-use crate::symbolizer::Module;
+use crate::module::Module;
 use hwprof_pmu::attr::{Attr, sample};
 use hwprof_sampler::perfdata::features::Features;
 use hwprof_sampler::perfdata::writer::{EventEntry, Writer};

@@ -37,8 +37,9 @@ use hwprof_sampler::recorder::{Rewrite, Rewritten};
 
 use super::{Arch, FileData};
 use crate::Locator;
+use crate::buildid::BuildId;
+use crate::module::{Module, ModuleId};
 use crate::process::Processes;
-use crate::symbolizer::{Module, ModuleId};
 
 /// A stack of at most this many user frames is short.
 pub const SHORT: usize = 2;
@@ -307,7 +308,7 @@ impl ShortStacks {
 pub(crate) fn module_frame_pointers(
     locator: &Locator,
     path: &str,
-    build_id: Option<&[u8]>,
+    build_id: Option<&BuildId>,
     arch: Arch,
 ) -> FramePointers {
     super::load_tables(locator, path, build_id, None)
@@ -376,7 +377,7 @@ impl FpWatch {
                 return None;
             };
             let pid = self.procs.mapper(id);
-            let verdict = super::load_tables(locator, path, build_id.as_deref(), pid)
+            let verdict = super::load_tables(locator, path, build_id.as_ref(), pid)
                 .and_then(|d| frame_use(&d, arch))
                 .map_or(FramePointers::Unknown, FrameUse::verdict);
             Some((path.clone(), verdict))

@@ -27,6 +27,8 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder as _};
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::buildid::BuildId;
+
 pub use elf::{Bytes, FileData};
 pub use stream::StreamUnwinder;
 
@@ -431,7 +433,7 @@ where
 pub fn load_tables(
     locator: &crate::Locator,
     path: &str,
-    build_id: Option<&[u8]>,
+    build_id: Option<&BuildId>,
     live_pid: Option<u32>,
 ) -> Option<FileData> {
     let exe = live_pid

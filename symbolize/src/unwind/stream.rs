@@ -28,9 +28,9 @@ use hwprof_sampler::record::{Body, Record};
 use super::{Arch, Ending, FileData, Mapped, Unwinder, UserFrame, UserRegs};
 use crate::Locator;
 use crate::maps::Mapping;
+use crate::module::{Module, ModuleId};
 use crate::process::{Event, Processes};
 use crate::replay::event;
-use crate::symbolizer::{Module, ModuleId};
 
 /// A user-context callchain entry that marks a stack unwinding could not follow to its
 /// root. It is not a canonical address on x86-64 or AArch64, so no code is there: hwprof
@@ -201,7 +201,7 @@ impl StreamUnwinder {
         let data = match self.procs.module(id) {
             Some(Module::File { path, build_id }) if !path.starts_with("/dev/") => {
                 let live = self.live.then(|| self.procs.mapper(id)).flatten();
-                super::load_tables(&self.locator, path, build_id.as_deref(), live).map(Arc::new)
+                super::load_tables(&self.locator, path, build_id.as_ref(), live).map(Arc::new)
             }
             _ => None,
         };

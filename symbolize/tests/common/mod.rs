@@ -52,11 +52,6 @@ pub fn compile(dir: &Path, name: &str, src: &str, flags: &[&str]) -> Option<Path
     hwprof_testkit::compile_c(&c, &out, flags).then_some(out)
 }
 
-/// `id` in lowercase hex, as build ids are written.
-pub fn hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The address of symbol `sym` in `bin` (from `nm`).
 pub fn nm_address(bin: &Path, sym: &str) -> u64 {
     let out = Command::new("nm").arg(bin).output().expect("nm (binutils)");
