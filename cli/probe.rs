@@ -186,11 +186,11 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
     }
     let decoder = recorder.decoder();
-    let mut maps: Vec<stacks::PidMapping> = Vec::new();
+    let mut sym = stacks::Stacks::new(a.record.symfs.clone());
     if a.stacks {
         if let Target::Pids(p) = &target {
             for &pid in p {
-                maps.extend(stacks::proc_maps(pid));
+                sym.read_proc(pid as u32);
             }
         }
     }
@@ -230,12 +230,14 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
                     pid: s.pid.unwrap_or(0),
                     tid: s.tid.unwrap_or(0),
                     event: ev,
-                    stack: unwound
-                        .or_else(|| s.callchain.map(|c| c.to_vec()))
-                        .unwrap_or_default(),
+                    stack: sym.hold(
+                        unwound
+                            .or_else(|| s.callchain.map(|c| c.to_vec()))
+                            .unwrap_or_default(),
+                    ),
                 });
             }
-            other => maps.extend(stacks::PidMapping::of_record(&other)),
+            _ => sym.record(&rec),
         }
         Ok(())
     };
@@ -250,8 +252,8 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
             crate::render::plural(stats.lost_samples, "sample")
         );
     }
+    sym.normalize(&hits);
     let results = pair(&mut hits, &funcs, threshold);
-    let mut sym = stacks::Stacks::new(maps, a.record.symfs.clone());
     print::print(sink.w(), &a, &funcs, &results, threshold, &mut sym)?;
     sink.commit()?;
     for n in sym.notices() {

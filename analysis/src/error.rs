@@ -1,8 +1,7 @@
 //! The error type of `hwprof-analysis`.
 //!
 //! Most of the analysis cannot fail: it counts what it is given. Errors are about the
-//! recording under it (a record that cannot be decoded) or inputs that do not belong
-//! together.
+//! recording under it (a record that cannot be decoded, or symbolized).
 
 /// Errors of the analysis.
 #[derive(Debug, thiserror::Error)]
@@ -14,15 +13,6 @@ pub enum Error {
     /// The recording could not be symbolized.
     #[error(transparent)]
     Symbolize(#[from] hwprof_symbolize::Error),
-    /// The per-sample entries of a record pass and the profile's samples differ in
-    /// number (they must be the same samples, in file order).
-    #[error("{read} samples read but {symbolized} symbolized")]
-    Misaligned {
-        /// Samples seen by the record pass.
-        read: usize,
-        /// Samples in the profile.
-        symbolized: usize,
-    },
 }
 
 /// `Result` with this crate's [`Error`].

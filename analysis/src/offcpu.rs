@@ -10,8 +10,10 @@
 //!    (switch-outs, and the other events' samples, which show a thread running), plus
 //!    the exact switch-ins of `PERF_RECORD_SWITCH` records.
 //! 3. [`Plan`]: the switch-outs paired with their ends ([`pair`]), each blocked stack
-//!    weighted by its time off CPU in µs; with `wall`, on-CPU samples too. One `u64`
-//!    per sample, all that is kept of the record pass. Given the [`Window`] an attached
+//!    weighted by its time off CPU in µs; with `wall`, on-CPU samples too. One entry
+//!    per switch-out that ends a block, keyed by its thread and time (which its sample
+//!    carries: no sample numbers, no file order to keep aligned), all that is kept of
+//!    the record pass. Given the [`Window`] an attached
 //!    recording covered ([`Plan::within`], [`pair_within`]), the waits in progress at
 //!    its edges count for their time inside it: those at the end up to its end, those
 //!    at the start (and threads off CPU all through it) as samples of their own, on the
@@ -34,7 +36,7 @@ use hwprof_symbolize::{
 
 pub use pair::{Block, Early, Edges, Paired, Switch, pair, pair_within};
 
-use crate::{Error, Result};
+use crate::Result;
 
 /// The tracepoint whose samples are switch-outs.
 pub const SCHED_SWITCH: &str = "sched:sched_switch";
@@ -119,6 +121,8 @@ pub fn switch_event(attrs: &[EventAttr]) -> Option<usize> {
 /// What the record pass found (see [`Collector`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Switches {
+    /// The index of the event whose samples are switch-outs.
+    pub switch_event: usize,
     /// One entry per sample, in file order (the profile's samples): a switch-out for a
     /// `sched_switch` sample, a sign of running for any other.
     pub per_sample: Vec<Switch>,
@@ -147,7 +151,10 @@ impl Collector {
         Collector {
             switch_event,
             format,
-            out: Switches::default(),
+            out: Switches {
+                switch_event,
+                ..Switches::default()
+            },
         }
     }
 
@@ -238,12 +245,17 @@ pub struct Attached {
 }
 
 /// What each recorded sample becomes in the off-CPU profile (see [`Plan::reweigh`]):
-/// one `u64` per sample, in file order, so that the profile itself can be built merged
-/// (its memory then follows the distinct stacks, not the recording).
+/// the switch-outs that end a block, each keyed by what its sample carries (its thread
+/// and time), so that the profile can be built merged in any order (its memory then
+/// follows the distinct stacks, not the recording); the other events' samples need no
+/// entry (with `wall` each weighs its own period).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
-    /// Per sample: [`Plan::DROP`], [`Plan::ON`], or a block's length in µs.
-    per_sample: Vec<u64>,
+    /// The event whose samples are switch-outs.
+    switch_event: usize,
+    /// The switch-outs that weigh something, sorted by (time, tid); several switch-outs
+    /// of one thread at one time are all here, in file order, whatever they weigh.
+    blocks: Vec<Keyed>,
     wall: bool,
     /// Waits in progress when the window opened (no sample holds them), in µs.
     early: Vec<(u32, u64)>,
@@ -251,11 +263,27 @@ pub struct Plan {
     attached: HashMap<u32, Attached>,
 }
 
+/// A switch-out in the [`Plan`]: its thread and time (the key its sample carries) and its
+/// block's length in µs ([`Plan::DROP`] when none counts, [`Plan::TAKEN`] once a sample
+/// took it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Keyed {
+    time: u64,
+    tid: u32,
+    us: u64,
+}
+
+impl Keyed {
+    fn key(&self) -> (u64, u32) {
+        (self.time, self.tid)
+    }
+}
+
 impl Plan {
     /// Left out.
     const DROP: u64 = 0;
-    /// An on-CPU sample of the wall-clock view.
-    const ON: u64 = u64::MAX;
+    /// A switch-out whose sample was weighed already.
+    const TAKEN: u64 = u64::MAX;
     /// The event of off-CPU blocks in a profile built with [`Plan::reweigh`].
     pub const OFF_EVENT: u32 = 0;
     /// The event of on-CPU samples (wall-clock view) in such a profile.
@@ -281,12 +309,6 @@ impl Plan {
     fn build(sw: Switches, min_block_us: u64, wall: bool, window: Option<&Window>) -> Plan {
         let aligned = sw.per_sample.len();
         let min_us = min_block_us.max(1);
-        let mut per_sample: Vec<u64> = sw
-            .per_sample
-            .iter()
-            .map(|s| if wall && !s.out { Plan::ON } else { Plan::DROP })
-            .collect();
-        // After the sample-aligned entries: a block's index is always a sample's.
         let mut switches = sw.per_sample;
         switches.extend(sw.switch_ins);
         let paired = match window {
@@ -311,16 +333,39 @@ impl Plan {
                 pair_within(&switches, &edges)
             }
         };
+        // Each switch-out's block, by its index (switch-ins, after the samples, start
+        // none).
+        switches.truncate(aligned);
+        let mut us_of = vec![Plan::DROP; aligned];
         for b in paired.blocks {
             let us = b.ns / 1000;
             if us >= min_us
-                && b.index < aligned
-                && let Some(slot) = per_sample.get_mut(b.index)
+                && let Some(slot) = us_of.get_mut(b.index)
             {
-                // Never `ON`: an on-CPU sample does not start a block.
-                *slot = us.min(Plan::ON - 1);
+                // Never `TAKEN`.
+                *slot = us.min(Plan::TAKEN - 1);
             }
         }
+        let mut keyed: Vec<Keyed> = switches
+            .into_iter()
+            .enumerate()
+            .filter(|(_, s)| s.out)
+            .map(|(i, s)| Keyed {
+                time: s.time,
+                tid: s.tid,
+                us: us_of.get(i).copied().unwrap_or(Plan::DROP),
+            })
+            .collect();
+        drop(us_of);
+        // Stable: the switch-outs of one thread at one time stay in file order.
+        keyed.sort_by_key(Keyed::key);
+        let mut blocks = Vec::new();
+        for same in keyed.chunk_by(|a, b| a.key() == b.key()) {
+            if same.len() > 1 || same.iter().any(|k| k.us != Plan::DROP) {
+                blocks.extend_from_slice(same);
+            }
+        }
+        drop(keyed);
         let early = paired
             .early
             .iter()
@@ -331,33 +376,40 @@ impl Plan {
             .map(|w| w.threads.iter().map(|t| (t.tid, t.clone())).collect())
             .unwrap_or_default();
         Plan {
-            per_sample,
+            switch_event: sw.switch_event,
+            blocks,
             wall,
             early,
             attached,
         }
     }
 
-    /// Samples the plan is for.
-    pub fn len(&self) -> usize {
-        self.per_sample.len()
-    }
-
-    /// True when it is for no sample.
-    pub fn is_empty(&self) -> bool {
-        self.per_sample.is_empty()
-    }
-
-    /// What sample `index` (file order, all events) of `period` becomes: a block
-    /// ([`Plan::OFF_EVENT`], µs off CPU), an on-CPU sample ([`Plan::ON_EVENT`], its
-    /// period in µs, at least 1 µs), or nothing. For
+    /// What a sample of event `event` (an index among the recording's events), thread
+    /// `tid` and time `time`, of `period`, becomes: a block ([`Plan::OFF_EVENT`], µs off
+    /// CPU) when it is a switch-out that ends one, an on-CPU sample ([`Plan::ON_EVENT`],
+    /// its period in µs, at least 1 µs) with `wall`, or nothing. The samples of one
+    /// thread at one time take their blocks in the order they come (file order). For
     /// [`ProfileBuilder::weigh`](hwprof_symbolize::ProfileBuilder::weigh).
-    pub fn reweigh(&self, index: usize, period: u64) -> Option<(u32, u64)> {
-        match self.per_sample.get(index).copied()? {
-            Plan::DROP => None,
-            Plan::ON => (period >= 1000).then_some((Plan::ON_EVENT, period / 1000)),
-            us => Some((Plan::OFF_EVENT, us)),
+    pub fn reweigh(
+        &mut self,
+        event: usize,
+        tid: u32,
+        time: u64,
+        period: u64,
+    ) -> Option<(u32, u64)> {
+        if event != self.switch_event {
+            return (self.wall && period >= 1000).then_some((Plan::ON_EVENT, period / 1000));
         }
+        let key = (time, tid);
+        let first = self.blocks.partition_point(|k| k.key() < key);
+        let k = self
+            .blocks
+            .get_mut(first..)?
+            .iter_mut()
+            .take_while(|k| k.key() == key)
+            .find(|k| k.us != Plan::TAKEN)?;
+        let us = std::mem::replace(&mut k.us, Plan::TAKEN);
+        (us != Plan::DROP).then_some((Plan::OFF_EVENT, us))
     }
 
     /// The profile built with [`Plan::reweigh`] made an off-CPU one: the waits in
@@ -441,26 +493,19 @@ impl Plan {
     }
 
     /// The plan applied to `p`, the recording's profile built unmerged (one sample per
-    /// recorded sample, in file order), as [`profile`] builds it from the file. An
-    /// error when `p` does not have one sample per entry of the plan.
-    pub fn apply(&self, mut p: Profile) -> Result<Profile> {
-        if p.samples.len() != self.len() {
-            return Err(Error::Misaligned {
-                read: self.len(),
-                symbolized: p.samples.len(),
-            });
-        }
+    /// recorded sample, each with its time), as [`profile`] builds it from the file.
+    pub fn apply(mut self, mut p: Profile) -> Profile {
         let samples = std::mem::take(&mut p.samples);
         p.samples = samples
             .into_iter()
-            .enumerate()
-            .filter_map(|(i, mut s)| {
-                let (event, period) = self.reweigh(i, s.period)?;
+            .filter_map(|mut s| {
+                let time = s.time.unwrap_or(0);
+                let (event, period) = self.reweigh(s.event as usize, s.tid, time, s.period)?;
                 (s.event, s.period, s.weight) = (event, period, None);
                 Some(s)
             })
             .collect();
-        Ok(self.tag(p))
+        self.tag(p)
     }
 }
 
@@ -468,8 +513,9 @@ impl Plan {
 /// `opts` asks, each sample weighted as [`Plan::new`] says (with `opts.merge`, the
 /// samples of one stack and thread merge, so memory follows the distinct stacks); all
 /// samples of event 0, and with `wall` every stack ending in `[off]` or `[on]`. Fold it
-/// with [`crate::fold::Weight::Micros`]. An error when the file does not hold the
-/// samples `sw` was collected from.
+/// with [`crate::fold::Weight::Micros`]. Each sample finds its weight by its event,
+/// thread and time, whatever the order the replay hands it over in (the samples of one
+/// thread at one time, which no key tells apart, take their blocks in file order).
 ///
 /// With the `window` the recording covered, the time inside it of the waits in
 /// progress at its edges counts too ([`Plan::within`]).
@@ -481,14 +527,14 @@ pub fn profile(
     wall: bool,
     window: Option<&Window>,
 ) -> Result<Profile> {
-    let plan = Plan::build(sw, min_block_us, wall, window);
-    let mut seen = 0;
-    // i21: the plan is still by sample number (file order): the pairing as a visitor
-    // of the replay is not done yet.
-    let mut weigh = |_: &Record<'_>, _: &RecSample<'_>, period| {
-        let i = seen;
-        seen += 1;
-        let (event, period) = plan.reweigh(i, period)?;
+    let mut plan = Plan::build(sw, min_block_us, wall, window);
+    let mut weigh = |rec: &Record<'_>, s: &RecSample<'_>, period| {
+        let (event, period) = plan.reweigh(
+            rec.attr.unwrap_or(0),
+            s.tid.unwrap_or(0),
+            s.time.unwrap_or(0),
+            period,
+        )?;
         Some(Weighed {
             event,
             period,
@@ -499,12 +545,6 @@ pub fn profile(
         .weigh(&mut weigh)
         .build()?
         .profile;
-    if seen != plan.len() {
-        return Err(Error::Misaligned {
-            read: plan.len(),
-            symbolized: seen,
-        });
-    }
     Ok(plan.tag(p))
 }
 

@@ -4,6 +4,8 @@ use std::collections::HashMap;
 
 use hwprof_sampler::probe::Func;
 
+use super::stacks::StackRef;
+
 /// One probe hit (a sample of an entry or return event).
 #[derive(Debug, Clone)]
 pub struct Hit {
@@ -15,8 +17,9 @@ pub struct Hit {
     pub tid: u32,
     /// Index of the event in the event list.
     pub event: usize,
-    /// The callchain (empty without --stacks).
-    pub stack: Vec<u64>,
+    /// The callchain, held by [`super::stacks::Stacks`] ([`super::stacks::NO_STACK`]
+    /// without --stacks).
+    pub stack: StackRef,
 }
 
 /// A call slower than the threshold.
@@ -29,7 +32,7 @@ pub struct Slow {
     /// Its duration in ns.
     pub duration_ns: u64,
     /// The entry's callchain.
-    pub stack: Vec<u64>,
+    pub stack: StackRef,
 }
 
 /// What was measured for one function.
@@ -71,7 +74,7 @@ pub fn pair(hits: &mut [Hit], funcs: &[Func], threshold: Option<u64>) -> Vec<Fun
                         pid: e.pid,
                         tid: e.tid,
                         duration_ns: d,
-                        stack: e.stack.clone(),
+                        stack: e.stack,
                     });
                 }
             }
@@ -90,7 +93,7 @@ mod tests {
             pid: 1,
             tid,
             event,
-            stack: Vec::new(),
+            stack: super::super::stacks::NO_STACK,
         }
     }
 

@@ -535,6 +535,14 @@ impl Processes {
         self.code.get(&pid)?.find(addr).map(|m| m.module)
     }
 
+    /// The executable mapping of `pid` that holds `addr`: its module, and the file
+    /// offset of `addr` (what a file module resolves; for a name no file backs, what
+    /// a reader prints after it).
+    pub fn code_at(&self, pid: u32, addr: u64) -> Option<(ModuleId, u64)> {
+        let m = self.code.get(&pid)?.find(addr)?;
+        Some((m.module, addr - m.start + m.pgoff))
+    }
+
     /// Where code address `addr` of `pid` is: its module and the offset in it that
     /// the module resolves (`kernel`: the sample says it is a kernel address).
     pub fn locate(&mut self, pid: u32, addr: u64, kernel: bool) -> (ModuleId, u64) {

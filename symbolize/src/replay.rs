@@ -39,14 +39,14 @@ pub trait Visitor {
 pub fn replay<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut V) -> Result<()> {
     let data = procs.tracks_data();
     let exits = procs.forgets_exited();
-    let mut queues: HashMap<u32, Vec<Pending>> = HashMap::default();
+    let mut side = SideBand::default();
     let mut untimed: Vec<(Pos, Event)> = Vec::new();
     let mut pos = Positions::default();
     let side_band = |off, rec: &Record<'_>| -> Result<()> {
         let at = pos.of(off);
         if let Some(ev) = event(rec, data, exits) {
             match rec.time() {
-                Some(t) => queues.entry(ev.pid()).or_default().push((t, at, ev)),
+                Some(t) => side.push(t, at, ev),
                 None => untimed.push((at, ev)),
             }
         }
@@ -58,13 +58,7 @@ pub fn replay<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut
         pd.for_each_record(|_, _| Ok::<(), crate::Error>(()))?;
         return Err(e);
     }
-    let mut queues: HashMap<u32, VecDeque<Pending>> = queues
-        .into_iter()
-        .map(|(pid, mut q)| {
-            q.sort_by_key(|&(t, s, _)| (t, s));
-            (pid, q.into())
-        })
-        .collect();
+    side.sort();
     let mut untimed = untimed.into_iter().peekable();
     let mut pos = Positions::default();
     pd.for_each_record(|off, rec| -> Result<()> {
@@ -75,9 +69,9 @@ pub fn replay<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut
                     procs.apply(ev);
                 }
                 let at = (s.time, seq);
-                advance(procs, &mut queues, KERNEL_PID, at);
+                side.advance(procs, KERNEL_PID, at);
                 let pid = s.pid.unwrap_or(u32::MAX);
-                advance(procs, &mut queues, pid, at);
+                side.advance(procs, pid, at);
                 procs.sampled(pid);
                 v.sample(procs, rec, s)?;
             }
@@ -92,9 +86,9 @@ pub fn replay<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut
 /// A queued side-band record: (time, position in the file, record).
 type Pending = (u64, Pos, Event);
 
-/// A record's position in the file: its offset, and its number among the records at
-/// that offset (those inside one `COMPRESSED` record share its offset).
-type Pos = (u64, u32);
+/// A record's position in the file (or stream): its offset, and its number among the
+/// records at that offset (those inside one `COMPRESSED` record share its offset).
+pub type Pos = (u64, u32);
 
 /// Gives records their [`Pos`] in the order they come.
 #[derive(Default)]
@@ -114,35 +108,62 @@ impl Positions {
     }
 }
 
-/// Applies the queued records of `pid` due at `at` (a sample's time and file position):
-/// earlier times, or an equal time earlier in the file (perf's order); without a sample
-/// time, file order. A FORK first advances its parent to it.
-fn advance(
-    procs: &mut Processes,
-    queues: &mut HashMap<u32, VecDeque<Pending>>,
-    pid: u32,
-    at: (Option<u64>, Pos),
-) {
-    loop {
-        let due = match queues.get(&pid).and_then(|q| q.front()) {
-            Some(&(t, sq, _)) => match at.0 {
-                Some(st) => t < st || (t == st && sq < at.1),
-                None => sq < at.1,
-            },
-            None => false,
-        };
-        if !due {
-            return;
+/// Side-band records held per process in time order, each applied to the
+/// [`Processes`] only when a sample of its process reaches its time: how [`replay`]
+/// gives every sample the state at its time, and how a live reader whose records come
+/// ring by ring (`probe --stacks`) does the same once its records are in.
+#[derive(Debug, Default)]
+pub struct SideBand {
+    queues: HashMap<u32, VecDeque<Pending>>,
+    sorted: bool,
+}
+
+impl SideBand {
+    /// Holds `ev`, of time `time` and position `at`.
+    pub fn push(&mut self, time: u64, at: Pos, ev: Event) {
+        self.queues
+            .entry(ev.pid())
+            .or_default()
+            .push_back((time, at, ev));
+        self.sorted = false;
+    }
+
+    /// Puts each process's records in (time, position) order.
+    fn sort(&mut self) {
+        for q in self.queues.values_mut() {
+            q.make_contiguous().sort_by_key(|&(t, s, _)| (t, s));
         }
-        let Some((t, sq, ev)) = queues.get_mut(&pid).and_then(VecDeque::pop_front) else {
-            return;
-        };
-        if let Event::Fork { ppid, .. } = ev
-            && ppid != pid
-        {
-            advance(procs, queues, ppid, (Some(t), sq));
+        self.sorted = true;
+    }
+
+    /// Applies the held records of `pid` due at `at` (a sample's time and position):
+    /// earlier times, or an equal time earlier in the file (perf's order); without a
+    /// sample time, file order. A FORK first advances its parent to it.
+    pub fn advance(&mut self, procs: &mut Processes, pid: u32, at: (Option<u64>, Pos)) {
+        if !self.sorted {
+            self.sort();
         }
-        procs.apply(ev);
+        loop {
+            let due = match self.queues.get(&pid).and_then(|q| q.front()) {
+                Some(&(t, sq, _)) => match at.0 {
+                    Some(st) => t < st || (t == st && sq < at.1),
+                    None => sq < at.1,
+                },
+                None => false,
+            };
+            if !due {
+                return;
+            }
+            let Some((t, sq, ev)) = self.queues.get_mut(&pid).and_then(VecDeque::pop_front) else {
+                return;
+            };
+            if let Event::Fork { ppid, .. } = ev
+                && ppid != pid
+            {
+                self.advance(procs, ppid, (Some(t), sq));
+            }
+            procs.apply(ev);
+        }
     }
 }
 
