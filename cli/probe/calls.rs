@@ -4,7 +4,12 @@ use std::collections::HashMap;
 
 use hwprof_sampler::probe::Func;
 
-use super::stacks::StackRef;
+/// A hit's stack in [`super::stacks::Stacks`]: its addresses while recording, its
+/// locations once normalized there.
+pub type StackRef = u32;
+
+/// The stack of a hit without one.
+pub const NO_STACK: StackRef = u32::MAX;
 
 /// One probe hit (a sample of an entry or return event).
 #[derive(Debug, Clone)]
@@ -17,7 +22,7 @@ pub struct Hit {
     pub tid: u32,
     /// Index of the event in the event list.
     pub event: usize,
-    /// The callchain, held by [`super::stacks::Stacks`] ([`super::stacks::NO_STACK`]
+    /// The callchain, held by [`super::stacks::Stacks`] ([`NO_STACK`]
     /// without --stacks).
     pub stack: StackRef,
 }
@@ -93,7 +98,7 @@ mod tests {
             pid: 1,
             tid,
             event,
-            stack: super::super::stacks::NO_STACK,
+            stack: super::NO_STACK,
         }
     }
 

@@ -21,17 +21,10 @@ use hwprof_symbolize::replay::{SideBand, event};
 use hwprof_symbolize::unwind::stream::TRUNCATED_MARK;
 use hwprof_symbolize::{Locator, Module, ModuleId, Symbolizer};
 
-use super::calls::Hit;
+pub use super::calls::{Hit, NO_STACK, StackRef};
 
 /// Callchain markers (`PERF_CONTEXT_*`) are the top 4 KiB of the address space.
 const CONTEXT_MARKERS: u64 = 0xffff_ffff_ffff_f000;
-
-/// A hit's stack in [`Stacks`]: its addresses while recording, its locations once
-/// [`Stacks::normalize`]d.
-pub type StackRef = u32;
-
-/// The stack of a hit without one.
-pub const NO_STACK: StackRef = u32::MAX;
 
 /// One address of a stack, normalized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
