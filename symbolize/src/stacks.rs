@@ -171,19 +171,21 @@ impl Builder<'_> {
                 self.short_stacks.add(stack, n, module);
             }
         }
+        // What identifies the sample when samples are merged.
+        let key = MergeKey {
+            event,
+            pid,
+            tid,
+            comm,
+            stack,
+            weighed: weight.is_some(),
+        };
         if self.branches.is_some()
             && let Some(bs) = &s.branch_stack
         {
             let index = match &self.merged {
                 Some(merged) => merged
-                    .get(&MergeKey {
-                        event,
-                        pid,
-                        tid,
-                        comm,
-                        stack,
-                        weighed: weight.is_some(),
-                    })
+                    .get(&key)
                     .copied()
                     .unwrap_or(self.samples.len() as u32),
                 None => self.samples.len() as u32,
@@ -215,14 +217,6 @@ impl Builder<'_> {
             }
         }
         if let Some(merged) = &mut self.merged {
-            let key = MergeKey {
-                event,
-                pid,
-                tid,
-                comm,
-                stack,
-                weighed: weight.is_some(),
-            };
             if let Some(&i) = merged.get(&key)
                 && let Some(m) = self.samples.get_mut(i as usize)
             {

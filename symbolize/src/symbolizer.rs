@@ -18,6 +18,7 @@ use hwprof_sampler::buildid;
 use hwprof_sampler::perfdata::features::Features;
 
 use crate::buildid::BuildId;
+use crate::intern::Interner;
 use crate::kallsyms::Kallsyms;
 use crate::locate::Locator;
 use crate::module::{Module, ModuleId};
@@ -111,8 +112,7 @@ pub struct Symbolizer {
     /// `/proc/kallsyms` being read on another thread (see [`Symbolizer::prefetch_kernel_symbols`]).
     kallsyms_pending: Option<std::thread::JoinHandle<Kallsyms>>,
     perf_maps: HashMap<u32, Option<PerfMap>>,
-    modules: Vec<Module>,
-    module_ids: HashMap<Module, ModuleId>,
+    modules: Interner<Module>,
     /// Per file module: the ELF to read symbols from, `None` when none matches.
     sources: HashMap<ModuleId, Option<SymSource>>,
     cache: HashMap<(ModuleId, u64, bool), Vec<Frame>>,
@@ -150,8 +150,7 @@ impl Symbolizer {
             kallsyms: None,
             kallsyms_pending: None,
             perf_maps: HashMap::default(),
-            modules: Vec::new(),
-            module_ids: HashMap::default(),
+            modules: Interner::default(),
             sources: HashMap::default(),
             cache: HashMap::default(),
             lookups: 0,
@@ -166,18 +165,12 @@ impl Symbolizer {
 
     /// The id of a module (interned).
     pub fn module_id(&mut self, m: Module) -> ModuleId {
-        if let Some(&id) = self.module_ids.get(&m) {
-            return id;
-        }
-        let id = self.modules.len() as ModuleId;
-        self.modules.push(m.clone());
-        self.module_ids.insert(m, id);
-        id
+        self.modules.id(m)
     }
 
     /// The module of an id.
     pub fn module(&self, id: ModuleId) -> Option<&Module> {
-        self.modules.get(id as usize)
+        self.modules.get(id)
     }
 
     /// How many (module, offset) lookups were really done (cache misses) so far.
@@ -242,7 +235,7 @@ impl Symbolizer {
                 continue;
             }
             self.lookups += todo.len() as u64;
-            match self.modules.get(*module as usize).cloned() {
+            match self.modules.get(*module).cloned() {
                 Some(Module::File { path, build_id }) => {
                     match self.source(*module, &path, build_id.as_ref()) {
                         Some(src) => files.push((*module, path, src, todo)),
@@ -337,7 +330,7 @@ impl Symbolizer {
     }
 
     fn lookup(&mut self, id: ModuleId, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
-        let Some(m) = self.modules.get(id as usize).cloned() else {
+        let Some(m) = self.modules.get(id).cloned() else {
             return todo
                 .iter()
                 .map(|&(o, _)| vec![unknown(None, o, FrameKind::User)])
