@@ -366,31 +366,21 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
     }
     replay(pd, &mut procs, &mut v)?;
     // The functions: each distinct code location resolved once, one batch per module.
-    let sym_ids: Vec<ModuleId> = procs.modules().map(|m| sym.module_id(m.clone())).collect();
-    let mut by_module: HashMap<ModuleId, Vec<(u64, usize)>> = HashMap::default();
-    for (i, &(m, off)) in v.codes.iter().enumerate() {
-        let m = sym_ids.get(m as usize).copied().unwrap_or(m);
-        by_module.entry(m).or_default().push((off, i));
-    }
-    let mut modules: Vec<_> = by_module.into_iter().collect();
-    modules.sort_by_key(|(m, _)| *m);
-    let batches: Vec<(ModuleId, Vec<(u64, bool)>)> = modules
-        .iter()
-        .map(|(m, items)| (*m, items.iter().map(|&(o, _)| (o, false)).collect()))
-        .collect();
-    let resolved = sym.resolve_batches(&batches);
     let mut code = vec![(unknown, unknown); v.codes.len()];
-    for ((_, items), resolved) in modules.iter().zip(resolved) {
-        for (&(_, i), frames) in items.iter().zip(resolved) {
+    let names = &mut v.names;
+    sym.resolve_locations(
+        procs.modules(),
+        v.codes.iter().map(|&(m, off)| (m, off, false)),
+        |i, frames| {
             let leaf = frames.iter().find(|f| match f.kind {
                 FrameKind::Kernel => opts.kernel,
                 FrameKind::User | FrameKind::Jit => opts.user,
             });
             if let (Some(f), Some(slot)) = (leaf, code.get_mut(i)) {
-                *slot = (v.names.id_str(f.name()), v.names.id_str(f.module_name()));
+                *slot = (names.id_str(f.name()), names.id_str(f.module_name()));
             }
-        }
-    }
+        },
+    );
     let mut p = v.p;
     p.code = code;
     p.names = v.names.into_vec();

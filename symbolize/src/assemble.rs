@@ -403,30 +403,11 @@ impl Builder<'_> {
         events: Vec<EventInfo>,
         opts: &Options,
     ) -> (Profile, Symbolizer, Vec<Branch>) {
-        // The symbolizer's ids of the processes' modules, interned in the same order
-        // (the same ids when it starts empty).
-        let sym_ids: Vec<ModuleId> = procs
-            .modules()
-            .map(|m| self.sym.module_id(m.clone()))
-            .collect();
-        let mut by_module: HashMap<ModuleId, Vec<(u64, bool, usize)>> = HashMap::default();
-        for (i, &(m, off, ret)) in self.locs.iter().enumerate() {
-            let m = sym_ids.get(m as usize).copied().unwrap_or(m);
-            by_module.entry(m).or_default().push((off, ret, i));
-        }
         let mut frames: Vec<Frame> = Vec::new();
         let mut frame_ids: HashMap<Frame, FrameId> = HashMap::default();
         let mut loc_frames: Vec<Vec<FrameId>> = vec![Vec::new(); self.locs.len()];
-        let mut modules: Vec<_> = by_module.into_iter().collect();
-        modules.sort_by_key(|(m, _)| *m);
-        let batches: Vec<(ModuleId, Vec<(u64, bool)>)> = modules
-            .iter()
-            .map(|(m, items)| (*m, items.iter().map(|&(o, r, _)| (o, r)).collect()))
-            .collect();
-        let resolved = self.sym.resolve_batches(&batches);
-        drop(batches);
-        for ((_, items), resolved) in modules.iter().zip(resolved) {
-            for ((_, _, i), fs) in items.iter().zip(resolved) {
+        self.sym
+            .resolve_locations(procs.modules(), self.locs.iter().copied(), |i, fs| {
                 let keep: Vec<FrameId> = fs
                     .into_iter()
                     .filter(|f| match f.kind {
@@ -440,11 +421,10 @@ impl Builder<'_> {
                         })
                     })
                     .collect();
-                if let Some(slot) = loc_frames.get_mut(*i) {
+                if let Some(slot) = loc_frames.get_mut(i) {
                     *slot = keep;
                 }
-            }
-        }
+            });
         // Each distinct stack's frames, once.
         let stacks: Vec<Vec<FrameId>> = self
             .stacks

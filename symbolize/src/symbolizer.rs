@@ -188,6 +188,38 @@ impl Symbolizer {
             .unwrap_or_default()
     }
 
+    /// Resolves locations `(module, offset, is return address)` whose module ids index
+    /// `modules` (a process model's table, interned here in its order), each distinct
+    /// one looked up once, one batch per module ([`Symbolizer::resolve_batches`]), and
+    /// hands each location's frames to `each` with its index in `locs`, module by
+    /// module in id order.
+    pub fn resolve_locations<'m>(
+        &mut self,
+        modules: impl Iterator<Item = &'m Module>,
+        locs: impl Iterator<Item = (ModuleId, u64, bool)>,
+        mut each: impl FnMut(usize, Vec<Frame>),
+    ) {
+        let ids: Vec<ModuleId> = modules.map(|m| self.module_id(m.clone())).collect();
+        let mut by_module: HashMap<ModuleId, Vec<(u64, bool, usize)>> = HashMap::default();
+        for (i, (m, off, ret)) in locs.enumerate() {
+            let m = ids.get(m as usize).copied().unwrap_or(m);
+            by_module.entry(m).or_default().push((off, ret, i));
+        }
+        let mut by_module: Vec<_> = by_module.into_iter().collect();
+        by_module.sort_by_key(|(m, _)| *m);
+        let batches: Vec<(ModuleId, Vec<(u64, bool)>)> = by_module
+            .iter()
+            .map(|(m, items)| (*m, items.iter().map(|&(o, r, _)| (o, r)).collect()))
+            .collect();
+        let resolved = self.resolve_batches(&batches);
+        drop(batches);
+        for ((_, items), resolved) in by_module.iter().zip(resolved) {
+            for (&(_, _, i), frames) in items.iter().zip(resolved) {
+                each(i, frames);
+            }
+        }
+    }
+
     /// Frames of a batch of (offset, is return address) of one module, in input order.
     /// Offsets not seen before are resolved together (one blazesym call per file).
     pub fn resolve(&mut self, module: ModuleId, offsets: &[(u64, bool)]) -> Vec<Vec<Frame>> {
