@@ -60,7 +60,7 @@ use crate::error::{Error, Result};
 use crate::ring::Ring;
 
 pub use hwprof_pmu::target::Target;
-pub use run::RunStats;
+pub use run::{FINISHED_ROUND, RunStats};
 
 /// How to run a session.
 #[derive(Clone, Debug)]

@@ -86,6 +86,16 @@ impl RunStats {
     }
 }
 
+/// `PERF_RECORD_FINISHED_ROUND` (a header alone), passed to the sink after every pass
+/// over the rings that passed records on, as perf record writes it: a record that a
+/// later round holds was written to its ring after this pass began, so readers that put
+/// records in time order (hwprof's replay, perf's ordered events) need to hold only the
+/// records of the last two rounds. Not counted in [`RunStats`].
+pub const FINISHED_ROUND: [u8; 8] = {
+    let t = crate::record::kind::FINISHED_ROUND.to_le_bytes();
+    [t[0], t[1], t[2], t[3], 0, 0, 8, 0]
+};
+
 /// Why the loop stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ended {
@@ -106,7 +116,8 @@ impl Session {
     /// target then). Finally disables the events, drains what is left and returns the
     /// counts.
     ///
-    /// `sink` gets each record's bytes, header included, in per-ring order; an error
+    /// `sink` gets each record's bytes, header included, in per-ring order, and a
+    /// [`FINISHED_ROUND`] after each pass over the rings that found records; an error
     /// from it stops the session (a command is then terminated) and is returned.
     pub fn run<F>(mut self, stop: &Stop, mut sink: F) -> Result<RunStats>
     where
@@ -259,11 +270,13 @@ impl Session {
         Ok(())
     }
 
-    /// Drains every ring that has data.
+    /// Drains every ring that has data; when that passed records on, ends the round
+    /// with a `PERF_RECORD_FINISHED_ROUND` (see [`FINISHED_ROUND`]).
     fn drain_all<F>(&mut self, sink: &mut F, stats: &mut RunStats) -> Result<()>
     where
         F: FnMut(&[u8]) -> std::io::Result<()>,
     {
+        let before = stats.records;
         for r in &mut self.rings {
             while r.ring.has_data() {
                 let d = r
@@ -275,6 +288,9 @@ impl Session {
                     .map_err(|e| Error::io("writing records", e))?;
                 stats.add(&d);
             }
+        }
+        if stats.records != before {
+            sink(&FINISHED_ROUND).map_err(|e| Error::io("writing records", e))?;
         }
         Ok(())
     }
