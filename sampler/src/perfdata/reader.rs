@@ -261,6 +261,15 @@ impl<'a> Window<'a> {
     }
 }
 
+/// What [`PerfData::each_record`] does with the samples of the data section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Samples {
+    Decoded,
+    /// Passed on as bytes.
+    Undecoded,
+    Skipped,
+}
+
 /// A perf.data recording: its header, attrs and features, and its records read on
 /// demand ([`PerfData::for_each_record`]).
 #[derive(Debug)]
@@ -752,30 +761,49 @@ impl PerfData {
     /// Calls `f(offset, record)` for every record in file order. Records inside
     /// `COMPRESSED` records follow the compressed record itself and carry its offset.
     /// Stops at the first error (of decoding, or returned by `f`).
-    pub fn for_each_record<E, F>(&self, f: F) -> std::result::Result<(), E>
+    pub fn for_each_record<E, F>(&self, mut f: F) -> std::result::Result<(), E>
     where
         E: From<Error>,
         F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
     {
-        self.each_record(true, f)
+        self.each_record(Samples::Decoded, |off, _, rec| match rec {
+            Some(rec) => f(off, rec),
+            None => Ok(()),
+        })
+    }
+
+    /// [`PerfData::for_each_record`], with each record's bytes (header included; for a
+    /// record inside a `COMPRESSED` record, its decompressed bytes), the samples of the
+    /// data section not decoded (`None`): for a reader that holds samples and decodes
+    /// them later ([`PerfData::decoder`]; [`Decoder::sample_time`] reads a sample's time
+    /// without decoding it). An error in such a sample is found only when it is decoded.
+    pub fn for_each_record_lazily<E, F>(&self, f: F) -> std::result::Result<(), E>
+    where
+        E: From<Error>,
+        F: FnMut(u64, &[u8], Option<&Record<'_>>) -> std::result::Result<(), E>,
+    {
+        self.each_record(Samples::Undecoded, f)
     }
 
     /// [`PerfData::for_each_record`] of every record but the samples of the data
     /// section (not decoded: a reader that wants the side-band records first, in a pass
     /// of its own). Samples inside `COMPRESSED` records are passed on. An error in a
     /// sample that was skipped is found only by a pass that decodes it.
-    pub fn for_each_non_sample<E, F>(&self, f: F) -> std::result::Result<(), E>
+    pub fn for_each_non_sample<E, F>(&self, mut f: F) -> std::result::Result<(), E>
     where
         E: From<Error>,
         F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
     {
-        self.each_record(false, f)
+        self.each_record(Samples::Skipped, |off, _, rec| match rec {
+            Some(rec) => f(off, rec),
+            None => Ok(()),
+        })
     }
 
-    fn each_record<E, F>(&self, samples: bool, mut f: F) -> std::result::Result<(), E>
+    fn each_record<E, F>(&self, samples: Samples, mut f: F) -> std::result::Result<(), E>
     where
         E: From<Error>,
-        F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
+        F: FnMut(u64, &[u8], Option<&Record<'_>>) -> std::result::Result<(), E>,
     {
         let end = self.data_offset + self.data_size;
         let mut off = self.data_offset;
@@ -783,11 +811,14 @@ impl PerfData {
         let mut window = Window::new(&self.source);
         while off < end {
             let rec_bytes = window.record(off, end)?;
-            if !samples
+            if samples != Samples::Decoded
                 && let Some((kind::SAMPLE, _, size)) = peek_header(rec_bytes)
                 && size >= 8
                 && usize::from(size) == rec_bytes.len()
             {
+                if samples == Samples::Undecoded {
+                    f(off, rec_bytes, None)?;
+                }
                 off = next_offset(off, size, 0, end)?;
                 continue;
             }
@@ -798,7 +829,7 @@ impl PerfData {
                 Body::Auxtrace { size, .. } => skip = size,
                 _ => {}
             }
-            f(off, &rec)?;
+            f(off, rec_bytes, Some(&rec))?;
             if let Body::Compressed { data } = rec.body {
                 let inf = match &mut z {
                     Some(z) => z,
@@ -1076,7 +1107,7 @@ impl Inflater {
     ) -> std::result::Result<(), E>
     where
         E: From<Error>,
-        F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
+        F: FnMut(u64, &[u8], Option<&Record<'_>>) -> std::result::Result<(), E>,
     {
         use zstd::stream::raw::Operation;
         self.bytes_in += data.len() as u64;
@@ -1116,7 +1147,7 @@ impl Inflater {
     fn drain<E, F>(&mut self, dec: &Decoder, off: u64, f: &mut F) -> std::result::Result<(), E>
     where
         E: From<Error>,
-        F: FnMut(u64, &Record<'_>) -> std::result::Result<(), E>,
+        F: FnMut(u64, &[u8], Option<&Record<'_>>) -> std::result::Result<(), E>,
     {
         let mut pos = 0usize;
         while let Some((_, _, size)) = self.pending.get(pos..).and_then(peek_header) {
@@ -1147,7 +1178,7 @@ impl Inflater {
                     ),
                 )
             })?;
-            f(off, &rec)?;
+            f(off, rec_bytes, Some(&rec))?;
             pos += size;
         }
         self.pending.drain(..pos);

@@ -44,7 +44,7 @@ mod tests;
 
 use std::collections::HashMap;
 
-use hwprof_pmu::attr::Attr;
+use hwprof_pmu::attr::{Attr, sample as st};
 
 pub use body::{Body, FileId, IdIndexEntry, Mmap, Mmap2, Task, Throttle, TimeConv, text};
 pub use cursor::U64s;
@@ -314,6 +314,32 @@ impl Decoder {
                 Error::malformed(what, at, format!("sample id {id} matches no event"))
             }),
         }
+    }
+
+    /// The time of the sample record `bytes` (header included), read without decoding
+    /// it: `None` when its event has no `PERF_SAMPLE_TIME`, or when it is no sample or
+    /// not one this decoder can read ([`Decoder::decode`] says why).
+    pub fn sample_time(&self, bytes: &[u8]) -> Option<u64> {
+        let (type_, _, size) = peek_header(bytes)?;
+        let payload = U64s::new(bytes.get(8..usize::from(size))?);
+        let first = &self.attrs.first()?.attr;
+        if type_ != kind::SAMPLE {
+            return None;
+        }
+        let id = sample::id_pos(first.sample_type).and_then(|p| payload.get(p));
+        let t = self
+            .attrs
+            .get(self.pick(id, "sample", 0).ok()?)?
+            .attr
+            .sample_type;
+        if t & st::TIME == 0 {
+            return None;
+        }
+        let pos = [st::IDENTIFIER, st::IP, st::TID]
+            .iter()
+            .filter(|&&b| t & b != 0)
+            .count();
+        payload.get(pos)
     }
 
     /// Decodes one whole record (`bytes` starts at its header and is exactly
