@@ -59,6 +59,9 @@ pub fn load_memory(input: &std::path::Path, symfs: Option<PathBuf>) -> anyhow::R
         ..Options::default()
     };
     let p = mem::collect(&pd, &opts)?;
+    for n in &p.notices {
+        eprintln!("hwprof: note: {}", crate::render::escape(n));
+    }
     if p.is_empty() {
         return Err(no_memory_samples(input, p.with_source()));
     }

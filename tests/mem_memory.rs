@@ -43,12 +43,15 @@ fn mem_and_c2c_report_of_a_200_mb_recording_take_far_less_memory_than_the_file()
     let bin = memdata::bin();
     let pattern = memdata::false_sharing(&bin);
     let data = dir.join("big.data");
-    memdata::write_stream(
+    // In rounds of 4096 samples (330 KB), as a recorder writes them: read once, holding
+    // two rounds.
+    memdata::write_stream_in_rounds(
         &data,
         &bin,
         bin.path.to_str().unwrap(),
         &[memdata::PID, memdata::TID2],
         pattern.iter().copied().cycle().take(SAMPLES),
+        Some(4096),
     );
     let size = std::fs::metadata(&data).unwrap().len();
     assert!(size > 200_000_000, "{size} bytes");

@@ -952,3 +952,70 @@ fn truncated_stacks_are_said_once_and_rightly() {
         assert_eq!(n[0].contains("a larger"), raise, "dwarf,{size}: {}", n[0]);
     }
 }
+
+/// Each pass over the rings ends with a `FINISHED_ROUND`, as perf record writes it, so
+/// that readers put the records in time order holding two rounds: hwprof's replay reads
+/// the file once (not the two sweeps of a file without rounds), and perf finds no record
+/// out of order.
+#[test]
+fn rounds_end_each_pass_so_the_replay_reads_once() {
+    use hwprof_sampler::perfdata::reader::PerfData;
+    use hwprof_sampler::record::{Record, Sample};
+    use hwprof_symbolize::process::Processes;
+    use hwprof_symbolize::replay::{self, Visitor};
+
+    let spin2 = wl("spin2");
+    let hw = scratch_path("rec_rounds.data");
+    // 20 kHz with callchains on two threads: well over the 256 KiB of samples after
+    // which a file without rounds is read twice.
+    let r = hwprof(&[
+        "record",
+        "-e",
+        "cpu-clock",
+        "-c",
+        "50000",
+        "-g",
+        "-o",
+        hw.to_str().unwrap(),
+        "--",
+        &spin2,
+        "300000000",
+        "2",
+    ]);
+    r.assert_ok();
+    let samples = summary_samples(&r.stderr);
+    let recs = records(&hw);
+    let rounds = of_type(&recs, "finished_round").len();
+    report!("record -c 50000 -g: {samples} samples in {rounds} rounds");
+    assert!(rounds > 1, "{rounds} rounds");
+    assert_eq!(recs.last().unwrap()["type"], "finished_round");
+
+    #[derive(Default)]
+    struct Count(u64);
+    impl Visitor for Count {
+        fn sample(
+            &mut self,
+            _: &mut Processes,
+            _: &Record<'_>,
+            _: &Sample<'_>,
+        ) -> hwprof_symbolize::Result<()> {
+            self.0 += 1;
+            Ok(())
+        }
+    }
+    let pd = PerfData::open(&hw).unwrap();
+    let size: u64 = pd.data_size();
+    assert!(size > 4 * replay::NO_ROUNDS_LIMIT as u64, "{size} bytes");
+    let mut count = Count::default();
+    let order = replay::replay(&pd, &mut Processes::default(), &mut count).unwrap();
+    assert_eq!(order.sweeps, 1);
+    assert_eq!(order.late, 0);
+    assert_eq!(count.0, samples);
+
+    if require_perf("perf report on hwprof's rounds") {
+        let p = perf(&["report", "--stdio", "-i", hw.to_str().unwrap()]);
+        p.assert_ok();
+        assert!(!p.stderr.contains("out of order"), "{}", p.stderr);
+    }
+    std::fs::remove_file(&hw).unwrap();
+}

@@ -150,6 +150,8 @@ pub struct MemProfile {
     pub c2c_total: Stats,
     /// Cache lines by address (c2c).
     pub lines: HashMap<u64, LineAcc>,
+    /// What the reader should be told about the replay (records out of time order).
+    pub notices: Vec<String>,
 }
 
 impl MemProfile {
@@ -364,7 +366,7 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
     if opts.kernel {
         sym.prefetch_kernel_symbols();
     }
-    replay(pd, &mut procs, &mut v)?;
+    let order = replay(pd, &mut procs, &mut v)?;
     // The functions: each distinct code location resolved once, one batch per module.
     let mut code = vec![(unknown, unknown); v.codes.len()];
     let names = &mut v.names;
@@ -384,6 +386,7 @@ pub fn collect(pd: &PerfData, opts: &Options) -> Result<MemProfile> {
     let mut p = v.p;
     p.code = code;
     p.names = v.names.into_vec();
+    p.notices.extend(order.notice());
     Ok(p)
 }
 

@@ -21,7 +21,7 @@ use crate::process::Processes;
 use crate::profile::{
     Branch, BranchEnd, EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample,
 };
-use crate::replay::{Visitor, replay};
+use crate::replay::{Order, Visitor, replay};
 use crate::symbolizer::{Symbolizer, kernel_matches};
 use crate::unwind::fp::{self, ShortStacks};
 use crate::unwind::{Arch, FileData, Unwinder, UserFrame};
@@ -177,6 +177,7 @@ pub struct Replayed<'a> {
     procs: Processes,
     events: Vec<EventInfo>,
     opts: Options,
+    order: Order,
 }
 
 impl Profile {
@@ -310,12 +311,13 @@ impl<'a, 'r> ProfileBuilder<'a, 'r> {
             weigh: self.weigh,
         };
         let mut procs = Processes::new(buildid::by_path(pd.features()));
-        replay(pd, &mut procs, &mut b)?;
+        let order = replay(pd, &mut procs, &mut b)?;
         Ok(Replayed {
             b,
             procs,
             events,
             opts: opts.clone(),
+            order,
         })
     }
 }
@@ -324,7 +326,9 @@ impl Replayed<'_> {
     /// Resolves every distinct location (one batch per module), interns the frames and
     /// assembles the samples.
     pub fn finish(self) -> Built {
-        let (profile, symbolizer, branches) = self.b.finish(self.procs, self.events, &self.opts);
+        let (mut profile, symbolizer, branches) =
+            self.b.finish(self.procs, self.events, &self.opts);
+        profile.notices.extend(self.order.notice());
         Built {
             profile,
             symbolizer,

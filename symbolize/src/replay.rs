@@ -3,13 +3,27 @@
 //!
 //! Files are written ring by ring, so a sample can come before (in file order) the MMAP2
 //! or COMM of its own exec written on another CPU's ring. Like perf, the replay goes by
-//! time: pass 1 gathers the side-band records (few) per process in time order; pass 2
-//! reads the samples and applies a process's records up to each of its samples' time
-//! (a FORK first brings the parent up to the fork) before handing the sample to the
-//! [`Visitor`]. Per process, so that a later sample of another process cannot advance
-//! this one's state. Records without a time (files recorded without `sample_id_all`)
-//! keep their file order. Both passes read the file through the reader's bounded window;
-//! only the side-band records are held.
+//! time: it holds the side-band records (few) per process in time order and applies a
+//! process's records up to each of its samples' time (a FORK first brings the parent up
+//! to the fork) before handing the sample to the [`Visitor`]. Per process, so that a
+//! later sample of another process cannot advance this one's state. Records without a
+//! time (files recorded without `sample_id_all`) keep their file order.
+//!
+//! **One read.** perf and hwprof write a `PERF_RECORD_FINISHED_ROUND` after each pass
+//! over the rings, and a record of a later round was written after that pass began: once
+//! round *n* has ended, every record up to the latest time seen by the end of round
+//! *n − 1* has been read (perf's `ordered_events` rule). So the replay reads the file
+//! once, holding the samples of the last two rounds (their bytes, decoded again when
+//! given) and giving each, in file order, once every record up to its time is in. The
+//! held samples are bounded: past [`WINDOW_CAP`] bytes the oldest half is given (perf
+//! flushes half its queue likewise); a side-band record that then arrives earlier than
+//! a sample already given is applied late and counted ([`Order::late`]).
+//!
+//! **Two sweeps** for files without rounds (hwprof's before it wrote them, synthetic
+//! ones): when [`NO_ROUNDS_LIMIT`] bytes of samples are held and no round has ended,
+//! nothing has been given or applied yet; the replay starts again, gathering the
+//! side-band records in a first sweep that skips the samples undecoded, then reads the
+//! samples. Both ways the reader reads through its bounded window.
 
 use std::collections::VecDeque;
 
@@ -19,11 +33,33 @@ use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::record::{Body, FileId, Record, Sample};
 
 use crate::buildid::BuildId;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::process::{Event, KERNEL_PID, Processes};
 
 /// `PERF_RECORD_MISC_MMAP_DATA`: a data (not executable) mapping.
 const MISC_MMAP_DATA: u16 = 1 << 13;
+
+/// Bytes of samples held, with no round ended, at which a file is taken to have no
+/// rounds and is replayed in two sweeps instead.
+pub const NO_ROUNDS_LIMIT: usize = 256 << 10;
+
+/// Bytes of samples held at most while waiting for rounds to end; past it the oldest
+/// half is given.
+pub const WINDOW_CAP: usize = 64 << 20;
+
+/// [`NO_ROUNDS_LIMIT`] and [`WINDOW_CAP`] (smaller in tests).
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    no_rounds: usize,
+    window: usize,
+}
+
+impl Limits {
+    const DEFAULT: Limits = Limits {
+        no_rounds: NO_ROUNDS_LIMIT,
+        window: WINDOW_CAP,
+    };
+}
 
 /// What a reader of a recording does with each sample.
 pub trait Visitor {
@@ -34,47 +70,342 @@ pub trait Visitor {
     fn lost(&mut self, _n: u64) {}
 }
 
-/// Replays `pd` into `procs`, handing every sample to `v` in file order (see the module
-/// docs).
-pub fn replay<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut V) -> Result<()> {
+/// How a [`replay`] put the records in time order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Order {
+    /// Times the file was read: 1 (rounds), or 2 (a file without rounds, see the
+    /// module docs).
+    pub sweeps: u8,
+    /// Side-band records (mmap, comm, fork, exit) that came after a sample later in
+    /// time than them had been given, past the window (perf's "out of order events").
+    pub late: u64,
+}
+
+impl Order {
+    /// What a user should be told, if anything.
+    pub fn notice(&self) -> Option<String> {
+        (self.late > 0).then(|| {
+            format!(
+                "{} side-band record{} (mmap, comm, fork, exit) came after later samples, \
+                 out of the recording's time order by more than the replay holds; \
+                 samples around them may be named after the process's earlier mappings",
+                self.late,
+                if self.late == 1 { "" } else { "s" }
+            )
+        })
+    }
+}
+
+/// Replays `pd` into `procs`, handing every sample to `v` in file order, each with the
+/// process state at its time (see the module docs).
+pub fn replay<V: Visitor + ?Sized>(
+    pd: &PerfData,
+    procs: &mut Processes,
+    v: &mut V,
+) -> Result<Order> {
+    replay_within(pd, procs, v, Limits::DEFAULT)
+}
+
+fn replay_within<V: Visitor + ?Sized>(
+    pd: &PerfData,
+    procs: &mut Processes,
+    v: &mut V,
+    limits: Limits,
+) -> Result<Order> {
+    match one_read(pd, procs, v, limits) {
+        Ok(late) => Ok(Order { sweeps: 1, late }),
+        Err(Halt::NoRounds) => {
+            two_sweeps(pd, procs, v)?;
+            Ok(Order { sweeps: 2, late: 0 })
+        }
+        Err(Halt::Error(e)) => Err(e),
+    }
+}
+
+/// Why [`one_read`] stopped early.
+enum Halt {
+    /// The file has no rounds: nothing was given or applied.
+    NoRounds,
+    Error(Error),
+}
+
+impl From<Error> for Halt {
+    fn from(e: Error) -> Halt {
+        Halt::Error(e)
+    }
+}
+
+impl From<hwprof_sampler::Error> for Halt {
+    fn from(e: hwprof_sampler::Error) -> Halt {
+        Halt::Error(e.into())
+    }
+}
+
+/// A record held until it may be given (a sample, or a LOST or LOST_SAMPLES record,
+/// which go in file order too): its bytes are in [`Held::bytes`].
+struct Pending {
+    /// Its [`Pos`].
+    off: u64,
+    n: u32,
+    len: u32,
+    /// Its time, or [`NO_TIME`].
+    time: u64,
+}
+
+/// [`Pending::time`] of a record without a time (due once the records before it are).
+const NO_TIME: u64 = u64::MAX;
+
+/// The samples (and lost counts) held in file order, and what decides when they go.
+#[derive(Default)]
+struct Held {
+    queue: VecDeque<Pending>,
+    /// The held records' bytes, in queue order, from `start`.
+    bytes: Vec<u8>,
+    start: usize,
+    /// Rounds ended so far.
+    rounds: u64,
+    /// Latest time read so far, and at the end of the previous round.
+    latest: Option<u64>,
+    latest_at_round: Option<u64>,
+    /// Samples up to this time may go (every record up to it is in).
+    safe: Option<u64>,
+    /// Latest time of a sample given.
+    given: Option<u64>,
+    any_given: bool,
+}
+
+impl Held {
+    /// Holds the record `bytes` at `at`, of time `time`.
+    fn hold(&mut self, at: Pos, time: Option<u64>, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+        self.queue.push_back(Pending {
+            off: at.0,
+            n: at.1,
+            len: bytes.len() as u32,
+            time: time.unwrap_or(NO_TIME),
+        });
+    }
+
+    /// The error of the first held record that does not decode, if one does not.
+    fn first_error(&self, pd: &PerfData) -> Result<()> {
+        let mut start = self.start;
+        for p in &self.queue {
+            let end = start + p.len as usize;
+            pd.decoder()
+                .decode(self.bytes.get(start..end).unwrap_or(&[]), p.off)?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.bytes.len() - self.start
+    }
+
+    /// Whether the oldest held record may go (`all`: the file has ended).
+    fn front_due(&self, all: bool) -> bool {
+        self.queue
+            .front()
+            .is_some_and(|p| all || p.time == NO_TIME || self.safe.is_some_and(|s| p.time <= s))
+    }
+}
+
+/// The reading state of [`one_read`] besides the held samples.
+struct State {
+    side: SideBand,
+    untimed: VecDeque<(Pos, Event)>,
+    data: bool,
+    exits: bool,
+    late: u64,
+}
+
+impl State {
+    /// Gives `s` (at `seq`) to `v` with its process brought up to its time.
+    fn give<V: Visitor + ?Sized>(
+        &mut self,
+        procs: &mut Processes,
+        v: &mut V,
+        seq: Pos,
+        rec: &Record<'_>,
+        s: &Sample<'_>,
+    ) -> Result<()> {
+        while self.untimed.front().is_some_and(|(sq, _)| *sq < seq) {
+            if let Some((_, ev)) = self.untimed.pop_front() {
+                procs.apply(ev);
+            }
+        }
+        let at = (s.time, seq);
+        self.side.advance(procs, KERNEL_PID, at);
+        let pid = s.pid.unwrap_or(u32::MAX);
+        self.side.advance(procs, pid, at);
+        procs.sampled(pid);
+        v.sample(procs, rec, s)
+    }
+}
+
+/// Gives the held records that are due (all of them when `all`, the oldest until
+/// `keep` bytes are left when `keep` is set).
+fn release<V: Visitor + ?Sized>(
+    pd: &PerfData,
+    held: &mut Held,
+    st: &mut State,
+    procs: &mut Processes,
+    v: &mut V,
+    all: bool,
+    keep: Option<usize>,
+) -> Result<()> {
+    loop {
+        let forced = keep.is_some_and(|k| held.held_bytes() > k);
+        if !forced && !held.front_due(all) {
+            break;
+        }
+        let Some(p) = held.queue.pop_front() else {
+            break;
+        };
+        let end = held.start + p.len as usize;
+        let bytes = held.bytes.get(held.start..end).unwrap_or(&[]);
+        let rec = pd.decoder().decode(bytes, p.off)?;
+        match &rec.body {
+            Body::Sample(s) => {
+                st.give(procs, v, (p.off, p.n), &rec, s)?;
+                if p.time != NO_TIME {
+                    held.given = held.given.max(Some(p.time));
+                }
+                held.any_given = true;
+            }
+            Body::Lost { lost, .. } | Body::LostSamples { lost } => v.lost(*lost),
+            _ => {}
+        }
+        held.start = end;
+    }
+    // Only the records still held stay: the buffer spans at most the window.
+    held.bytes.drain(..held.start);
+    held.start = 0;
+    Ok(())
+}
+
+/// The replay in one read of a file with rounds; [`Halt::NoRounds`] (before anything
+/// was given or applied) for a file without. Returns the late side-band records.
+fn one_read<V: Visitor + ?Sized>(
+    pd: &PerfData,
+    procs: &mut Processes,
+    v: &mut V,
+    limits: Limits,
+) -> std::result::Result<u64, Halt> {
+    let mut st = State {
+        side: SideBand::default(),
+        untimed: VecDeque::new(),
+        data: procs.tracks_data(),
+        exits: procs.forgets_exited(),
+        late: 0,
+    };
+    let mut held = Held::default();
+    let mut pos = Positions::default();
+    let read = pd.for_each_record_lazily(|off, bytes, rec| -> std::result::Result<(), Halt> {
+        let at = pos.of(off);
+        let time = match rec {
+            Some(rec) => rec.time(),
+            None => pd.decoder().sample_time(bytes),
+        };
+        match rec.map(|r| &r.body) {
+            None | Some(Body::Sample(_)) => {
+                if held.queue.is_empty()
+                    && time.is_none_or(|t| held.safe.is_some_and(|safe| t <= safe))
+                {
+                    // Due already: given without being held.
+                    let rec = pd.decoder().decode(bytes, off)?;
+                    if let Body::Sample(s) = &rec.body {
+                        st.give(procs, v, at, &rec, s)?;
+                    }
+                    held.given = held.given.max(time);
+                    held.any_given = true;
+                } else {
+                    held.hold(at, time, bytes);
+                }
+            }
+            Some(Body::Lost { .. } | Body::LostSamples { .. }) => held.hold(at, None, bytes),
+            Some(Body::FinishedRound) => {
+                held.rounds += 1;
+                held.safe = held.latest_at_round;
+                held.latest_at_round = held.latest;
+                release(pd, &mut held, &mut st, procs, v, false, None)?;
+            }
+            Some(_) => {
+                if let Some(ev) = rec.and_then(|rec| event(rec, st.data, st.exits)) {
+                    match time {
+                        Some(t) => {
+                            if held.given.is_some_and(|g| t < g) {
+                                st.late += 1;
+                            }
+                            st.side.push(t, at, ev);
+                        }
+                        None => st.untimed.push_back((at, ev)),
+                    }
+                }
+            }
+        }
+        held.latest = held.latest.max(time);
+        if held.rounds == 0 && !held.any_given && held.held_bytes() > limits.no_rounds {
+            return Err(Halt::NoRounds);
+        }
+        if held.held_bytes() > limits.window {
+            release(
+                pd,
+                &mut held,
+                &mut st,
+                procs,
+                v,
+                false,
+                Some(limits.window / 2),
+            )?;
+        }
+        Ok(())
+    });
+    if let Err(e) = read {
+        // The held samples come before the error in the file: the first error is theirs,
+        // if one has any (they were not decoded yet).
+        held.first_error(pd)?;
+        return Err(e);
+    }
+    release(pd, &mut held, &mut st, procs, v, true, None)?;
+    Ok(st.late)
+}
+
+/// The replay of a file without rounds: the side-band records first (samples skipped
+/// undecoded), then the samples.
+fn two_sweeps<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut V) -> Result<()> {
     let data = procs.tracks_data();
     let exits = procs.forgets_exited();
-    let mut side = SideBand::default();
-    let mut untimed: Vec<(Pos, Event)> = Vec::new();
+    let mut st = State {
+        side: SideBand::default(),
+        untimed: VecDeque::new(),
+        data,
+        exits,
+        late: 0,
+    };
     let mut pos = Positions::default();
     let side_band = |off, rec: &Record<'_>| -> Result<()> {
         let at = pos.of(off);
         if let Some(ev) = event(rec, data, exits) {
             match rec.time() {
-                Some(t) => side.push(t, at, ev),
-                None => untimed.push((at, ev)),
+                Some(t) => st.side.push(t, at, ev),
+                None => st.untimed.push_back((at, ev)),
             }
         }
         Ok(())
     };
-    // Pass 1 does not decode the samples (most of the file); when it fails, a pass that
-    // decodes everything finds the first error in file order, as pass 2 would.
+    // The first sweep does not decode the samples (most of the file); when it fails, a
+    // sweep that decodes everything finds the first error in file order, as the second
+    // would.
     if let Err(e) = pd.for_each_non_sample(side_band) {
-        pd.for_each_record(|_, _| Ok::<(), crate::Error>(()))?;
+        pd.for_each_record(|_, _| Ok::<(), Error>(()))?;
         return Err(e);
     }
-    side.sort();
-    let mut untimed = untimed.into_iter().peekable();
     let mut pos = Positions::default();
     pd.for_each_record(|off, rec| -> Result<()> {
         let seq = pos.of(off);
         match &rec.body {
-            Body::Sample(s) => {
-                while let Some((_, ev)) = untimed.next_if(|(sq, _)| *sq < seq) {
-                    procs.apply(ev);
-                }
-                let at = (s.time, seq);
-                side.advance(procs, KERNEL_PID, at);
-                let pid = s.pid.unwrap_or(u32::MAX);
-                side.advance(procs, pid, at);
-                procs.sampled(pid);
-                v.sample(procs, rec, s)?;
-            }
+            Body::Sample(s) => st.give(procs, v, seq, rec, s)?,
             Body::Lost { lost, .. } => v.lost(*lost),
             Body::LostSamples { lost } => v.lost(*lost),
             _ => {}
@@ -84,7 +415,7 @@ pub fn replay<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut
 }
 
 /// A queued side-band record: (time, position in the file, record).
-type Pending = (u64, Pos, Event);
+type Queued = (u64, Pos, Event);
 
 /// A record's position in the file (or stream): its offset, and its number among the
 /// records at that offset (those inside one `COMPRESSED` record share its offset).
@@ -114,37 +445,38 @@ impl Positions {
 /// ring by ring (`probe --stacks`) does the same once its records are in.
 #[derive(Debug, Default)]
 pub struct SideBand {
-    queues: HashMap<u32, VecDeque<Pending>>,
-    sorted: bool,
+    queues: HashMap<u32, Queue>,
+}
+
+/// One process's queued records, and whether they are in (time, position) order.
+#[derive(Debug, Default)]
+struct Queue {
+    q: VecDeque<Queued>,
+    unsorted: bool,
 }
 
 impl SideBand {
     /// Holds `ev`, of time `time` and position `at`.
     pub fn push(&mut self, time: u64, at: Pos, ev: Event) {
-        self.queues
-            .entry(ev.pid())
-            .or_default()
-            .push_back((time, at, ev));
-        self.sorted = false;
-    }
-
-    /// Puts each process's records in (time, position) order.
-    fn sort(&mut self) {
-        for q in self.queues.values_mut() {
-            q.make_contiguous().sort_by_key(|&(t, s, _)| (t, s));
+        let q = self.queues.entry(ev.pid()).or_default();
+        if q.q.back().is_some_and(|&(t, p, _)| (t, p) > (time, at)) {
+            q.unsorted = true;
         }
-        self.sorted = true;
+        q.q.push_back((time, at, ev));
     }
 
     /// Applies the held records of `pid` due at `at` (a sample's time and position):
     /// earlier times, or an equal time earlier in the file (perf's order); without a
     /// sample time, file order. A FORK first advances its parent to it.
     pub fn advance(&mut self, procs: &mut Processes, pid: u32, at: (Option<u64>, Pos)) {
-        if !self.sorted {
-            self.sort();
+        if let Some(q) = self.queues.get_mut(&pid)
+            && q.unsorted
+        {
+            q.q.make_contiguous().sort_by_key(|&(t, s, _)| (t, s));
+            q.unsorted = false;
         }
         loop {
-            let due = match self.queues.get(&pid).and_then(|q| q.front()) {
+            let due = match self.queues.get(&pid).and_then(|q| q.q.front()) {
                 Some(&(t, sq, _)) => match at.0 {
                     Some(st) => t < st || (t == st && sq < at.1),
                     None => sq < at.1,
@@ -154,7 +486,7 @@ impl SideBand {
             if !due {
                 return;
             }
-            let Some((t, sq, ev)) = self.queues.get_mut(&pid).and_then(VecDeque::pop_front) else {
+            let Some((t, sq, ev)) = self.queues.get_mut(&pid).and_then(|q| q.q.pop_front()) else {
                 return;
             };
             if let Event::Fork { ppid, .. } = ev

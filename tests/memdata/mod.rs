@@ -308,6 +308,19 @@ pub fn write_stream(
     threads: &[u32],
     accesses: impl IntoIterator<Item = Access>,
 ) {
+    write_stream_in_rounds(path, bin, name, threads, accesses, None);
+}
+
+/// [`write_stream`], with a `PERF_RECORD_FINISHED_ROUND` after every `round` samples
+/// when set, as a recorder writes one after each pass over its rings.
+pub fn write_stream_in_rounds(
+    path: &Path,
+    bin: &Bin,
+    name: &str,
+    threads: &[u32],
+    accesses: impl IntoIterator<Item = Access>,
+    round: Option<usize>,
+) {
     let events = events();
     let mut w = Writer::create(path, events.clone()).expect("create perf.data");
     let mut recs = vec![comm(PID, PID, "memshare", true, 1)];
@@ -325,6 +338,10 @@ pub fn write_stream(
     for (i, a) in accesses.into_iter().enumerate() {
         w.write_record(&sample_rec(&a, 1000 + i as u64))
             .expect("write record");
+        if round.is_some_and(|n| (i + 1) % n == 0) {
+            w.write_record(&hwprof_sampler::session::FINISHED_ROUND)
+                .expect("write record");
+        }
     }
     let ncpus = 4;
     let features = Features {
