@@ -47,9 +47,11 @@
 //! ```
 
 mod check;
+mod extra;
 mod rewrite;
 
 pub use check::{Diagnosis, Refused};
+pub use extra::{EXTRA_ID, Extra, extra_attr};
 pub use rewrite::{Rewrite, Rewritten};
 
 use std::collections::BTreeSet;
@@ -212,6 +214,9 @@ pub enum RunError {
     /// The session (its target, its rings, a callback's error).
     #[error("recording")]
     Session(#[source] Error),
+    /// An [`Extra`] source could not start or finish.
+    #[error("{0}")]
+    Extra(#[source] io::Error),
     /// Finishing the file (build ids, features, rename into place).
     #[error("finishing {}", path.display())]
     Finish {
@@ -409,7 +414,7 @@ impl Recorder {
     /// Runs the target and records it into `sink` until it ends, `stop` is stopped or
     /// the duration passes (see the module docs).
     pub fn run(self, sink: Sink<'_>, stop: &Stop) -> Result<Recorded, Box<RunError>> {
-        self.run_with(sink, stop, None)
+        self.run_with(sink, stop, None, None)
     }
 
     /// [`Recorder::run`], passing every record through `rewrite` on its way into
@@ -463,7 +468,21 @@ impl Recorder {
         stop: &Stop,
         rewrite: &mut dyn Rewrite,
     ) -> Result<Recorded, Box<RunError>> {
-        self.run_with(sink, stop, Some(rewrite))
+        self.run_with(sink, stop, Some(rewrite), None)
+    }
+
+    /// [`Recorder::run`] or [`Recorder::run_rewriting`] (with `rewrite`), with the
+    /// samples of `extra` added at the end of the perf.data file (see [`Extra`]): its
+    /// event is the file's last. Recordings of one event (whose records carry no sample
+    /// id) cannot take one: that is [`RunError::Extra`], before anything starts.
+    pub fn run_with_extra(
+        self,
+        output: crate::outfile::Output,
+        stop: &Stop,
+        rewrite: Option<&mut dyn Rewrite>,
+        extra: &mut dyn Extra,
+    ) -> Result<Recorded, Box<RunError>> {
+        self.run_with(Sink::PerfData(output), stop, rewrite, Some(extra))
     }
 
     fn run_with(
@@ -471,14 +490,30 @@ impl Recorder {
         sink: Sink<'_>,
         stop: &Stop,
         rewrite: Option<&mut dyn Rewrite>,
+        extra: Option<&mut dyn Extra>,
     ) -> Result<Recorded, Box<RunError>> {
-        let entries = match &rewrite {
+        let mut entries = match &rewrite {
             Some(r) => self.rewritten_entries(&**r),
             None => self.entries.clone(),
         };
+        let extra = match extra {
+            Some(x) => {
+                let first = entries.first().map(|e| e.attr.clone()).unwrap_or_default();
+                let entry = extra::entry(&*x, &first).ok_or_else(|| {
+                    RunError::Extra(io::Error::other(format!(
+                        "{} needs a recording whose samples carry their event's id (two events or more)",
+                        x.name()
+                    )))
+                })?;
+                let attr = entry.attr.clone();
+                entries.push(entry);
+                Some((x, attr))
+            }
+            None => None,
+        };
         let mut pass = Pass::new(rewrite);
         match sink {
-            Sink::PerfData(out) => self.run_into_file(out, stop, entries, &mut pass),
+            Sink::PerfData(out) => self.run_into_file(out, stop, entries, &mut pass, extra),
             Sink::Records(f) => {
                 let timed = self.timed;
                 for r in self.synthesized() {
@@ -534,13 +569,15 @@ impl Recorder {
         pre
     }
 
-    /// Records into a perf.data file describing `entries`, each record through `pass`.
+    /// Records into a perf.data file describing `entries`, each record through `pass`,
+    /// the samples of `extra` (with its event's attr) at the end.
     fn run_into_file(
         self,
         output: Output,
         stop: &Stop,
         entries: Vec<EventEntry>,
         pass: &mut Pass<'_>,
+        mut extra: Option<(&mut dyn Extra, hwprof_pmu::attr::Attr)>,
     ) -> Result<Recorded, Box<RunError>> {
         // Read now: the formats of uprobes defined for this session disappear with it.
         let tracing = tracing_data(&self.events, &self.session).map_err(RunError::Tracing)?;
@@ -571,6 +608,9 @@ impl Recorder {
         writer.finished_init().map_err(RunError::Synthesized)?;
 
         let timed = self.timed;
+        if let Some((x, _)) = &mut extra {
+            x.start(self.child_pid()).map_err(RunError::Extra)?;
+        }
         let mut sink_err: Option<RunError> = None;
         let stats = self.session.run(stop, |bytes: &[u8]| {
             let err = match pass.apply(bytes) {
@@ -595,6 +635,29 @@ impl Recorder {
             (Ok(s), None) => s,
             (Err(e), None) => return Err(RunError::Session(e).into()),
         };
+        if let Some((x, attr)) = extra {
+            let mut write_err = None;
+            x.finish(&attr, &mut |r: &[u8]| {
+                writer.write_record(r).map_err(|e| {
+                    let msg = e.to_string();
+                    write_err.get_or_insert(e);
+                    io::Error::other(msg)
+                })
+            })
+            .map_err(|e| match write_err.take() {
+                Some(source) => RunError::Write {
+                    path: path.clone(),
+                    source,
+                },
+                None => RunError::Extra(e),
+            })?;
+            writer
+                .write_record(&crate::session::FINISHED_ROUND)
+                .map_err(|source| RunError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+        }
         let pipe = writer.is_pipe();
         if !pipe {
             features.build_ids = buildid::build_id_entries(dsos);

@@ -576,3 +576,81 @@ mod tests {
         assert_eq!(Some(quick), full);
     }
 }
+
+/// One sample made in user space (not by the kernel): what a source beside the rings
+/// (hwprof offcpu's BPF engine) writes at the end of a recording, as `perf record
+/// --off-cpu` writes its `offcpu-time` samples.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MadeSample<'a> {
+    /// The event's sample id (`ID`/`IDENTIFIER`).
+    pub id: u64,
+    /// `PERF_RECORD_MISC_KERNEL` or `_USER` for where `ip` is.
+    pub kernel: bool,
+    /// The sample's ip (its stack's leaf).
+    pub ip: u64,
+    /// Process.
+    pub pid: u32,
+    /// Thread.
+    pub tid: u32,
+    /// In the recording's clock.
+    pub time: u64,
+    /// CPU (when the attr has `CPU`).
+    pub cpu: u32,
+    /// Weight in the event's unit (ns off CPU for `offcpu-time`).
+    pub period: u64,
+    /// With its `PERF_CONTEXT_*` markers, as the kernel writes callchains.
+    pub callchain: &'a [u64],
+}
+
+/// The sample-type bits [`sample_record`] writes.
+pub const MADE_SAMPLE_BITS: u64 = sample::IDENTIFIER
+    | sample::IP
+    | sample::TID
+    | sample::TIME
+    | sample::ID
+    | sample::CPU
+    | sample::PERIOD
+    | sample::CALLCHAIN;
+
+/// The `PERF_RECORD_SAMPLE` of `s` laid out as `attr.sample_type` says; `None` when
+/// the type asks for fields other than [`MADE_SAMPLE_BITS`], or the record would not
+/// fit a record's u16 size (a callchain of more than about 8,000 frames).
+pub fn sample_record(attr: &Attr, s: &MadeSample<'_>) -> Option<Vec<u8>> {
+    let st = attr.sample_type;
+    if st & !MADE_SAMPLE_BITS != 0 {
+        return None;
+    }
+    const SAMPLE: u32 = 9;
+    let mut r = Rec::new(SAMPLE, if s.kernel { misc::KERNEL } else { misc::USER });
+    let has = |bit| st & bit != 0;
+    if has(sample::IDENTIFIER) {
+        r.u64(s.id);
+    }
+    if has(sample::IP) {
+        r.u64(s.ip);
+    }
+    if has(sample::TID) {
+        r.u32(s.pid).u32(s.tid);
+    }
+    if has(sample::TIME) {
+        r.u64(s.time);
+    }
+    if has(sample::ID) {
+        r.u64(s.id);
+    }
+    if has(sample::CPU) {
+        r.u32(s.cpu).u32(0);
+    }
+    if has(sample::PERIOD) {
+        r.u64(s.period);
+    }
+    if has(sample::CALLCHAIN) {
+        r.u64(s.callchain.len() as u64);
+        for &ip in s.callchain {
+            r.u64(ip);
+        }
+    }
+    let size = u16::try_from(r.buf.len()).ok()?;
+    r.buf.get_mut(6..8)?.copy_from_slice(&size.to_le_bytes());
+    Some(r.buf)
+}

@@ -134,3 +134,96 @@ fn the_default_event_falls_back_to_cpu_clock_and_says_so() {
         .expect("record");
     assert_eq!(done.exit_code(), 0);
 }
+
+/// An `Extra` source (as offcpu's BPF engine is): started with the command's pid before
+/// it runs, its samples written at the end as the file's last event, which perf reads.
+#[test]
+fn an_extra_source_adds_its_event_and_samples_at_the_end() {
+    use hwprof_pmu::attr::Attr;
+    use hwprof_sampler::recorder::{EXTRA_ID, Extra};
+    use hwprof_sampler::synth::{MadeSample, sample_record};
+
+    struct Two {
+        child: Option<i32>,
+    }
+    impl Extra for Two {
+        fn name(&self) -> String {
+            "offcpu-time".into()
+        }
+        fn start(&mut self, child: Option<i32>) -> std::io::Result<()> {
+            self.child = child;
+            Ok(())
+        }
+        fn finish(
+            &mut self,
+            attr: &Attr,
+            write: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+        ) -> std::io::Result<()> {
+            let pid = self.child.unwrap_or(0) as u32;
+            const KERNEL: u64 = -128i64 as u64;
+            const USER: u64 = -512i64 as u64;
+            for (i, chain) in [[KERNEL, 0xffff_ffff_8100_0000, USER, 0x40_1000]]
+                .iter()
+                .chain(&[[USER, 0x40_2000, 0x40_3000, 0x40_4000]])
+                .enumerate()
+            {
+                let s = MadeSample {
+                    id: EXTRA_ID,
+                    kernel: i == 0,
+                    ip: chain[1],
+                    pid,
+                    tid: pid,
+                    time: u64::MAX << 32,
+                    cpu: 0,
+                    period: 1_000_000 * (i as u64 + 1),
+                    callchain: chain,
+                };
+                write(&sample_record(attr, &s).expect("a sample"))?;
+            }
+            Ok(())
+        }
+    }
+
+    let path = scratch("extra").join("perf.data");
+    let events = Encoder::host().parse("cpu-clock,dummy").expect("events");
+    let rec = RecordPlan::new(events, spin(0));
+    let recorder = Recorder::open(rec).expect("open");
+    let child = recorder.child_pid();
+    let out = Output::create(&path, &Options::PERF_DATA).expect("output");
+    let mut two = Two { child: None };
+    let done = recorder
+        .run_with_extra(out, &Stop::new().expect("stop"), None, &mut two)
+        .expect("record");
+    assert_eq!(done.exit_code(), 0);
+    assert_eq!(two.child, child);
+
+    let data = PerfData::open(&path).expect("read back");
+    let names: Vec<&str> = data.attrs().iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["cpu-clock", "dummy", "offcpu-time"]);
+    let mut extra: Vec<(u64, usize)> = Vec::new();
+    let mut last_type = 0;
+    data.for_each_record(|_, r| {
+        if let (Body::Sample(s), Some(2)) = (&r.body, r.attr) {
+            assert_eq!(s.pid, child.map(|p| p as u32));
+            extra.push((s.period.unwrap_or(0), s.callchain.map_or(0, |c| c.len())));
+        }
+        last_type = r.header.type_;
+        Ok::<(), hwprof_sampler::Error>(())
+    })
+    .expect("records");
+    assert_eq!(extra, [(1_000_000, 4), (2_000_000, 4)]);
+    assert_eq!(last_type, kind::FINISHED_ROUND);
+
+    // perf reads the file and names the event.
+    if let Ok(out) = std::process::Command::new("perf")
+        .args(["script", "-F", "event,period", "-i"])
+        .arg(&path)
+        .output()
+        && out.status.success()
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let ours: Vec<&str> = text.lines().filter(|l| l.contains("offcpu-time")).collect();
+        assert_eq!(ours.len(), 2, "{text}");
+        assert!(ours[1].contains("2000000"), "{text}");
+    }
+}
