@@ -41,6 +41,16 @@ use crate::Result;
 /// The tracepoint whose samples are switch-outs.
 pub const SCHED_SWITCH: &str = "sched:sched_switch";
 
+/// The event whose samples are blocks summed in the kernel, as `perf record --off-cpu`
+/// names it (and hwprof offcpu's BPF engine writes it): one sample per thread and
+/// stack, its period the time off CPU in ns.
+pub const OFFCPU_TIME: &str = "offcpu-time";
+
+/// The index of the [`OFFCPU_TIME`] event among `attrs`.
+pub fn summed_event(attrs: &[EventAttr]) -> Option<usize> {
+    attrs.iter().position(|a| a.name == OFFCPU_TIME)
+}
+
 /// Where the fields of a `sched_switch` sample's raw data sit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SwitchFormat {
@@ -261,6 +271,9 @@ pub struct Plan {
     early: Vec<(u32, u64)>,
     /// What was read of the threads when it opened, by tid.
     attached: HashMap<u32, Attached>,
+    /// The switch event's samples are blocks summed in the kernel ([`OFFCPU_TIME`]):
+    /// each weighs its period (ns), no pairing.
+    summed: bool,
 }
 
 /// A switch-out in the [`Plan`]: its thread and time (the key its sample carries) and its
@@ -381,6 +394,31 @@ impl Plan {
             wall,
             early,
             attached,
+            summed: false,
+        }
+    }
+
+    /// The plan for a recording whose event `event` ([`OFFCPU_TIME`]) holds the blocks
+    /// summed in the kernel (hwprof's BPF engine, `perf record --off-cpu`): each of its
+    /// samples weighs its period (ns) in µs; `early` are the waits in progress when the
+    /// `window` opened, by thread, in µs (under [`BLOCKED_AT_START`], on the kernel
+    /// stacks the window read); with `wall` the other events' samples weigh their
+    /// period too.
+    pub fn summed(
+        event: usize,
+        wall: bool,
+        early: Vec<(u32, u64)>,
+        window: Option<&Window>,
+    ) -> Plan {
+        Plan {
+            switch_event: event,
+            blocks: Vec::new(),
+            wall,
+            early,
+            attached: window
+                .map(|w| w.threads.iter().map(|t| (t.tid, t.clone())).collect())
+                .unwrap_or_default(),
+            summed: true,
         }
     }
 
@@ -399,6 +437,9 @@ impl Plan {
     ) -> Option<(u32, u64)> {
         if event != self.switch_event {
             return (self.wall && period >= 1000).then_some((Plan::ON_EVENT, period / 1000));
+        }
+        if self.summed {
+            return (period >= 1000).then_some((Plan::OFF_EVENT, period / 1000));
         }
         let key = (time, tid);
         let first = self.blocks.partition_point(|k| k.key() < key);
@@ -509,6 +550,12 @@ impl Plan {
     }
 }
 
+/// The off-CPU profile of the recording `pd` whose event `event` ([`OFFCPU_TIME`])
+/// holds the blocks summed in the kernel: [`profile`] with [`Plan::summed`].
+pub fn profile_summed(pd: &PerfData, opts: &Options, plan: Plan) -> Result<Profile> {
+    profile_with(pd, opts, plan)
+}
+
 /// The off-CPU profile of the recording `pd` (`sw` collected from it): symbolized as
 /// `opts` asks, each sample weighted as [`Plan::new`] says (with `opts.merge`, the
 /// samples of one stack and thread merge, so memory follows the distinct stacks); all
@@ -527,7 +574,11 @@ pub fn profile(
     wall: bool,
     window: Option<&Window>,
 ) -> Result<Profile> {
-    let mut plan = Plan::build(sw, min_block_us, wall, window);
+    profile_with(pd, opts, Plan::build(sw, min_block_us, wall, window))
+}
+
+/// The profile of `pd` weighed by `plan`, tagged.
+fn profile_with(pd: &PerfData, opts: &Options, mut plan: Plan) -> Result<Profile> {
     let mut weigh = |rec: &Record<'_>, s: &RecSample<'_>, period| {
         let (event, period) = plan.reweigh(
             rec.attr.unwrap_or(0),

@@ -387,3 +387,20 @@ fn switch_outs_at_one_time_take_their_blocks_in_file_order() {
     let got: Vec<(Option<u32>, u64)> = p.samples.iter().map(|s| (s.cpu, s.period)).collect();
     assert_eq!(got, [(Some(1), 70)]);
 }
+
+/// Blocks summed in the kernel (`offcpu-time`): each sample weighs its period in µs,
+/// sums under 1 µs are left out, the other events' samples count only with `wall`;
+/// the waits in progress at the window's start come in under `[blocked at start]`.
+#[test]
+fn summed_blocks_weigh_their_period() {
+    let mut p = Plan::summed(1, false, Vec::new(), None);
+    assert_eq!(p.reweigh(1, 7, 0, 2_500_000), Some((Plan::OFF_EVENT, 2500)));
+    assert_eq!(p.reweigh(1, 7, 0, 2_500_000), Some((Plan::OFF_EVENT, 2500)));
+    assert_eq!(p.reweigh(1, 7, 0, 999), None);
+    assert_eq!(p.reweigh(0, 7, 0, 250_000), None);
+    let mut wall = Plan::summed(1, true, vec![(9, 40)], None);
+    assert_eq!(wall.reweigh(0, 7, 0, 250_000), Some((Plan::ON_EVENT, 250)));
+    let tagged = wall.tag(profile_of(&[]));
+    let early: Vec<_> = tagged.samples.iter().map(|s| (s.tid, s.period)).collect();
+    assert_eq!(early, [(9, 40)]);
+}
