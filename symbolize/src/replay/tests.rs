@@ -102,15 +102,20 @@ fn write(dir: &std::path::Path, records: &[Vec<u8>]) -> PerfData {
 #[derive(Default)]
 struct Seen(Vec<(u32, Option<String>, String)>);
 
+/// The file the ip of `s` is mapped from, in `procs`.
+fn file_of(procs: &Processes, s: &Sample<'_>) -> Option<String> {
+    procs
+        .code_module(s.pid.unwrap_or(0), s.ip.unwrap_or(0))
+        .and_then(|m| match procs.module(m) {
+            Some(Module::File { path, .. }) => Some(path.clone()),
+            _ => None,
+        })
+}
+
 impl Visitor for Seen {
     fn sample(&mut self, procs: &mut Processes, _: &Record<'_>, s: &Sample<'_>) -> Result<()> {
         let pid = s.pid.unwrap_or(0);
-        let file = procs
-            .code_module(pid, s.ip.unwrap_or(0))
-            .and_then(|m| match procs.module(m) {
-                Some(Module::File { path, .. }) => Some(path.clone()),
-                _ => None,
-            });
+        let file = file_of(procs, s);
         let c = procs.comm_of(pid, pid);
         self.0.push((pid, file, procs.comm(c).to_string()));
         Ok(())
@@ -176,13 +181,7 @@ struct Files(Vec<(u64, Option<String>)>, u64);
 
 impl Visitor for Files {
     fn sample(&mut self, procs: &mut Processes, _: &Record<'_>, s: &Sample<'_>) -> Result<()> {
-        let file = procs
-            .code_module(s.pid.unwrap_or(0), s.ip.unwrap_or(0))
-            .and_then(|m| match procs.module(m) {
-                Some(Module::File { path, .. }) => Some(path.clone()),
-                _ => None,
-            });
-        self.0.push((s.time.unwrap_or(0), file));
+        self.0.push((s.time.unwrap_or(0), file_of(procs, s)));
         Ok(())
     }
 
