@@ -590,6 +590,22 @@ fn record_and_flamegraph_off_cpu() {
         .filter(|l| l.contains(r#""type":"switch""#) && l.contains(r#""out":false"#))
         .count();
     assert!(ins >= 15, "{ins} switch-in records");
+    // perf reads the file: its two events' sample types differ, so their records carry
+    // the id first (IDENTIFIER), as perf record writes them.
+    if require_perf("perf script on record --off-cpu's file") {
+        let ps = perf(&["script", "-F", "event", "-i", data.to_str().unwrap()]);
+        ps.assert_ok();
+        let switches = ps
+            .stdout
+            .lines()
+            .filter(|l| l.contains("sched:sched_switch"))
+            .count();
+        assert!(
+            switches >= 15,
+            "{switches} sched_switch samples\n{}",
+            ps.dump()
+        );
+    }
     let _ = fs::remove_file(&data);
 
     let spin = wl("spin");

@@ -349,6 +349,19 @@ pub fn configure(list: &mut EventList, o: &RecordOptions) {
         a.bpf_event = track;
         a.context_switch = track && o.switch_events;
     }
+    // As perf record (evlist__config): events whose sample types differ put their id
+    // first (`IDENTIFIER`), or readers could not find it in their records; perf refuses
+    // such a file otherwise ("non matching sample_type").
+    let first = list.events.first().map(|e| e.attr.sample_type);
+    if list
+        .events
+        .iter()
+        .any(|e| Some(e.attr.sample_type) != first)
+    {
+        for e in &mut list.events {
+            e.attr.sample_type |= sample::IDENTIFIER;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -389,6 +402,26 @@ mod tests {
         assert!(a.freq && a.sample_period == 999);
         assert!(a.disabled && a.inherit && a.enable_on_exec && a.exclude_guest);
         assert!(a.mmap && a.comm && a.task && a.mmap2 && a.comm_exec && a.sample_id_all);
+    }
+
+    /// Events whose sample types differ (a tracepoint and cpu-clock: `record
+    /// --off-cpu`) carry `IDENTIFIER`, as perf record sets it; alike ones do not.
+    #[test]
+    fn mixed_sample_types_carry_the_identifier() {
+        let mixed = configured("sched:sched_switch,cpu-clock", opts());
+        assert!(
+            mixed
+                .events
+                .iter()
+                .all(|e| e.attr.sample_type & sample::IDENTIFIER != 0)
+        );
+        let alike = configured("cpu-clock,task-clock", opts());
+        assert!(
+            alike
+                .events
+                .iter()
+                .all(|e| e.attr.sample_type & sample::IDENTIFIER == 0)
+        );
     }
 
     /// What `perf evlist -v` shows for perf 6.1's `perf record --call-graph dwarf -e
