@@ -586,10 +586,16 @@ fn profile_with(pd: &PerfData, opts: &Options, mut plan: Plan) -> Result<Profile
             s.time.unwrap_or(0),
             period,
         )?;
+        // A summed sample (offcpu-time) carries the blocks it sums as its weight.
+        let count = match (plan.summed, rec.attr == Some(plan.switch_event)) {
+            (true, true) => s.perf_weight().unwrap_or(1).max(1),
+            _ => 1,
+        };
         Some(Weighed {
             event,
             period,
             weight: None,
+            count,
         })
     };
     let p = ProfileBuilder::new(pd, opts)

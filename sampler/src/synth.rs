@@ -598,6 +598,8 @@ pub struct MadeSample<'a> {
     pub cpu: u32,
     /// Weight in the event's unit (ns off CPU for `offcpu-time`).
     pub period: u64,
+    /// `PERF_SAMPLE_WEIGHT` (the blocks an `offcpu-time` sample sums).
+    pub weight: u64,
     /// With its `PERF_CONTEXT_*` markers, as the kernel writes callchains.
     pub callchain: &'a [u64],
 }
@@ -610,7 +612,8 @@ pub const MADE_SAMPLE_BITS: u64 = sample::IDENTIFIER
     | sample::ID
     | sample::CPU
     | sample::PERIOD
-    | sample::CALLCHAIN;
+    | sample::CALLCHAIN
+    | sample::WEIGHT;
 
 /// The `PERF_RECORD_SAMPLE` of `s` laid out as `attr.sample_type` says; `None` when
 /// the type asks for fields other than [`MADE_SAMPLE_BITS`], or the record would not
@@ -649,6 +652,9 @@ pub fn sample_record(attr: &Attr, s: &MadeSample<'_>) -> Option<Vec<u8>> {
         for &ip in s.callchain {
             r.u64(ip);
         }
+    }
+    if has(sample::WEIGHT) {
+        r.u64(s.weight);
     }
     let size = u16::try_from(r.buf.len()).ok()?;
     r.buf.get_mut(6..8)?.copy_from_slice(&size.to_le_bytes());

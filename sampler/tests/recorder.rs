@@ -176,6 +176,7 @@ fn an_extra_source_adds_its_event_and_samples_at_the_end() {
                     time: u64::MAX << 32,
                     cpu: 0,
                     period: 1_000_000 * (i as u64 + 1),
+                    weight: 1,
                     callchain: chain,
                 };
                 write(&sample_record(attr, &s).expect("a sample"))?;

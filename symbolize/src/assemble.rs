@@ -87,6 +87,9 @@ pub struct Weighed {
     pub period: u64,
     /// Its weight.
     pub weight: Option<u64>,
+    /// The samples it stands for (1; more for a sample that sums several, such as an
+    /// `offcpu-time` sample of the blocks of one stack).
+    pub count: u64,
 }
 
 /// What [`ProfileBuilder::weigh`] makes of each recorded sample: given its record, its

@@ -42,10 +42,12 @@ impl Builder<'_> {
             .or_else(|| self.fixed_period.get(attr).copied())
             .unwrap_or(1);
         let mut weight = s.perf_weight();
+        let mut count = 1;
         let (event, period) = match &mut self.weigh {
             Some(f) => match f(rec, s, period) {
                 Some(w) => {
                     weight = w.weight;
+                    count = w.count;
                     (w.event, w.period)
                 }
                 None => return,
@@ -222,7 +224,7 @@ impl Builder<'_> {
             {
                 m.period = m.period.saturating_add(period);
                 m.weight = m.weight.map(|w| w.saturating_add(weight.unwrap_or(0)));
-                m.count += 1;
+                m.count += count;
                 return;
             }
             merged.insert(key, self.samples.len() as u32);
@@ -238,7 +240,7 @@ impl Builder<'_> {
             period,
             weight,
             stack,
-            count: 1,
+            count,
         });
     }
 

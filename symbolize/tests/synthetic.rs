@@ -328,6 +328,7 @@ fn jit_exec_fork_lost_and_resolved_once() {
             event: 1,
             period: period * 10,
             weight: None,
+            count: 1,
         })
     };
     let rew = ProfileBuilder::new(&pd, &merge)

@@ -85,6 +85,7 @@ pub fn profile_for_level(pd: &PerfData, opts: &Options, level: Level) -> Result<
             event: rec.attr.unwrap_or(0) as u32,
             period,
             weight: s.perf_weight(),
+            count: 1,
         })
     };
     let profile = ProfileBuilder::new(pd, &opts)

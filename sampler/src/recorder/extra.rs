@@ -39,8 +39,8 @@ pub trait Extra {
 }
 
 /// The attr of an [`Extra`] event in a recording whose first event is `first`: a
-/// software `bpf-output` event whose samples carry ip, tid, time, id, period and
-/// callchain, their sample id where `first`'s records have theirs. `None` when
+/// software `bpf-output` event whose samples carry ip, tid, time, id, period,
+/// callchain and weight (what a sample sums: blocks, for `offcpu-time`), their sample id where `first`'s records have theirs. `None` when
 /// `first`'s records carry no sample id (a recording of one event): the reader could
 /// not tell the extra samples from the others.
 pub fn extra_attr(first: &Attr) -> Option<Attr> {
@@ -53,7 +53,8 @@ pub fn extra_attr(first: &Attr) -> Option<Attr> {
     a.sample_type = (first.sample_type & layout & MADE_SAMPLE_BITS)
         | (first.sample_type & sample::CPU)
         | sample::PERIOD
-        | sample::CALLCHAIN;
+        | sample::CALLCHAIN
+        | sample::WEIGHT;
     // The id must sit where `first`'s does: the bits before ID must be the same.
     let before_id = sample::IP | sample::TID | sample::TIME | sample::ADDR;
     if first.sample_type & sample::IDENTIFIER == 0
