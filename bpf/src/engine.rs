@@ -34,6 +34,11 @@ pub mod objects {
         name: "check",
         bytes: include_bytes_aligned!("../objects/check.bpf.o"),
     };
+    /// `offcpu.bpf.c`: off-CPU time summed in the kernel ([`crate::offcpu`]).
+    pub static OFFCPU: Object = Object {
+        name: "offcpu",
+        bytes: include_bytes_aligned!("../objects/offcpu.bpf.o"),
+    };
     /// `latency.bpf.c`: one function's call latency (uprobe + uretprobe): counts, a
     /// log2 histogram, slow calls through a ring buffer.
     pub static LATENCY: Object = Object {

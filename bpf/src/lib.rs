@@ -30,7 +30,8 @@
 //!
 //! # A program
 //!
-//! A program is a C file plus a few lines of Rust: `latency.bpf.c` (a uprobe and uretprobe pair: counts, a
+//! A program is a C file plus a few lines of Rust: [`offcpu`] (off-CPU time summed per
+//! thread and stacks) is one; `latency.bpf.c` (a uprobe and uretprobe pair: counts, a
 //! log2 histogram, slow calls through a ring buffer, read in this crate's tests) is the
 //! shape of per-call pairing (malloc/free, syscall enter/exit, function latency):
 //!
@@ -62,6 +63,7 @@ mod engine;
 mod error;
 #[allow(unsafe_code)]
 mod maps;
+pub mod offcpu;
 
 pub use engine::{
     Engine, Global, Loader, Log2Hist, NO_STACK, Object, Ring, StackErrors, StackReader, UprobeAt,
@@ -69,3 +71,4 @@ pub use engine::{
 };
 pub use error::{Error, Unavailable};
 pub use maps::LatencyEvent;
+pub use offcpu::{BlockKind, Blocked, Dropped, OffCpu, OffCpuData, OffCpuOptions};

@@ -8,6 +8,53 @@
 
 use aya::Pod;
 
+/// `struct config` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OffCpuConfig {
+    pub window_start: u64,
+    pub open: u32,
+    pub present: u32,
+}
+
+/// `struct start` of offcpu.bpf.c: a switch-out with no switch-in yet.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OffCpuStart {
+    pub ts: u64,
+    pub tgid: u32,
+    pub ustack: i32,
+    pub kstack: i32,
+    pub pad: u32,
+}
+
+/// `struct block_key` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct OffCpuKey {
+    pub tgid: u32,
+    pub tid: u32,
+    pub ustack: i32,
+    pub kstack: i32,
+    pub kind: u32,
+    pub pad: u32,
+}
+
+/// `struct block_val` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OffCpuSum {
+    pub ns: u64,
+    pub count: u64,
+}
+
+/// `struct thread` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Comm {
+    pub comm: [u8; 16],
+}
+
 /// `struct event` of latency.bpf.c: one call slower than the threshold.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,6 +71,20 @@ pub struct LatencyEvent {
     pub pad: u32,
 }
 
+// SAFETY: repr(C), integer fields only with explicit padding (no implicit padding
+// bytes: 8 + 4 + 4 = 16 bytes, checked below); every bit pattern is a valid value.
+unsafe impl Pod for OffCpuConfig {}
+// SAFETY: repr(C), integer fields only, explicit `pad` (8 + 4 * 4 = 24 bytes, checked
+// below); every bit pattern is a valid value.
+unsafe impl Pod for OffCpuStart {}
+// SAFETY: repr(C), six u32/i32 fields, explicit `pad` (24 bytes, no implicit padding,
+// checked below); every bit pattern is a valid value.
+unsafe impl Pod for OffCpuKey {}
+// SAFETY: repr(C), two u64 (16 bytes, no padding); every bit pattern is valid.
+unsafe impl Pod for OffCpuSum {}
+// SAFETY: repr(C), one byte array (16 bytes, alignment 1, no padding); every bit
+// pattern is valid.
+unsafe impl Pod for Comm {}
 // SAFETY: repr(C), integer fields only, explicit `pad` (4 + 4 + 8 + 4 + 4 = 24 bytes,
 // checked below); every bit pattern is a valid value.
 unsafe impl Pod for LatencyEvent {}
@@ -51,6 +112,11 @@ mod tests {
     /// The sizes of the C structs (clang for the BPF target: same rules as x86-64).
     #[test]
     fn sizes_match_the_c_structs() {
+        assert_eq!(size_of::<OffCpuConfig>(), 16);
+        assert_eq!(size_of::<OffCpuStart>(), 24);
+        assert_eq!(size_of::<OffCpuKey>(), 24);
+        assert_eq!(size_of::<OffCpuSum>(), 16);
+        assert_eq!(size_of::<Comm>(), 16);
         assert_eq!(size_of::<LatencyEvent>(), 24);
     }
 
