@@ -1,0 +1,50 @@
+/* What every hwprof BPF program shares: its includes, the stack depth, the `dropped`
+ * counters (the bounded-maps rule) and a log2 histogram helper.
+ *
+ * No vmlinux.h and no CO-RE: programs attach to classic tracepoints, whose argument
+ * layouts are the stable ABI written out by hand from tracefs's format files, and to
+ * uprobes. Maps are BTF-defined (SEC(".maps")), so objects are built with -g. */
+#pragma once
+#include <linux/bpf.h>
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+
+/* Frames kept per stack: perf's default kernel.perf_event_max_stack. A stack map's
+ * value_size may not exceed that sysctl times 8. */
+#define HWPROF_STACK_DEPTH 127
+
+/* A stack id no one asked for (the options left that kind of stack out). The kernel's
+ * own errors are other negative values (-EFAULT, -EEXIST...). */
+#define HWPROF_NO_STACK (-1)
+
+/* Every map has max_entries; what did not fit is counted here, one slot per reason
+ * (each program names its slots), and hwprof shows it. */
+#define HWPROF_DROPPED_SLOTS 8
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, HWPROF_DROPPED_SLOTS);
+    __type(key, __u32);
+    __type(value, __u64);
+} dropped SEC(".maps");
+
+static __always_inline void hwprof_drop(__u32 slot)
+{
+    __u64 *c = bpf_map_lookup_elem(&dropped, &slot);
+    if (c)
+        __sync_fetch_and_add(c, 1);
+}
+
+/* The log2 slot of v: 0 for 0 and 1, else floor(log2(v)), at most 63. */
+static __always_inline __u32 hwprof_log2(__u64 v)
+{
+    __u32 r = 0, s;
+    s = (v > 0xffffffffULL) << 5; v >>= s; r |= s;
+    s = (v > 0xffffULL) << 4;     v >>= s; r |= s;
+    s = (v > 0xffULL) << 3;       v >>= s; r |= s;
+    s = (v > 0xfULL) << 2;        v >>= s; r |= s;
+    s = (v > 0x3ULL) << 1;        v >>= s; r |= s;
+    r |= (v >> 1);
+    return r;
+}
+
+char LICENSE[] SEC("license") = "GPL"; /* bpf_get_stackid and friends are GPL-only */

@@ -1,0 +1,74 @@
+//! hwprof's BPF engine: programs written for hwprof, loaded into the kernel with
+//! [aya](https://aya-rs.dev) (pure Rust), which aggregate there (sums, counts, log2
+//! histograms, stacks) so that only the results, or the rare events that must reach
+//! user space, cross into hwprof.
+//!
+//! # How it is put together
+//!
+//! - **Programs** are C files in `bpf/src/c/` (`*.bpf.c`, sharing `hwprof.h`), compiled
+//!   by `bpf/build.sh` into `bpf/objects/*.bpf.o`, which are committed and embedded
+//!   ([`objects`]): `cargo build` needs no BPF compiler. CI checks that a rebuild gives
+//!   the same bytes (`bpf/build.sh --check`). No vmlinux.h and no CO-RE: programs attach
+//!   to classic tracepoints (argument layouts written out from tracefs's format files,
+//!   a stable ABI) and uprobes, so they load on any kernel with BTF-defined maps and
+//!   BPF ring buffers (5.8 and later).
+//! - **The engine** ([`Loader`], [`Engine`]) loads an object with its `volatile const`
+//!   globals and map sizes set, attaches its programs to tracepoints and uprobes
+//!   (symbol or file offset, one process or all), detaches them, and reads its maps:
+//!   hash maps ([`Engine::hash_entries`]), array and per-CPU array counters
+//!   ([`Engine::counters`]), log2 histograms ([`Engine::log2_hist`]), stack-trace maps
+//!   ([`Engine::stacks`]: ids to instruction pointers, leaf first, the kernel's errors
+//!   counted), and BPF ring buffers drained into a callback ([`Engine::ring`], polled or
+//!   through its fd). [`Engine::check`] says whether BPF can be used here and, if not,
+//!   why in one line ([`Unavailable`]).
+//! - **Bounded maps:** every map has `max_entries`, and every program counts what did
+//!   not fit in its `dropped` array (one slot per reason, [`Engine::dropped`]), which
+//!   its Rust module returns so that hwprof can show it.
+//! - **Nothing outlives hwprof:** programs, attachments and maps are held by file
+//!   descriptors; dropping the [`Engine`], or the process ending in any way (SIGKILL
+//!   too), removes them from the kernel.
+//!
+//! # A program
+//!
+//! A program is a C file plus a few lines of Rust: [`offcpu`] (off-CPU time summed per
+//! thread and stacks) is one; `latency.bpf.c` (a uprobe and uretprobe pair: counts, a
+//! log2 histogram, slow calls through a ring buffer, read in this crate's tests) is the
+//! shape of per-call pairing (malloc/free, syscall enter/exit, function latency):
+//!
+//! ```no_run
+//! use hwprof_bpf::{Loader, UprobeAt, objects};
+//! # fn main() -> Result<(), hwprof_bpf::Error> {
+//! let mut e = Loader::new(&objects::LATENCY)
+//!     .global("threshold_ns", 1_000_000u64)
+//!     .max_entries("entry", 4096)
+//!     .load()?;
+//! let bin = std::path::Path::new("/usr/bin/true");
+//! e.attach_uprobe("latency_entry", bin, UprobeAt::Symbol("main"), None)?;
+//! e.attach_uprobe("latency_return", bin, UprobeAt::Symbol("main"), None)?;
+//! let mut slow = e.ring("events")?;
+//! // ... the workload runs; drain `slow` when its fd is readable ...
+//! slow.drain(|bytes| { let _ = hwprof_bpf::LatencyEvent::from_bytes(bytes); });
+//! e.detach()?;
+//! let hist = e.log2_hist("hist")?;
+//! let [calls, returns] = e.counters("counts")?[..] else { unreachable!() };
+//! let dropped = e.dropped()?;
+//! # let _ = (hist, calls, returns, dropped); Ok(()) }
+//! ```
+//!
+//! The crate's only `unsafe` is in `maps` (aya's `Pod` for the C structs).
+
+#![deny(unsafe_code)]
+
+mod engine;
+mod error;
+#[allow(unsafe_code)]
+mod maps;
+pub mod offcpu;
+
+pub use engine::{
+    Engine, Global, Loader, Log2Hist, NO_STACK, Object, Ring, StackErrors, StackReader, UprobeAt,
+    now_ns, objects,
+};
+pub use error::{Error, Unavailable};
+pub use maps::LatencyEvent;
+pub use offcpu::{BlockKind, Blocked, Dropped, OffCpu, OffCpuData, OffCpuOptions};

@@ -1,0 +1,135 @@
+//! The layouts the BPF programs share with Rust: `#[repr(C)]` mirrors of the C structs
+//! of `src/c/*.bpf.c`, and the crate's only `unsafe`: aya's `Pod` for each, which lets
+//! aya copy them to and from map memory as bytes.
+//!
+//! Each struct has explicit padding fields, so that no byte of it is uninitialized
+//! padding, and only integer fields (and integer arrays), so that every bit pattern the
+//! kernel hands back is a valid value. The tests below pin their sizes to the C ones.
+
+use aya::Pod;
+
+/// `struct config` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OffCpuConfig {
+    pub window_start: u64,
+    pub open: u32,
+    pub present: u32,
+}
+
+/// `struct start` of offcpu.bpf.c: a switch-out with no switch-in yet.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OffCpuStart {
+    pub ts: u64,
+    pub tgid: u32,
+    pub ustack: i32,
+    pub kstack: i32,
+    pub pad: u32,
+}
+
+/// `struct block_key` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct OffCpuKey {
+    pub tgid: u32,
+    pub tid: u32,
+    pub ustack: i32,
+    pub kstack: i32,
+    pub kind: u32,
+    pub pad: u32,
+}
+
+/// `struct block_val` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OffCpuSum {
+    pub ns: u64,
+    pub count: u64,
+}
+
+/// `struct thread` of offcpu.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Comm {
+    pub comm: [u8; 16],
+}
+
+/// `struct event` of latency.bpf.c: one call slower than the threshold.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatencyEvent {
+    /// The process.
+    pub tgid: u32,
+    /// The thread.
+    pub tid: u32,
+    /// The call's latency.
+    pub ns: u64,
+    /// Its user stack's id in the program's `stacks` map (negative: the kernel's error).
+    pub ustack: i32,
+    /// Padding (zero).
+    pub pad: u32,
+}
+
+// SAFETY: repr(C), integer fields only with explicit padding (no implicit padding
+// bytes: 8 + 4 + 4 = 16 bytes, checked below); every bit pattern is a valid value.
+unsafe impl Pod for OffCpuConfig {}
+// SAFETY: repr(C), integer fields only, explicit `pad` (8 + 4 * 4 = 24 bytes, checked
+// below); every bit pattern is a valid value.
+unsafe impl Pod for OffCpuStart {}
+// SAFETY: repr(C), six u32/i32 fields, explicit `pad` (24 bytes, no implicit padding,
+// checked below); every bit pattern is a valid value.
+unsafe impl Pod for OffCpuKey {}
+// SAFETY: repr(C), two u64 (16 bytes, no padding); every bit pattern is valid.
+unsafe impl Pod for OffCpuSum {}
+// SAFETY: repr(C), one byte array (16 bytes, alignment 1, no padding); every bit
+// pattern is valid.
+unsafe impl Pod for Comm {}
+// SAFETY: repr(C), integer fields only, explicit `pad` (4 + 4 + 8 + 4 + 4 = 24 bytes,
+// checked below); every bit pattern is a valid value.
+unsafe impl Pod for LatencyEvent {}
+
+impl LatencyEvent {
+    /// The event in the bytes of a ring buffer record; `None` when they are too short.
+    pub fn from_bytes(b: &[u8]) -> Option<LatencyEvent> {
+        let u32_at = |o: usize| Some(u32::from_ne_bytes(b.get(o..o + 4)?.try_into().ok()?));
+        let u64_at = |o: usize| Some(u64::from_ne_bytes(b.get(o..o + 8)?.try_into().ok()?));
+        Some(LatencyEvent {
+            tgid: u32_at(0)?,
+            tid: u32_at(4)?,
+            ns: u64_at(8)?,
+            ustack: u32_at(16)? as i32,
+            pad: u32_at(20)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    /// The sizes of the C structs (clang for the BPF target: same rules as x86-64).
+    #[test]
+    fn sizes_match_the_c_structs() {
+        assert_eq!(size_of::<OffCpuConfig>(), 16);
+        assert_eq!(size_of::<OffCpuStart>(), 24);
+        assert_eq!(size_of::<OffCpuKey>(), 24);
+        assert_eq!(size_of::<OffCpuSum>(), 16);
+        assert_eq!(size_of::<Comm>(), 16);
+        assert_eq!(size_of::<LatencyEvent>(), 24);
+    }
+
+    #[test]
+    fn latency_events_from_bytes() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&7u32.to_ne_bytes());
+        b.extend_from_slice(&8u32.to_ne_bytes());
+        b.extend_from_slice(&123_456u64.to_ne_bytes());
+        b.extend_from_slice(&(-14i32).to_ne_bytes());
+        b.extend_from_slice(&0u32.to_ne_bytes());
+        let e = LatencyEvent::from_bytes(&b).expect("event");
+        assert_eq!((e.tgid, e.tid, e.ns, e.ustack), (7, 8, 123_456, -14));
+        assert_eq!(LatencyEvent::from_bytes(&b[..20]), None);
+    }
+}

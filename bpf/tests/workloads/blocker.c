@@ -1,0 +1,125 @@
+/* Blocks for known times in a known function, for the BPF engine's tests (x86-64).
+ *
+ * The blocking system calls are made with inline `syscall` instructions inside
+ * sleeper_fn and target_fn, so that a frame-pointer walk of the user stack starts in
+ * them (a libc wrapper without a frame pointer would hide its caller).
+ *
+ *   blocker sleep MS COUNT [MS COUNT...]  after a line on stdin, sleeper_fn(MS) COUNT
+ *                                         times per pair; prints "measured NS" (the
+ *                                         CLOCK_MONOTONIC time inside sleeper_fn)
+ *   blocker fork MS COUNT                 after a line on stdin, a child process does
+ *                                         "sleep MS COUNT" (prints "child PID" and its
+ *                                         "measured NS"); the parent waits for it
+ *   blocker ready MS                      after a line on stdin, prints "ready", then
+ *                                         sleeper_fn(MS)
+ *   blocker early MS                      prints "ready", then sleeper_fn(MS), at once
+ *   blocker calls N SLOW MS               after a line on stdin, target_fn(0) N times
+ *                                         and target_fn(MS) SLOW times
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+static inline long raw_nanosleep(const struct timespec *ts)
+{
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(35L /* SYS_nanosleep */), "D"(ts), "S"(0L)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+__attribute__((noinline)) long long sleeper_fn(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    long long t0 = now_ns();
+    raw_nanosleep(&ts);
+    long long t1 = now_ns();
+    __asm__ volatile("" ::: "memory");
+    return t1 - t0;
+}
+
+__attribute__((noinline)) long target_fn(long ms)
+{
+    if (ms > 0) {
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        raw_nanosleep(&ts);
+    }
+    __asm__ volatile("" ::: "memory");
+    return ms;
+}
+
+static void wait_go(void)
+{
+    char line[64];
+    if (!fgets(line, sizeof line, stdin))
+        exit(3);
+}
+
+static long long run_sleeps(int argc, char **argv)
+{
+    long long total = 0;
+    for (int i = 0; i + 1 < argc; i += 2) {
+        long ms = atol(argv[i]), count = atol(argv[i + 1]);
+        for (long c = 0; c < count; c++)
+            total += sleeper_fn(ms);
+    }
+    return total;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (argc < 2)
+        return 2;
+    if (!strcmp(argv[1], "sleep")) {
+        wait_go();
+        printf("measured %lld\n", run_sleeps(argc - 2, argv + 2));
+        return 0;
+    }
+    if (!strcmp(argv[1], "fork") && argc == 4) {
+        wait_go();
+        pid_t p = fork();
+        if (p == 0) {
+            printf("child %d\n", (int)getpid());
+            printf("measured %lld\n", run_sleeps(2, argv + 2));
+            _exit(0);
+        }
+        int st;
+        waitpid(p, &st, 0);
+        return 0;
+    }
+    if (!strcmp(argv[1], "ready") && argc == 3) {
+        wait_go();
+        printf("ready\n");
+        sleeper_fn(atol(argv[2]));
+        return 0;
+    }
+    if (!strcmp(argv[1], "early") && argc == 3) {
+        printf("ready\n");
+        sleeper_fn(atol(argv[2]));
+        return 0;
+    }
+    if (!strcmp(argv[1], "calls") && argc == 5) {
+        wait_go();
+        long n = atol(argv[2]), slow = atol(argv[3]), ms = atol(argv[4]), sum = 0;
+        for (long i = 0; i < n; i++)
+            sum += target_fn(0);
+        for (long i = 0; i < slow; i++)
+            sum += target_fn(ms);
+        printf("done %ld\n", sum);
+        return 0;
+    }
+    return 2;
+}
