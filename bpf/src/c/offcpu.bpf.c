@@ -240,20 +240,25 @@ static __always_inline void switch_in(struct sched_switch_args *a, __u32 tid, __
                   now - cfg->window_start);
 }
 
+/* What a program on a tracepoint returns: 0 would drop the tracepoint's perf events for
+ * every other user of it on the system (perf_trace_run_bpf_submit skips them when the
+ * program returns 0), emptying a `perf record -e sched:sched_switch` made meanwhile. */
+#define KEEP_PERF_EVENTS 1
+
 SEC("tracepoint/sched/sched_switch")
 int offcpu_switch(struct sched_switch_args *a)
 {
     __u32 zero = 0;
     struct config *cfg = bpf_map_lookup_elem(&config, &zero);
     if (!cfg)
-        return 0;
+        return KEEP_PERF_EVENTS;
     __u64 now = bpf_ktime_get_ns();
     __u32 prev = a->prev_pid, next = a->next_pid;
     if (prev)
         switch_out(a, prev, now, cfg);
     if (next)
         switch_in(a, next, now, cfg);
-    return 0;
+    return KEEP_PERF_EVENTS;
 }
 
 /* A new task: with follow_forks, a child process of a target is a target; a new thread
@@ -266,12 +271,12 @@ int offcpu_newtask(struct task_newtask_args *a)
     if (cfg && cfg->present)
         bpf_map_delete_elem(&present, &child);
     if (!follow_forks || all_threads || (a->clone_flags & CLONE_THREAD))
-        return 0;
+        return KEEP_PERF_EVENTS;
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
     if (!bpf_map_lookup_elem(&targets, &tgid))
-        return 0;
+        return KEEP_PERF_EVENTS;
     __u8 one = 1;
     if (bpf_map_update_elem(&targets, &child, &one, BPF_ANY) != 0)
         hwprof_drop(DROP_TARGETS);
-    return 0;
+    return KEEP_PERF_EVENTS;
 }
