@@ -16,6 +16,7 @@ use clap::{Args, Parser, Subcommand};
 use hwprof_analysis::fold::Weight;
 use hwprof_pmu::target::{Flags, Rules, Target, TargetError};
 
+pub use choices::Engine;
 pub use group::{InputArgs, InputWords, RecordArgs, RecordWords, SHORT_SYMFS_HELP, SYMFS_HELP};
 pub use value::{block_us, interval_ms, threshold_ns, timeout_ms};
 
@@ -612,6 +613,18 @@ pub struct OffcpuArgs {
     /// Leave kernel frames out of the stacks.
     #[arg(long = "no-kernel")]
     pub no_kernel: bool,
+    /// How to trace: `bpf` sums the blocked time per thread and stack in the kernel
+    /// (frame-pointer stacks; root, or CAP_BPF and CAP_PERFMON); `perf` records every
+    /// context switch with its stack through perf events and pairs them here (what
+    /// --call-graph dwarf needs: each stack copy goes to user space); `auto`: bpf where
+    /// it loads and the stacks are frame pointers, else perf, with a note.
+    #[arg(
+        long = "engine",
+        value_name = "ENGINE",
+        default_value = "auto",
+        value_enum
+    )]
+    pub engine: Engine,
 }
 
 /// What `hwprof offcpu` takes of [`RecordArgs`], in its words.

@@ -6,6 +6,7 @@
 //! stacks (`--folded`), or a table (`--report`).
 
 mod attach;
+mod bpf;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -22,11 +23,12 @@ use hwprof_sampler::recorder::RecordPlan;
 use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
-use crate::args::{FlamegraphArgs, OffcpuArgs};
+use crate::args::{Engine, FlamegraphArgs, OffcpuArgs};
 use crate::destination::write_output;
 use crate::error::usage;
 use crate::render::svg::{self, Render};
 use crate::render::thousands;
+use hwprof_bpf::offcpu::OffCpuOptions;
 
 use crate::args::OFFCPU_OUT as DEFAULT_OUT;
 
@@ -66,6 +68,11 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
     let data_pages = crate::sampling::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
     let output = crate::sampling::open_output(&data, stop)?;
+    if let Some(summed) = engine(&a, &target, dwarf)? {
+        return run_bpf(
+            &a, summed, target, mode, output, &data, early, scratch, stop,
+        );
+    }
     let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
     let command = matches!(target, Target::Command(_));
     let system_wide = target.is_system_wide();
@@ -121,9 +128,155 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         .zip(done.stats.started)
         .map(|(t, started)| attach::window(&target, t, started, done.stats.wall));
     let code = done.exit_code();
-    draw_into(&a, &data, early, false, window.as_ref())?;
+    draw_into(&a, &data, early, false, window.as_ref(), &[])?;
     drop(scratch);
     Ok(code)
+}
+
+/// The BPF engine, started, when `--engine` and the target let it run: `None` for the
+/// perf-event path (asked for; needed for DWARF stacks, single threads or some CPUs;
+/// or, with `auto`, BPF unavailable here, which a note says).
+fn engine(a: &OffcpuArgs, target: &Target, dwarf: bool) -> anyhow::Result<Option<bpf::Summed>> {
+    let why_not = if dwarf {
+        Some("--call-graph dwarf copies each stack to user space")
+    } else {
+        match target {
+            Target::Tids(_) | Target::During { .. }
+                if matches!(attach_of(target), Target::Tids(_)) =>
+            {
+                Some("it follows processes (-p) or the whole system (-a), not single threads (-t)")
+            }
+            _ if matches!(attach_of(target), Target::SystemWide { cpus: Some(_) }) => {
+                Some("it traces every CPU (-a), not a list of CPUs (-C)")
+            }
+            _ => None,
+        }
+    };
+    match (a.engine, why_not) {
+        (Engine::Perf, _) => return Ok(None),
+        (Engine::Auto, Some(_)) => return Ok(None),
+        (Engine::Bpf, Some(why)) => {
+            return usage(format!(
+                "--engine bpf cannot trace this: {why}; use --engine perf"
+            ));
+        }
+        _ => {}
+    }
+    let (all, tgids) = match attach_of(target) {
+        Target::SystemWide { .. } => (true, Vec::new()),
+        Target::Pids(p) => (
+            false,
+            p.iter().filter_map(|&p| u32::try_from(p).ok()).collect(),
+        ),
+        _ => (false, Vec::new()),
+    };
+    let opts = OffCpuOptions {
+        all,
+        tgids,
+        follow_forks: true,
+        min_block_ns: a.min_block.saturating_mul(1000),
+        user_stacks: true,
+        kernel_stacks: !a.no_kernel,
+        ..OffCpuOptions::default()
+    };
+    match bpf::Summed::start(&opts, matches!(target, Target::Command(_))) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if a.engine == Engine::Auto => {
+            eprintln!(
+                "hwprof: note: {}: tracing every switch with perf events instead (more overhead; --engine perf says so without trying)",
+                crate::render::escape(&e.to_string())
+            );
+            Ok(None)
+        }
+        Err(e) => Err(anyhow::anyhow!("--engine bpf: {e}")),
+    }
+}
+
+/// What is attached to: `target`, or the `-p`/`-t`/`-a` part of a command-bounded one.
+fn attach_of(target: &Target) -> &Target {
+    match target {
+        Target::During { of, .. } => of,
+        t => t,
+    }
+}
+
+/// `hwprof offcpu` on the BPF engine (see [`bpf`]): the recording holds the side-band
+/// records (and cpu-clock samples with `--wall`), the kernel's sums are written at its
+/// end as `offcpu-time` samples.
+#[allow(clippy::too_many_arguments)]
+fn run_bpf(
+    a: &OffcpuArgs,
+    mut summed: bpf::Summed,
+    target: Target,
+    mode: CallGraph,
+    output: Output,
+    data: &Path,
+    early: Option<Output>,
+    scratch: Option<hwprof_sampler::outfile::ScratchDir>,
+    stop: &Stop,
+) -> anyhow::Result<u8> {
+    let enc = crate::events::encoder(None, &[])?;
+    // The side-band records come with a dummy event; cpu-clock samples are the on-CPU
+    // side of --wall.
+    let event = if a.wall { "cpu-clock" } else { "dummy" };
+    let command = matches!(target, Target::Command(_));
+    let system_wide = target.is_system_wide();
+    let attached = attach::applies(&target);
+    let mut rec = RecordPlan::new(
+        crate::events::parse_all(&enc, &[event.to_string()])?,
+        target.clone(),
+    );
+    rec.options = RecordOptions {
+        call_graph: a.wall.then_some(mode),
+        command,
+        system_wide,
+        ..RecordOptions::default()
+    };
+    config::configure(&mut rec.events, &rec.options);
+    // The offcpu-time samples written at the end find their event by its id.
+    for e in &mut rec.events.events {
+        e.attr.sample_type |= sample::IDENTIFIER;
+    }
+    rec.configure = false;
+    if attached {
+        attach::use_clock(&mut rec);
+    }
+    rec.session = SessionOptions {
+        data_pages: crate::sampling::ring_pages(Some("2M"))?,
+        inherit: true,
+        duration: a.record.duration,
+    };
+    let threads = attached.then(|| attach::threads(&target, !a.no_kernel));
+    let done = crate::sampling::record_with_extra(rec, output, &mut summed, stop)?;
+    warn_dropped(&summed.dropped);
+    let window = threads
+        .zip(done.stats.started)
+        .map(|(t, started)| attach::window(&target, t, started, done.stats.wall));
+    let code = done.exit_code();
+    draw_into(a, data, early, false, window.as_ref(), &summed.early)?;
+    drop(scratch);
+    Ok(code)
+}
+
+/// Says what did not fit the BPF engine's maps (its sizes are fixed at load).
+fn warn_dropped(d: &hwprof_bpf::offcpu::Dropped) {
+    let parts: Vec<String> = [
+        (d.blocks, "blocks"),
+        (d.starts, "switch-outs"),
+        (d.threads, "threads"),
+        (d.targets, "child processes"),
+        (d.stacks.collisions + d.stacks.other, "stacks"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{} {what}", thousands(*n)))
+    .collect();
+    if !parts.is_empty() {
+        eprintln!(
+            "hwprof: warning: the kernel's maps were full: {} not counted: the times are lower bounds (trace fewer processes, or for less time)",
+            parts.join(", ")
+        );
+    }
 }
 
 /// `--call-graph`: frame pointers or DWARF (LBR records only branches of hardware
@@ -139,7 +292,9 @@ fn stack_mode(arg: Option<&str>, target: &Target) -> anyhow::Result<CallGraph> {
     }
 }
 
-/// The off-CPU profile of the recording `path` ([`offcpu::profile`]): the switch-out
+/// The off-CPU profile of the recording `path` ([`offcpu::profile`]; of its
+/// `offcpu-time` samples when the kernel summed the blocks, `summed_early` the waits in
+/// progress when its window opened): the switch-out
 /// samples that ended, each with its time off CPU (µs) as its period; blocks shorter than
 /// `min_block_us` are left out. With `wall`, the on-CPU samples too, every stack ending in
 /// `[off]` or `[on]`. All samples are of event 0. With the `window` the recording
@@ -150,8 +305,17 @@ pub fn offcpu_profile(
     min_block_us: u64,
     wall: bool,
     window: Option<&offcpu::Window>,
+    summed_early: &[(u32, u64)],
 ) -> anyhow::Result<Profile> {
     let pd = crate::input::open(path)?;
+    if let Some(event) = offcpu::summed_event(pd.attrs()) {
+        // Blocks summed in the kernel (the BPF engine, or perf record --off-cpu).
+        let plan = offcpu::Plan::summed(event, wall, summed_early.to_vec(), window);
+        let p = offcpu::profile_summed(&pd, opts, plan)
+            .with_context(|| format!("symbolizing {}", path.display()))?;
+        crate::input::notices(&p);
+        return Ok(p);
+    }
     let switch_event = offcpu::switch_event(pd.attrs())
         .with_context(|| format!("{} has no sched:sched_switch samples", path.display()))?;
     // The layout the recording kernel wrote the raw data in, from the file.
@@ -202,7 +366,7 @@ fn to_stdout(a: &OffcpuArgs) -> bool {
 
 /// Draws the recording `data` to `-o` (or stdout).
 pub(crate) fn draw(a: &OffcpuArgs, data: &Path) -> anyhow::Result<()> {
-    draw_into(a, data, None, true, None)
+    draw_into(a, data, None, true, None, &[])
 }
 
 /// [`draw`], into `early` when the output was opened before recording; says how many
@@ -215,6 +379,7 @@ fn draw_into(
     early: Option<Output>,
     say_truncated: bool,
     window: Option<&offcpu::Window>,
+    summed_early: &[(u32, u64)],
 ) -> anyhow::Result<()> {
     let opts = SymOptions {
         inline: true,
@@ -224,7 +389,7 @@ fn draw_into(
         merge: true,
         symfs: a.record.symfs.clone(),
     };
-    let profile = offcpu_profile(data, &opts, a.min_block, a.wall, window)?;
+    let profile = offcpu_profile(data, &opts, a.min_block, a.wall, window, summed_early)?;
     // Read from a file: a recording made here said both when it was made.
     if say_truncated {
         crate::render::note_truncated(&profile);
@@ -318,6 +483,7 @@ pub fn flamegraph(a: FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         report: false,
         wall: true,
         no_kernel: a.no_kernel,
+        engine: crate::args::Engine::Auto,
     };
     if recording {
         return run(oa, stop);

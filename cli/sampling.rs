@@ -162,14 +162,7 @@ pub fn record(
             eprintln!("hwprof: note: {}", crate::render::escape(n));
         }
     };
-    let recorder = match Recorder::open(rec) {
-        Ok(r) => r,
-        Err(e) => {
-            e.notices.iter().for_each(note);
-            return Err(open_error(*e, branch_flag));
-        }
-    };
-    recorder.notices().iter().for_each(note);
+    let recorder = open_recorder(rec, quiet, branch_flag)?;
     let unwind = !raw_stacks && OnlineUnwinder::applies(recorder.entries());
     let done = match (unwind, Arch::host()) {
         (true, Some(arch)) => {
@@ -209,6 +202,50 @@ pub fn record(
         }
         (false, _) => recorder.run(Sink::PerfData(output), stop)?,
     };
+    warn_lost(&done);
+    Ok(done)
+}
+
+/// [`record`] with `extra`'s samples at the end of the file
+/// ([`Recorder::run_with_extra`]): no rewriting of the rings' records (their stacks
+/// are frame pointers, or none).
+pub fn record_with_extra(
+    rec: RecordPlan,
+    output: Output,
+    extra: &mut dyn hwprof_sampler::recorder::Extra,
+    stop: &Stop,
+) -> anyhow::Result<Recorded> {
+    let recorder = open_recorder(rec, false, None)?;
+    let done = recorder.run_with_extra(output, stop, None, extra)?;
+    warn_lost(&done);
+    Ok(done)
+}
+
+/// Opens `rec`, its notices on stderr (unless `quiet`), open errors in the user's words.
+fn open_recorder(
+    rec: RecordPlan,
+    quiet: bool,
+    branch_flag: Option<&str>,
+) -> anyhow::Result<Recorder> {
+    let note = |n: &String| {
+        if !quiet {
+            eprintln!("hwprof: note: {}", crate::render::escape(n));
+        }
+    };
+    match Recorder::open(rec) {
+        Ok(r) => {
+            r.notices().iter().for_each(note);
+            Ok(r)
+        }
+        Err(e) => {
+            e.notices.iter().for_each(note);
+            Err(open_error(*e, branch_flag))
+        }
+    }
+}
+
+/// Warns when the kernel lost records or samples.
+fn warn_lost(done: &Recorded) {
     let s = &done.stats;
     if s.lost > 0 || s.lost_samples > 0 {
         eprintln!(
@@ -217,7 +254,6 @@ pub fn record(
             crate::render::plural(s.lost_samples, "sample")
         );
     }
-    Ok(done)
 }
 
 /// Says which modules cut frame-pointer stacks short (built without frame pointers)

@@ -28,6 +28,10 @@ use common::*;
 const OWN_BELOW: f64 = 0.025;
 const OWN_ABOVE: f64 = 0.005;
 
+/// The two engines (`--engine`): BPF sums in the kernel, perf events pair here. The
+/// known-answer tests run on both, and must give the same answers.
+const ENGINES: [&str; 2] = ["bpf", "perf"];
+
 /// The `offcpu_ab: a_sleeps_us A b_waits_us B main_us M` line of the workload.
 fn own_ab(run: &Run) -> (u64, u64) {
     let line = run
@@ -82,8 +86,19 @@ fn known_sleeps_and_pipe_waits() {
         return;
     }
     let bin = wl("offcpu_ab");
-    let run = hwprof(&["offcpu", "--folded", "--", bin.as_str()]);
-    run.assert_ok();
+    let mut heavy: Vec<Vec<String>> = Vec::new();
+    for engine in ENGINES {
+        let run = hwprof(&["offcpu", "--engine", engine, "--folded", "--", bin.as_str()]);
+        run.assert_ok();
+        heavy.push(known_sleeps_and_pipe_waits_in(&run));
+    }
+    // The same stacks: those that hold a tenth of the time, by either engine.
+    assert_eq!(heavy[0], heavy[1], "the stacks of --engine bpf, then perf");
+}
+
+/// The checks of [`known_sleeps_and_pipe_waits`] on one run; its stacks that hold a
+/// tenth of the time or more, sorted.
+fn known_sleeps_and_pipe_waits_in(run: &Run) -> Vec<String> {
     let folded = parse_folded(&run.stdout);
     // The main thread (its stacks start with its command name); the helper thread
     // `ab_writer` waits as long, on its own stacks.
@@ -95,7 +110,7 @@ fn known_sleeps_and_pipe_waits() {
     let a = through(&main, "a_sleeps");
     let b = through(&main, "b_waits");
     let total: u64 = main.iter().map(|(_, n)| n).sum();
-    let (own_a, own_b) = own_ab(&run);
+    let (own_a, own_b) = own_ab(run);
     within_own("a_sleeps (10 × 50 ms nanosleep)", a, own_a);
     within_own("b_waits (5 × 100 ms pipe read)", b, own_b);
     // What is left is the start (exec, the loader) and the end: little on an idle
@@ -114,6 +129,14 @@ fn known_sleeps_and_pipe_waits() {
         run.stdout
     );
     assert!(through(&folded, "ab_writer") > 400_000, "{}", run.stdout);
+    let all: u64 = folded.iter().map(|(_, n)| n).sum();
+    let mut heavy: Vec<String> = folded
+        .iter()
+        .filter(|(_, n)| n * 10 >= all)
+        .map(|(st, _)| st.clone())
+        .collect();
+    heavy.sort();
+    heavy
 }
 
 /// Blocks separated by on-CPU work: 200 × (a 1 ms nanosleep under gap_sleep, then 1 ms
@@ -128,15 +151,24 @@ fn blocks_between_on_cpu_work_end_at_the_switch_in() {
         return;
     }
     let bin = wl("offcpu_gaps");
-    let run = hwprof(&[
-        "offcpu",
-        "--folded",
-        "--",
-        bin.as_str(),
-        "200",
-        "1000",
-        "1000",
-    ]);
+    for engine in ENGINES {
+        let run = hwprof(&[
+            "offcpu",
+            "--engine",
+            engine,
+            "--folded",
+            "--",
+            bin.as_str(),
+            "200",
+            "1000",
+            "1000",
+        ]);
+        blocks_between_on_cpu_work_in(&run);
+    }
+}
+
+/// The checks of [`blocks_between_on_cpu_work_end_at_the_switch_in`] on one run.
+fn blocks_between_on_cpu_work_in(run: &Run) {
     run.assert_ok();
     let slept: u64 = run
         .stderr
@@ -314,22 +346,34 @@ fn a_process_blocked_all_window_is_off_cpu_all_window() {
         return;
     }
     let (mut bg, pid) = blocked_reader();
-    let run = hwprof(&["offcpu", "-p", &pid, "--duration", "1.5", "--folded"]);
-    run.assert_ok();
-    let (folded, total) = blocked_since_the_start(&run);
-    within_window(
-        "pipe_block blocked all through a 1.5 s window",
-        total,
-        1_500_000,
-    );
-    // Where it waits: a read in the kernel (the stack as root, else wchan's one frame).
-    assert!(
-        folded.iter().any(|(st, _)| st
-            .split(';')
-            .any(|f| f.contains("read") && f.ends_with("_[k]"))),
-        "no kernel read frame:\n{}",
-        run.stdout
-    );
+    for engine in ENGINES {
+        let run = hwprof(&[
+            "offcpu",
+            "--engine",
+            engine,
+            "-p",
+            &pid,
+            "--duration",
+            "1.5",
+            "--folded",
+        ]);
+        run.assert_ok();
+        let (folded, total) = blocked_since_the_start(&run);
+        within_window(
+            &format!("--engine {engine}: pipe_block blocked all through a 1.5 s window"),
+            total,
+            1_500_000,
+        );
+        // Where it waits: a read in the kernel (the stack as root, else wchan's one
+        // frame).
+        assert!(
+            folded.iter().any(|(st, _)| st
+                .split(';')
+                .any(|f| f.contains("read") && f.ends_with("_[k]"))),
+            "no kernel read frame:\n{}",
+            run.stdout
+        );
+    }
     assert!(bg.alive(), "the traced program did not survive the detach");
 }
 
@@ -343,15 +387,24 @@ fn a_command_bounds_the_window_of_an_attached_process() {
         return;
     }
     let (mut bg, pid) = blocked_reader();
-    let run = hwprof(&["offcpu", "-p", &pid, "--folded", "--", "sleep", "1.5"]);
-    run.assert_ok();
-    assert!(
-        !run.stderr.contains("frame pointers"),
-        "the bounding command was judged:\n{}",
-        run.dump()
-    );
-    let (_, total) = blocked_since_the_start(&run);
-    within_window("pipe_block while `sleep 1.5` ran", total, 1_500_000);
+    for engine in ENGINES {
+        let run = hwprof(&[
+            "offcpu", "--engine", engine, "-p", &pid, "--folded", "--", "sleep", "1.5",
+        ]);
+        run.assert_ok();
+        assert!(
+            !run.stderr.contains("frame pointers"),
+            "the bounding command was judged:\n{}",
+            run.dump()
+        );
+        // Only pipe_block: the command that bounds the window is not traced.
+        let (_, total) = blocked_since_the_start(&run);
+        within_window(
+            &format!("--engine {engine}: pipe_block while `sleep 1.5` ran"),
+            total,
+            1_500_000,
+        );
+    }
 
     let flame = hwprof(&["flamegraph", "-p", &pid, "--folded", "--", "sleep", "0.3"]);
     assert_eq!(flame.code(), 1, "{}", flame.dump());
@@ -377,10 +430,26 @@ fn waits_at_the_window_edges_count_inside_it() {
     if !require_tracefs("hwprof offcpu -p") {
         return;
     }
+    for engine in ENGINES {
+        edge_waits_with(engine);
+    }
+}
+
+/// [`waits_at_the_window_edges_count_inside_it`] on one engine.
+fn edge_waits_with(engine: &str) {
     let mut bg = Background::spawn(Command::new(wl("edge_waits")).args(["1500", "500"]));
     bg.wait_for_line("ready");
     let pid = bg.pid().to_string();
-    let run = hwprof(&["offcpu", "-p", &pid, "--duration", "3", "--folded"]);
+    let run = hwprof(&[
+        "offcpu",
+        "--engine",
+        engine,
+        "-p",
+        &pid,
+        "--duration",
+        "3",
+        "--folded",
+    ]);
     run.assert_ok();
     signal(bg.pid(), libc::SIGKILL);
     let (_, _, err) = bg
@@ -414,7 +483,9 @@ fn waits_at_the_window_edges_count_inside_it() {
         run.stdout
     );
     within_window(
-        "edge_waits: start and end waits of a 3 s window less a 0.5 s spin",
+        &format!(
+            "--engine {engine}: edge_waits: start and end waits of a 3 s window less a 0.5 s spin"
+        ),
         early + end,
         3_000_000 - spin_us,
     );
@@ -436,8 +507,28 @@ fn system_wide_never_charges_the_idle_task() {
     }
     let data = scratch_path("offcpu_a.data");
     let d = data.to_str().expect("utf-8");
+    // The BPF engine never sums the idle task either.
+    let bpf = hwprof(&[
+        "offcpu",
+        "--engine",
+        "bpf",
+        "-a",
+        "--duration",
+        "0.5",
+        "--folded",
+    ]);
+    bpf.assert_ok();
+    let folded = parse_folded(&bpf.stdout);
+    assert!(!folded.is_empty(), "{}", bpf.dump());
+    assert!(
+        folded.iter().all(|(st, _)| !st.starts_with("swapper")),
+        "the idle task charged:\n{}",
+        bpf.stdout
+    );
     let run = hwprof(&[
         "offcpu",
+        "--engine",
+        "perf",
         "-a",
         "--duration",
         "0.5",
@@ -520,6 +611,81 @@ fn errors_are_one_line() {
     let none = hwprof(&["offcpu"]);
     assert_ne!(none.code(), 0);
     assert!(none.stderr.contains("nothing to trace"), "{}", none.dump());
+    // What only the perf-event engine can do is a usage error with --engine bpf.
+    let ab = wl("offcpu_ab");
+    for (args, says) in [
+        (
+            vec!["--call-graph", "dwarf", "--", ab.as_str()],
+            "--call-graph dwarf",
+        ),
+        (vec!["-t", "1", "--duration", "0.1"], "single threads (-t)"),
+    ] {
+        let mut all = vec!["offcpu", "--engine", "bpf"];
+        all.extend(args);
+        let run = hwprof(&all);
+        assert_eq!(run.code(), 2, "{}", run.dump());
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", run.dump());
+        assert!(
+            lines[0].contains(says) && lines[0].contains("--engine perf"),
+            "{}",
+            run.dump()
+        );
+    }
+}
+
+/// The BPF engine leaves the other users of `sched:sched_switch` their events: a BPF
+/// program on a tracepoint that returns 0 drops that tracepoint's perf events for
+/// everyone (the kernel's perf_trace_run_bpf_submit), which emptied a `record
+/// --off-cpu` made meanwhile.
+#[test]
+fn the_bpf_engine_leaves_other_tracers_their_events() {
+    if !require_tracefs("hwprof offcpu --engine bpf -a") {
+        return;
+    }
+    let mut traced = Background::spawn(
+        Command::new(hwprof_bin())
+            .args([
+                "offcpu",
+                "--engine",
+                "bpf",
+                "-a",
+                "--duration",
+                "8",
+                "--folded",
+                "-o",
+            ])
+            .arg(scratch_path("offcpu_other.folded")),
+    );
+    // Until its program is attached (it loads in well under a second).
+    std::thread::sleep(Duration::from_secs(2));
+    let data = scratch_path("offcpu_other.data");
+    let rec = hwprof(&[
+        "record",
+        "-q",
+        "--off-cpu",
+        "-o",
+        data.to_str().unwrap(),
+        "--",
+        wl("offcpu_ab").as_str(),
+    ]);
+    rec.assert_ok();
+    let (own_a, _) = own_ab(&rec);
+    let (_, off) = off_cpu_stacks(&data);
+    let a_off: u64 = off
+        .iter()
+        .filter(|(st, _)| st.split(';').any(|f| f == "a_sleeps"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(traced.alive(), "the system-wide BPF trace ended early");
+    within_own(
+        "a_sleeps from record --off-cpu beside a BPF trace",
+        a_off,
+        own_a,
+    );
+    signal(traced.pid(), libc::SIGINT);
+    let _ = traced.wait_timeout(Duration::from_secs(20));
+    let _ = fs::remove_file(&data);
 }
 
 #[test]
@@ -528,8 +694,24 @@ fn wall_clock_view_tags_on_and_off() {
         return;
     }
     // spin burns 300 ms of CPU; offcpu_ab sleeps 500 ms under a_sleeps.
+    for engine in ENGINES {
+        wall_clock_view_with(engine);
+    }
+}
+
+/// [`wall_clock_view_tags_on_and_off`] on one engine.
+fn wall_clock_view_with(engine: &str) {
     let spin = wl("spin");
-    let run = hwprof(&["offcpu", "--wall", "--folded", "--", spin.as_str(), "300"]);
+    let run = hwprof(&[
+        "offcpu",
+        "--engine",
+        engine,
+        "--wall",
+        "--folded",
+        "--",
+        spin.as_str(),
+        "300",
+    ]);
     run.assert_ok();
     let folded = parse_folded(&run.stdout);
     let on = through(&folded, "[on]");
@@ -541,7 +723,15 @@ fn wall_clock_view_tags_on_and_off() {
     // spin burns 300 ms of its CPU time (it reads that clock): see ON_CPU_TOL.
     within("spin 300 ms on CPU ([on])", on, 300_000, ON_CPU_TOL);
     let ab = wl("offcpu_ab");
-    let run = hwprof(&["offcpu", "--wall", "--folded", "--", ab.as_str()]);
+    let run = hwprof(&[
+        "offcpu",
+        "--engine",
+        engine,
+        "--wall",
+        "--folded",
+        "--",
+        ab.as_str(),
+    ]);
     run.assert_ok();
     let (own_a, _) = own_ab(&run);
     let folded = parse_folded(&run.stdout);

@@ -15,6 +15,17 @@ where
     EnumValueParser::<E>::new().map(to)
 }
 
+/// How `offcpu` (and later `probe`) traces (`--engine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    /// BPF where it loads (and the stacks are frame pointers), else perf events.
+    Auto,
+    /// BPF programs that aggregate in the kernel.
+    Bpf,
+    /// perf events: every event and its stack through the ring buffer.
+    Perf,
+}
+
 /// What a flame graph's widths measure (`flamegraph --weight`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Widths {

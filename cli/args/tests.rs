@@ -34,7 +34,7 @@ fn each_command_takes_exactly_its_flags() {
         ),
         (
             "offcpu",
-            "-a -o -p -t --all-cpus --call-graph --data-file --duration --folded --min-block --no-kernel --output --pid --report --symfs --tid --wall",
+            "-a -o -p -t --all-cpus --call-graph --data-file --duration --engine --folded --min-block --no-kernel --output --pid --report --symfs --tid --wall",
         ),
         (
             "probe",

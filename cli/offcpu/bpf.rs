@@ -1,0 +1,149 @@
+//! `hwprof offcpu` on the BPF engine (`hwprof_bpf::offcpu`): the blocked time is summed
+//! per thread and stack in the kernel, and nothing crosses to user space per switch.
+//! The recording around it keeps what the stacks need to be named (the side-band
+//! records of a `dummy` event: mmaps, comms, forks; cpu-clock samples with `--wall`),
+//! and the sums are written at its end as samples of an `offcpu-time` event (period:
+//! ns off CPU; callchain: kernel then user stack), as `perf record --off-cpu` writes
+//! them: the drawing reads them as it reads any recording, and perf reads the file.
+
+use std::io;
+
+use hwprof_analysis::offcpu::OFFCPU_TIME;
+use hwprof_bpf::offcpu::{BlockKind, Dropped, OffCpu, OffCpuOptions};
+use hwprof_pmu::attr::Attr;
+use hwprof_sampler::recorder::{EXTRA_ID, Extra};
+use hwprof_sampler::synth::{MadeSample, sample_record};
+
+/// `PERF_CONTEXT_KERNEL` and `PERF_CONTEXT_USER` in a callchain.
+const CONTEXT_KERNEL: u64 = -128i64 as u64;
+const CONTEXT_USER: u64 = -512i64 as u64;
+
+/// The time of the summed samples: after every record of the recording, so that each
+/// is named against its process's last mappings (perf's `OFF_CPU_TIMESTAMP`).
+const SUMMED_TIME: u64 = !0u64 << 32;
+
+/// The off-CPU program as an [`Extra`] source of the recording.
+pub struct Summed {
+    off: Option<OffCpu>,
+    /// When the window opened (CLOCK_MONOTONIC ns).
+    opened: u64,
+    /// A command target (traced from its `exec`; its wait for the go-ahead before it
+    /// is not its own).
+    command: bool,
+    /// Waits in progress when the window opened, by thread (µs).
+    pub early: Vec<(u32, u64)>,
+    /// What did not fit the kernel's maps.
+    pub dropped: Dropped,
+    /// Samples written.
+    pub written: u64,
+}
+
+impl Summed {
+    /// Loads and attaches the program (before anything starts: a failure leaves the
+    /// perf-event path to run instead).
+    pub fn start(o: &OffCpuOptions, command: bool) -> Result<Summed, hwprof_bpf::Error> {
+        Ok(Summed {
+            off: Some(OffCpu::start(o)?),
+            opened: 0,
+            command,
+            early: Vec::new(),
+            dropped: Dropped::default(),
+            written: 0,
+        })
+    }
+}
+
+impl Extra for Summed {
+    fn name(&self) -> String {
+        OFFCPU_TIME.to_string()
+    }
+
+    fn start(&mut self, child: Option<i32>) -> io::Result<()> {
+        let off = self
+            .off
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the off-CPU program is gone"))?;
+        // A command target is traced; one that only bounds the time of an attach
+        // (`-p PID -- sleep 5`) is not.
+        if self.command
+            && let Some(pid) = child.and_then(|c| u32::try_from(c).ok())
+        {
+            off.add_tgid(pid).map_err(io::Error::other)?;
+        }
+        self.opened = hwprof_bpf::now_ns();
+        off.open_window(self.opened).map_err(io::Error::other)
+    }
+
+    fn finish(
+        &mut self,
+        attr: &Attr,
+        write: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let Some(off) = self.off.take() else {
+            return Ok(());
+        };
+        let end = hwprof_bpf::now_ns();
+        let data = off.finish(end).map_err(io::Error::other)?;
+        self.dropped = data.dropped;
+        // Threads present when the window opened with no switch in it: off CPU all
+        // through it when they sleep now (one that runs never switched).
+        for &(tgid, tid) in &data.silent {
+            if sleeping(tgid, tid) {
+                self.early
+                    .push((tid, end.saturating_sub(self.opened) / 1000));
+            }
+        }
+        let mut chain: Vec<u64> = Vec::new();
+        for b in &data.blocks {
+            if b.kind == BlockKind::BeforeWindow && b.user.is_empty() && b.kernel.is_empty() {
+                // No stack seen: a wait in progress when the window opened (its kernel
+                // stack as /proc showed it then goes under `[blocked at start]`). A
+                // command's only such wait is for the go-ahead to `exec`: not its.
+                if !self.command {
+                    self.early.push((b.tid, b.ns / 1000));
+                }
+                continue;
+            }
+            chain.clear();
+            if !b.kernel.is_empty() {
+                chain.push(CONTEXT_KERNEL);
+                chain.extend(&b.kernel);
+            }
+            if !b.user.is_empty() {
+                chain.push(CONTEXT_USER);
+                chain.extend(&b.user);
+            }
+            let kernel = !b.kernel.is_empty();
+            let ip = b.kernel.first().or(b.user.first()).copied().unwrap_or(0);
+            let s = MadeSample {
+                id: EXTRA_ID,
+                kernel,
+                ip,
+                pid: b.tgid,
+                tid: b.tid,
+                time: SUMMED_TIME,
+                cpu: 0,
+                period: b.ns,
+                weight: b.count,
+                callchain: &chain,
+            };
+            if let Some(rec) = sample_record(attr, &s) {
+                write(&rec)?;
+                self.written += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether thread `tid` of `tgid` is asleep now (`/proc/TGID/task/TID/stat` state other
+/// than running; a thread that is gone is not).
+fn sleeping(tgid: u32, tid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+        })
+        .is_some_and(|state| state != 'R')
+}
