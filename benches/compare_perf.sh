@@ -8,7 +8,9 @@
 #   benches/compare_perf.sh report    `report --stdio` vs perf report on a big file (>= 200k samples)
 #   benches/compare_perf.sh flamegraph  SVG from a big file vs perf script | inferno (>= 200k samples)
 #   benches/compare_perf.sh probe     per-call overhead of `hwprof probe` vs perf stat on perf probe events
-#   benches/compare_perf.sh offcpu    off-CPU recording overhead on a sleep/wake-heavy workload
+#   benches/compare_perf.sh offcpu    off-CPU recording overhead on a sleep/wake-heavy workload, and
+#                                     the tracing cost on a pipe ping-pong: hwprof's BPF and perf-event
+#                                     engines against bpftrace and perf record
 #   benches/compare_perf.sh bench     harness cost per run of `hwprof bench -r N` vs `perf stat -r N`
 #   benches/compare_perf.sh memory    peak RSS of report, flamegraph and script on recordings of
 #                                     2, 20 and 200 s: flat for hwprof, growing for perf
@@ -512,6 +514,104 @@ bench_offcpu() {
     echo "offcpu overhead: hwprof $(ratio "$h" "$b")x bare, perf record $(ratio "$p" "$b")x bare, hwprof/perf $(ratio "$h" "$p")"
 }
 
+# Tracing cost where every event is a context switch: tests/workloads/pingpong.c (two
+# processes bouncing a byte over pipes, 2 x PING_ROUNDS switches) bare, under a bpftrace
+# offcputime-style script (user+kernel stacks and sums in BPF maps), under hwprof offcpu
+# on its BPF engine and on perf events, and under perf record -e sched:sched_switch -g.
+# The workload times itself (/usr/bin/time inside each tool), so the figures are the
+# target's own wall time; each tool's own CPU is its rusage minus the workload's (BPF
+# programs run in the traced tasks: their cost is in the target's time).
+bench_offcpu_trace() {
+    find_perf
+    find_hwprof
+    command -v bpftrace >/dev/null || die "bpftrace not found: apt-get install bpftrace"
+    [[ -x /usr/bin/time ]] || die "/usr/bin/time not found: apt-get install time"
+    cc -O1 -g -fno-omit-frame-pointer -o "$WORK/pingpong" "$ROOT/tests/workloads/pingpong.c" ||
+        die "cannot compile tests/workloads/pingpong.c"
+    local n=${N_PING:-5} k=${PING_ROUNDS:-100000}
+    cat >"$WORK/off.bt" <<'EOF'
+tracepoint:sched:sched_switch
+{
+  if (args->prev_pid != 0 && comm == "pingpong") {
+    @start[args->prev_pid] = nsecs;
+    @ks[args->prev_pid] = kstack;
+    @us[args->prev_pid] = ustack;
+  }
+  $t = @start[args->next_pid];
+  if ($t) {
+    @off[args->next_pid, @ks[args->next_pid], @us[args->next_pid]] = sum(nsecs - $t);
+    delete(@start[args->next_pid]);
+  }
+}
+END { clear(@start); clear(@ks); clear(@us); }
+EOF
+    local inner=(/usr/bin/time -f '%e %U %S' -o "$WORK/inner.t" "$WORK/pingpong" "$k")
+    local v i w tool own tw tu ts ou os
+    local variants=(bare bpftrace hw_bpf hw_perf perf)
+    for v in "${variants[@]}"; do : >"$WORK/$v.ping"; done
+    for ((i = 0; i < n; i++)); do
+        for v in "${variants[@]}"; do
+            tool="0 0"
+            case $v in
+            bare) "${inner[@]}" >/dev/null || die "pingpong failed" ;;
+            bpftrace)
+                /usr/bin/time -f '%U %S' -o "$WORK/tool.t" bpftrace "$WORK/off.bt" >"$WORK/bt.out" 2>&1 &
+                local bt=$!
+                for ((w = 0; w < 100; w++)); do
+                    grep -q Attaching "$WORK/bt.out" 2>/dev/null && break
+                    sleep 0.1
+                done
+                sleep 0.5
+                "${inner[@]}" >/dev/null || die "pingpong failed"
+                kill -INT "$bt"
+                wait "$bt" || true
+                tool=$(cat "$WORK/tool.t")
+                ;;
+            hw_bpf | hw_perf)
+                /usr/bin/time -f '%U %S' -o "$WORK/tool.t" "$HWPROF" offcpu --engine "${v#hw_}" \
+                    --folded -o "$WORK/off.folded" -- "${inner[@]}" >/dev/null 2>&1 ||
+                    die "hwprof offcpu --engine ${v#hw_} failed"
+                tool=$(cat "$WORK/tool.t")
+                ;;
+            perf)
+                /usr/bin/time -f '%U %S' -o "$WORK/tool.t" "$PERF" record -q -e sched:sched_switch -g \
+                    -o "$WORK/sw.data" -- "${inner[@]}" >/dev/null 2>&1 || die "perf record failed"
+                tool=$(cat "$WORK/tool.t")
+                ;;
+            esac
+            # The target's wall and CPU; the tool's CPU (its rusage, minus the target's
+            # when the tool waited for it).
+            read -r tw tu ts <"$WORK/inner.t"
+            read -r ou os <<<"$tool"
+            if [[ $v == bare || $v == bpftrace ]]; then
+                own=$(awk -v u="$ou" -v s="$os" 'BEGIN { printf "%.3f", u + s }')
+            else
+                own=$(awk -v u="$ou" -v s="$os" -v a="$tu" -v b="$ts" 'BEGIN { x = u + s - a - b; if (x < 0) x = 0; printf "%.3f", x }')
+            fi
+            echo "$tw $own" >>"$WORK/$v.ping"
+        done
+    done
+    echo "== tracing cost: pingpong $k rounds ($((2 * k)) context switches), $n runs each, interleaved"
+    printf '%-62s %10s %8s %12s\n' variant "target s" "vs bare" "tool CPU s"
+    local bare_w mean_wall mean_cpu
+    bare_w=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/bare.ping")
+    local -A label=(
+        [bare]="bare"
+        [bpftrace]="bpftrace, offcputime-style script (sums in BPF maps)"
+        [hw_bpf]="hwprof offcpu --engine bpf (sums in BPF maps)"
+        [hw_perf]="hwprof offcpu --engine perf (every switch to user space)"
+        [perf]="perf record -e sched:sched_switch -g"
+    )
+    local -A walls=()
+    for v in "${variants[@]}"; do
+        mean_wall=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/$v.ping")
+        mean_cpu=$(awk '{ s += $2; n++ } END { printf "%.3f", s / n }' "$WORK/$v.ping")
+        printf '%-62s %10s %8s %12s\n' "${label[$v]}" "$mean_wall" "$(ratio "$mean_wall" "$bare_w")" "$mean_cpu"
+        walls[$v]=$mean_wall
+    done
+    echo "offcpu tracing: hwprof bpf $(ratio "${walls[hw_bpf]}" "$bare_w")x bare, bpftrace $(ratio "${walls[bpftrace]}" "$bare_w")x bare, hwprof bpf / bpftrace $(ratio "${walls[hw_bpf]}" "${walls[bpftrace]}")"
+}
+
 # The harness itself: what one measured run costs beyond the command, for the same
 # events on both sides (hwprof bench also computes its statistics and bootstrap
 # intervals, included in its time).
@@ -682,6 +782,8 @@ case "$1" in
         echo
         bench_offcpu
         echo
+        bench_offcpu_trace
+        echo
         bench_harness
         echo
         bench_memory
@@ -689,7 +791,11 @@ case "$1" in
         bench_dwarf
         ;;
     report) bench_report ;;
-    offcpu) bench_offcpu ;;
+    offcpu)
+        bench_offcpu
+        echo
+        bench_offcpu_trace
+        ;;
     flamegraph) bench_flamegraph ;;
     probe) bench_probe ;;
     bench) bench_harness ;;
