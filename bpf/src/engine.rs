@@ -170,12 +170,32 @@ fn unavailable(errno: Option<i32>, detail: &str) -> Option<Unavailable> {
             Some(mode) => Unavailable::LockedDown(format!("lockdown={mode}")),
             None => Unavailable::Permission(detail.to_string()),
         }),
+        // A stack map deeper than the sysctl allows is refused with EINVAL.
+        EINVAL if max_stack().is_some_and(|n| n < HWPROF_STACK_DEPTH) => {
+            Some(Unavailable::Other(format!(
+                "kernel.perf_event_max_stack is {}, hwprof's BPF stack maps need {HWPROF_STACK_DEPTH} \
+                 (sysctl kernel.perf_event_max_stack={HWPROF_STACK_DEPTH})",
+                max_stack().unwrap_or(0)
+            )))
+        }
         ENOSYS | EINVAL | E2BIG | EOPNOTSUPP => Some(Unavailable::KernelTooOld {
             release: kernel_release(),
             detail: detail.to_string(),
         }),
         _ => None,
     }
+}
+
+/// `HWPROF_STACK_DEPTH` of `hwprof.h`: the frames of a stack map's entry.
+const HWPROF_STACK_DEPTH: u32 = 127;
+
+/// `kernel.perf_event_max_stack`.
+fn max_stack() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn kernel_release() -> String {

@@ -234,8 +234,10 @@ impl OffCpu {
         self.engine.array_set("config", 0, self.config)
     }
 
-    /// Detaches the program at `end_ns` and reads what it summed, with the blocks still
-    /// in progress then up to `end_ns`.
+    /// Detaches the program and reads what it summed, with the blocks still in progress
+    /// counted up to `end_ns`. Call it at `end_ns` (`now_ns()`): a block that ended
+    /// between `end_ns` and the call is summed whole, as [`BlockKind::Ended`] (the
+    /// kernel's sums cannot be cut afterwards).
     pub fn finish(mut self, end_ns: u64) -> Result<OffCpuData, Error> {
         self.engine.detach()?;
         let e = &self.engine;

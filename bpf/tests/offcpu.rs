@@ -225,6 +225,39 @@ fn a_wait_in_progress_when_the_window_opens_counts_from_its_start() {
     assert!(d.silent.is_empty(), "{:?}", d.silent);
 }
 
+/// Maps too small for what happens: what did not fit is counted, never silent. One
+/// entry of sums for the workload's distinct (stacks, kind) rows; one bucket of stacks
+/// for a user and a kernel stack (every switch-out has both: one collides).
+#[test]
+fn what_does_not_fit_is_counted() {
+    if !bpf_available() {
+        return;
+    }
+    let Some(b) = blocker() else { return };
+    for (max_blocks, max_stacks) in [(1, 16384), (65536, 1)] {
+        let mut w = b.spawn(&["sleep", "5", "4"]);
+        let pid = w.pid();
+        let o = OffCpuOptions {
+            max_blocks,
+            max_stacks,
+            ..options(pid)
+        };
+        let mut off = OffCpu::start(&o).expect("start");
+        off.open_window(now_ns()).expect("window");
+        w.go();
+        w.value("measured");
+        w.wait();
+        let d = off.finish(now_ns()).expect("finish");
+        if max_blocks == 1 {
+            assert_eq!(d.blocks.len(), 1, "{:#?}", d.blocks);
+            assert!(d.dropped.blocks >= 1, "{:?}", d.dropped);
+        } else {
+            assert!(d.dropped.stacks.collisions >= 1, "{:?}", d.dropped);
+        }
+        assert!(!d.dropped.is_empty());
+    }
+}
+
 /// Dropping the program removes it from the kernel.
 #[test]
 fn programs_are_gone_after_drop() {
