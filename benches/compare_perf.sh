@@ -10,7 +10,7 @@
 #   benches/compare_perf.sh probe     per-call overhead of `hwprof probe` vs perf stat on perf probe events
 #   benches/compare_perf.sh offcpu    off-CPU recording overhead on a sleep/wake-heavy workload, and
 #                                     the tracing cost on a pipe ping-pong: hwprof's BPF and perf-event
-#                                     engines against bpftrace and perf record
+#                                     engines against bpftrace and perf record (alone: offcpu-trace)
 #   benches/compare_perf.sh bench     harness cost per run of `hwprof bench -r N` vs `perf stat -r N`
 #   benches/compare_perf.sh memory    peak RSS of report, flamegraph and script on recordings of
 #                                     2, 20 and 200 s: flat for hwprof, growing for perf
@@ -34,6 +34,7 @@
 #   N_BENCH=200    runs (-r) inside one `hwprof bench` / `perf stat -r` invocation
 #   N_BENCH_REP=5  invocations per tool of the bench comparison
 #   MEM_SECS="2 20 200"  recording lengths (s) of the memory comparison
+#   N_PING=5 PING_ROUNDS=100000 PING_PIN=0  the tracing-cost ping-pong (PING_PIN=1: on CPU 0)
 #   N_DWARF=3      runs per variant of the dwarf comparisons; DWARF_F=4000, DWARF_PAGES=16
 #
 # Runs are interleaved (A B A B ...) so that drift (frequency, cache, other load) hits
@@ -49,7 +50,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|bench|memory|dwarf|all" >&2
+    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|offcpu-trace|bench|memory|dwarf|all" >&2
     exit 2
 }
 
@@ -545,7 +546,13 @@ tracepoint:sched:sched_switch
 }
 END { clear(@start); clear(@ks); clear(@us); }
 EOF
-    local inner=(/usr/bin/time -f '%e %U %S' -o "$WORK/inner.t" "$WORK/pingpong" "$k")
+    # PING_PIN=1: both processes on CPU 0 (taskset), so that each switch is a direct
+    # hand-over and a tracer's cost adds to it; unpinned (the default), wakeups cross
+    # CPUs and their latency (idle states, IPIs) dominates, which a tracer's activity
+    # can even shorten.
+    local pin=()
+    [[ ${PING_PIN:-0} == 1 ]] && pin=(taskset -c 0)
+    local inner=(/usr/bin/time -f '%e %U %S' -o "$WORK/inner.t" "${pin[@]}" "$WORK/pingpong" "$k")
     local v i w tool own tw tu ts ou os
     local variants=(bare bpftrace hw_bpf hw_perf perf)
     for v in "${variants[@]}"; do : >"$WORK/$v.ping"; done
@@ -563,13 +570,14 @@ EOF
                 done
                 sleep 0.5
                 "${inner[@]}" >/dev/null || die "pingpong failed"
-                kill -INT "$bt"
+                # time(1) ignores SIGINT while it waits: the signal goes to bpftrace.
+                pkill -INT -P "$bt" bpftrace || true
                 wait "$bt" || true
                 tool=$(cat "$WORK/tool.t")
                 ;;
             hw_bpf | hw_perf)
                 /usr/bin/time -f '%U %S' -o "$WORK/tool.t" "$HWPROF" offcpu --engine "${v#hw_}" \
-                    --folded -o "$WORK/off.folded" -- "${inner[@]}" >/dev/null 2>&1 ||
+                    --call-graph fp --folded -o "$WORK/off.folded" -- "${inner[@]}" >/dev/null 2>&1 ||
                     die "hwprof offcpu --engine ${v#hw_} failed"
                 tool=$(cat "$WORK/tool.t")
                 ;;
@@ -588,13 +596,14 @@ EOF
             else
                 own=$(awk -v u="$ou" -v s="$os" -v a="$tu" -v b="$ts" 'BEGIN { x = u + s - a - b; if (x < 0) x = 0; printf "%.3f", x }')
             fi
-            echo "$tw $own" >>"$WORK/$v.ping"
+            echo "$tw $own $(awk -v a="$tu" -v b="$ts" 'BEGIN { printf "%.3f", a + b }')" >>"$WORK/$v.ping"
         done
     done
-    echo "== tracing cost: pingpong $k rounds ($((2 * k)) context switches), $n runs each, interleaved"
-    printf '%-62s %10s %8s %12s\n' variant "target s" "vs bare" "tool CPU s"
-    local bare_w mean_wall mean_cpu
+    echo "== tracing cost: pingpong $k rounds ($((2 * k)) context switches)${pin:+, pinned to CPU 0}, $n runs each, interleaved"
+    printf '%-62s %10s %8s %12s %8s %12s\n' variant "target s" "vs bare" "target CPU s" "vs bare" "tool CPU s"
+    local bare_w bare_c mean_wall mean_cpu mean_tcpu
     bare_w=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/bare.ping")
+    bare_c=$(awk '{ s += $3; n++ } END { printf "%.3f", s / n }' "$WORK/bare.ping")
     local -A label=(
         [bare]="bare"
         [bpftrace]="bpftrace, offcputime-style script (sums in BPF maps)"
@@ -602,14 +611,18 @@ EOF
         [hw_perf]="hwprof offcpu --engine perf (every switch to user space)"
         [perf]="perf record -e sched:sched_switch -g"
     )
-    local -A walls=()
+    local -A walls=() cpus=()
     for v in "${variants[@]}"; do
         mean_wall=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/$v.ping")
         mean_cpu=$(awk '{ s += $2; n++ } END { printf "%.3f", s / n }' "$WORK/$v.ping")
-        printf '%-62s %10s %8s %12s\n' "${label[$v]}" "$mean_wall" "$(ratio "$mean_wall" "$bare_w")" "$mean_cpu"
+        mean_tcpu=$(awk '{ s += $3; n++ } END { printf "%.3f", s / n }' "$WORK/$v.ping")
+        printf '%-62s %10s %8s %12s %8s %12s\n' "${label[$v]}" "$mean_wall" "$(ratio "$mean_wall" "$bare_w")" \
+            "$mean_tcpu" "$(ratio "$mean_tcpu" "$bare_c")" "$mean_cpu"
         walls[$v]=$mean_wall
+        cpus[$v]=$mean_tcpu
     done
-    echo "offcpu tracing: hwprof bpf $(ratio "${walls[hw_bpf]}" "$bare_w")x bare, bpftrace $(ratio "${walls[bpftrace]}" "$bare_w")x bare, hwprof bpf / bpftrace $(ratio "${walls[hw_bpf]}" "${walls[bpftrace]}")"
+    echo "offcpu tracing, target wall: hwprof bpf $(ratio "${walls[hw_bpf]}" "$bare_w")x bare, bpftrace $(ratio "${walls[bpftrace]}" "$bare_w")x bare, hwprof bpf / bpftrace $(ratio "${walls[hw_bpf]}" "${walls[bpftrace]}")"
+    echo "offcpu tracing, target CPU (where a BPF program's time is charged): hwprof bpf $(ratio "${cpus[hw_bpf]}" "$bare_c")x bare, bpftrace $(ratio "${cpus[bpftrace]}" "$bare_c")x bare, hwprof bpf / bpftrace $(ratio "${cpus[hw_bpf]}" "${cpus[bpftrace]}")"
 }
 
 # The harness itself: what one measured run costs beyond the command, for the same
@@ -796,6 +809,7 @@ case "$1" in
         echo
         bench_offcpu_trace
         ;;
+    offcpu-trace) bench_offcpu_trace ;;
     flamegraph) bench_flamegraph ;;
     probe) bench_probe ;;
     bench) bench_harness ;;

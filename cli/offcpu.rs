@@ -63,7 +63,13 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     // each event samples at its default (every switch, cpu-clock at 4000 Hz).
     let target = crate::sampling::target(&a.record.flags())?;
     let enc = crate::events::encoder(None, &[])?;
-    let mode = stack_mode(a.record.call_graph.as_deref(), &target)?;
+    // `--engine bpf` takes frame-pointer stacks unless told otherwise (DWARF is the
+    // perf-event engine's): no judging of the command's program.
+    let call_graph = match (a.record.call_graph.as_deref(), a.engine) {
+        (None, Engine::Bpf) => Some("fp"),
+        (cg, _) => cg,
+    };
+    let mode = stack_mode(call_graph, &target)?;
     let dwarf = matches!(mode, CallGraph::Dwarf { .. });
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
     let data_pages = crate::sampling::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
