@@ -189,7 +189,7 @@ fn engine(a: &OffcpuArgs, target: &Target, dwarf: bool) -> anyhow::Result<Option
         Ok(s) => Ok(Some(s)),
         Err(e) if a.engine == Engine::Auto => {
             eprintln!(
-                "hwprof: note: {}: tracing every switch with perf events instead (more overhead; --engine perf says so without trying)",
+                "hwprof: note: {}: tracing every switch with perf events instead (more overhead; --engine perf skips this attempt)",
                 crate::render::escape(&e.to_string())
             );
             Ok(None)
