@@ -188,7 +188,7 @@ fn blocks_between_on_cpu_work_in(run: &Run) {
         (-OWN_BELOW..=OWN_ABOVE).contains(&err),
         "gap_sleep: {off} µs off CPU for {slept} µs of sleeps ({:+.2}%)\n{}",
         err * 100.0,
-        run.stdout
+        run.dump()
     );
 }
 
@@ -660,29 +660,8 @@ fn the_bpf_engine_leaves_other_tracers_their_events() {
     // Until its program is attached (it loads in well under a second).
     std::thread::sleep(Duration::from_secs(2));
     let data = scratch_path("offcpu_other.data");
-    let rec = hwprof(&[
-        "record",
-        "-q",
-        "--off-cpu",
-        "-o",
-        data.to_str().unwrap(),
-        "--",
-        wl("offcpu_ab").as_str(),
-    ]);
-    rec.assert_ok();
-    let (own_a, _) = own_ab(&rec);
-    let (_, off) = off_cpu_stacks(&data);
-    let a_off: u64 = off
-        .iter()
-        .filter(|(st, _)| st.split(';').any(|f| f == "a_sleeps"))
-        .map(|(_, n)| n)
-        .sum();
+    record_off_cpu_ab(&data, "a_sleeps from record --off-cpu beside a BPF trace");
     assert!(traced.alive(), "the system-wide BPF trace ended early");
-    within_own(
-        "a_sleeps from record --off-cpu beside a BPF trace",
-        a_off,
-        own_a,
-    );
     signal(traced.pid(), libc::SIGINT);
     let _ = traced.wait_timeout(Duration::from_secs(20));
     let _ = fs::remove_file(&data);
@@ -743,6 +722,29 @@ fn wall_clock_view_with(engine: &str) {
     within_own("a_sleeps [off] in the wall-clock view", a_off, own_a);
 }
 
+/// `hwprof record --off-cpu -o data -- offcpu_ab`, its off-CPU time under a_sleeps
+/// (read back with `flamegraph --off-cpu -i`) checked against the workload's timing.
+fn record_off_cpu_ab(data: &Path, what: &str) {
+    let rec = hwprof(&[
+        "record",
+        "-q",
+        "--off-cpu",
+        "-o",
+        data.to_str().unwrap(),
+        "--",
+        wl("offcpu_ab").as_str(),
+    ]);
+    rec.assert_ok();
+    let (own_a, _) = own_ab(&rec);
+    let (_, off) = off_cpu_stacks(data);
+    let a_off: u64 = off
+        .iter()
+        .filter(|(st, _)| st.split(';').any(|f| f == "a_sleeps"))
+        .map(|(_, n)| n)
+        .sum();
+    within_own(what, a_off, own_a);
+}
+
 /// `hwprof record --off-cpu` then `hwprof flamegraph --off-cpu -i FILE`, and the one-step
 /// `hwprof flamegraph --off-cpu -- CMD`: the same wall-clock view as `offcpu --wall`.
 #[test]
@@ -751,25 +753,7 @@ fn record_and_flamegraph_off_cpu() {
         return;
     }
     let data = scratch_path("offcpu_wall.data");
-    let ab = wl("offcpu_ab");
-    let rec = hwprof(&[
-        "record",
-        "-q",
-        "--off-cpu",
-        "-o",
-        data.to_str().unwrap(),
-        "--",
-        ab.as_str(),
-    ]);
-    rec.assert_ok();
-    let (own_a, _) = own_ab(&rec);
-    let (_, off) = off_cpu_stacks(&data);
-    let a_off: u64 = off
-        .iter()
-        .filter(|(st, _)| st.split(';').any(|f| f == "a_sleeps"))
-        .map(|(_, n)| n)
-        .sum();
-    within_own("a_sleeps [off] from record --off-cpu", a_off, own_a);
+    record_off_cpu_ab(&data, "a_sleeps [off] from record --off-cpu");
     // The exact switch-ins (PERF_RECORD_SWITCH, --switch-events) are in the file: at
     // least one per sleep of a_sleeps and wait of b_waits.
     let script = hwprof(&["script", "--format", "jsonl", "-i", data.to_str().unwrap()]);

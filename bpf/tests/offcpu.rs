@@ -55,9 +55,11 @@ fn blocked_time_and_stack_of_known_sleeps() {
         measured as f64 / 1e6,
         d.blocks.len()
     );
+    let all: Vec<&Blocked> = d.blocks.iter().filter(|b| b.tid == pid).collect();
     assert!(
         ns >= 200 * MS && ns <= measured,
-        "blocked {ns} ns, asked 200 ms, measured {measured} ns: {blocks:#?}"
+        "blocked {ns} ns, asked 200 ms, measured {measured} ns: {blocks:#?}\nall the thread's: {all:#?}\ndropped: {:?}",
+        d.dropped
     );
     assert!(count >= 10, "{count} blocks: {blocks:#?}");
     assert!(
@@ -198,13 +200,14 @@ fn a_wait_in_progress_when_the_window_opens_counts_from_its_start() {
         return;
     }
     let Some(b) = blocker() else { return };
-    let mut w = b.spawn(&["early", "300"]);
+    let mut w = b.spawn(&["early"]);
     let pid = w.pid();
     assert_eq!(w.line(), "ready");
-    w.wait_nanosleep(pid);
+    w.wait_wchan(pid, "read");
     let mut off = OffCpu::start(&options(pid)).expect("start");
     let start = now_ns();
     off.open_window(start).expect("window");
+    w.go();
     w.wait();
     let exited = now_ns();
     let d = off.finish(now_ns()).expect("finish");

@@ -131,17 +131,23 @@ impl Running {
 
     /// Waits until its thread `tid` sleeps in nanosleep (its wchan says so).
     pub fn wait_nanosleep(&self, tid: u32) {
+        self.wait_wchan(tid, "nanosleep");
+    }
+
+    /// Waits until its thread `tid` sleeps in a kernel function whose name holds
+    /// `needle` (its wchan says so).
+    pub fn wait_wchan(&self, tid: u32, needle: &str) {
         let pid = self.pid();
         let path = format!("/proc/{pid}/task/{tid}/wchan");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let w = std::fs::read_to_string(&path).unwrap_or_default();
-            if w.contains("nanosleep") {
+            if w.contains(needle) {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "{path} never said nanosleep: {w:?}"
+                "{path} never said {needle}: {w:?}"
             );
             std::thread::sleep(Duration::from_millis(2));
         }

@@ -106,9 +106,11 @@ int main(int argc, char **argv)
         sleeper_fn(atol(argv[2]));
         return 0;
     }
-    if (!strcmp(argv[1], "early") && argc == 3) {
+    if (!strcmp(argv[1], "early") && argc == 2) {
+        /* Blocked in a read of stdin until the test says go: a wait already in
+         * progress when the window opens, however long loading the program takes. */
         printf("ready\n");
-        sleeper_fn(atol(argv[2]));
+        wait_go();
         return 0;
     }
     if (!strcmp(argv[1], "calls") && argc == 5) {
