@@ -107,8 +107,10 @@ fn leftovers_of_killed_runs_go_with_the_next_run_and_live_ones_stay() {
     assert_eq!(scratch, 2, "{left:?}");
 
     // A live run's temporaries (output and scratch directory) must survive the sweep.
+    // It spins (a command that only sleeps may get no sample, and then no graph).
+    let spin = wl("spin");
     let mut live = start(
-        &["flamegraph", "-o", &out("live.svg"), "--", "sleep", "30"],
+        &["flamegraph", "-o", &out("live.svg"), "--", &spin, "30000"],
         &dir,
     );
     let kept = temporaries_of(&mut live, &dir, 2);
