@@ -75,9 +75,13 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     let data_pages = crate::sampling::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
     let output = crate::sampling::open_output(&data, stop)?;
     if let Some(summed) = engine(&a, &target, dwarf)? {
-        return run_bpf(
-            &a, summed, target, mode, output, &data, early, scratch, stop,
-        );
+        // The side-band records come with a dummy event; cpu-clock samples are the
+        // on-CPU side of --wall.
+        let event = if a.wall { "cpu-clock" } else { "dummy" };
+        let events = crate::events::parse_all(&enc, &[event.to_string()])?;
+        let code = run_bpf(&a, summed, target, mode, events, output, &data, early, stop)?;
+        drop(scratch);
+        return Ok(code);
     }
     let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
     let command = matches!(target, Target::Command(_));
@@ -148,11 +152,15 @@ fn engine(a: &OffcpuArgs, target: &Target, dwarf: bool) -> anyhow::Result<Option
     } else {
         match target {
             Target::Tids(_) | Target::During { .. }
-                if matches!(attach_of(target), Target::Tids(_)) =>
+                if matches!(attach::attached(target), Target::Tids(_)) =>
             {
                 Some("it follows processes (-p) or the whole system (-a), not single threads (-t)")
             }
-            _ if matches!(attach_of(target), Target::SystemWide { cpus: Some(_) }) => {
+            _ if matches!(
+                attach::attached(target),
+                Target::SystemWide { cpus: Some(_) }
+            ) =>
+            {
                 Some("it traces every CPU (-a), not a list of CPUs (-C)")
             }
             _ => None,
@@ -168,7 +176,7 @@ fn engine(a: &OffcpuArgs, target: &Target, dwarf: bool) -> anyhow::Result<Option
         }
         _ => {}
     }
-    let (all, tgids) = match attach_of(target) {
+    let (all, tgids) = match attach::attached(target) {
         Target::SystemWide { .. } => (true, Vec::new()),
         Target::Pids(p) => (
             false,
@@ -198,14 +206,6 @@ fn engine(a: &OffcpuArgs, target: &Target, dwarf: bool) -> anyhow::Result<Option
     }
 }
 
-/// What is attached to: `target`, or the `-p`/`-t`/`-a` part of a command-bounded one.
-fn attach_of(target: &Target) -> &Target {
-    match target {
-        Target::During { of, .. } => of,
-        t => t,
-    }
-}
-
 /// `hwprof offcpu` on the BPF engine (see [`bpf`]): the recording holds the side-band
 /// records (and cpu-clock samples with `--wall`), the kernel's sums are written at its
 /// end as `offcpu-time` samples.
@@ -215,23 +215,16 @@ fn run_bpf(
     mut summed: bpf::Summed,
     target: Target,
     mode: CallGraph,
+    events: hwprof_pmu::EventList,
     output: Output,
     data: &Path,
     early: Option<Output>,
-    scratch: Option<hwprof_sampler::outfile::ScratchDir>,
     stop: &Stop,
 ) -> anyhow::Result<u8> {
-    let enc = crate::events::encoder(None, &[])?;
-    // The side-band records come with a dummy event; cpu-clock samples are the on-CPU
-    // side of --wall.
-    let event = if a.wall { "cpu-clock" } else { "dummy" };
     let command = matches!(target, Target::Command(_));
     let system_wide = target.is_system_wide();
     let attached = attach::applies(&target);
-    let mut rec = RecordPlan::new(
-        crate::events::parse_all(&enc, &[event.to_string()])?,
-        target.clone(),
-    );
+    let mut rec = RecordPlan::new(events, target.clone());
     rec.options = RecordOptions {
         call_graph: a.wall.then_some(mode),
         command,
@@ -260,7 +253,6 @@ fn run_bpf(
         .map(|(t, started)| attach::window(&target, t, started, done.stats.wall));
     let code = done.exit_code();
     draw_into(a, data, early, false, window.as_ref(), &summed.early)?;
-    drop(scratch);
     Ok(code)
 }
 

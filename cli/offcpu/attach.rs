@@ -40,7 +40,7 @@ pub fn applies(target: &Target) -> bool {
 
 /// What is attached to: `target` itself, or the `-p`/`-t`/`-a` part of
 /// [`Target::During`] (the command's own threads start inside the window).
-fn attached(target: &Target) -> &Target {
+pub fn attached(target: &Target) -> &Target {
     match target {
         Target::During { of, .. } => of,
         t => t,
@@ -144,6 +144,17 @@ fn tgid(proc: &Path, tid: u32) -> Option<u32> {
         .trim()
         .parse()
         .ok()
+}
+
+/// Whether thread `tid` of `tgid` is asleep now (`/proc/TGID/task/TID/stat` says a
+/// state other than running; a thread that is gone is not).
+pub fn sleeping(tgid: u32, tid: u32) -> bool {
+    read_small(Path::new(&format!("/proc/{tgid}/task/{tid}/stat")))
+        .and_then(|s| {
+            s.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+        })
+        .is_some_and(|state| state != 'R')
 }
 
 /// A /proc text file, read with a bound (these are a few hundred bytes).

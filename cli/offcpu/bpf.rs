@@ -88,7 +88,7 @@ impl Extra for Summed {
         // Threads present when the window opened with no switch in it: off CPU all
         // through it when they sleep now (one that runs never switched).
         for &(tgid, tid) in &data.silent {
-            if sleeping(tgid, tid) {
+            if super::attach::sleeping(tgid, tid) {
                 self.early
                     .push((tid, end.saturating_sub(self.opened) / 1000));
             }
@@ -134,16 +134,4 @@ impl Extra for Summed {
         }
         Ok(())
     }
-}
-
-/// Whether thread `tid` of `tgid` is asleep now (`/proc/TGID/task/TID/stat` state other
-/// than running; a thread that is gone is not).
-fn sleeping(tgid: u32, tid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(") ")
-                .and_then(|(_, rest)| rest.chars().next())
-        })
-        .is_some_and(|state| state != 'R')
 }
