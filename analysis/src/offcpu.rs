@@ -237,6 +237,15 @@ pub struct Window {
     pub threads: Vec<Attached>,
 }
 
+impl Window {
+    /// The threads of `window` (none without one), by tid.
+    fn by_tid(window: Option<&Window>) -> HashMap<u32, Attached> {
+        window
+            .map(|w| w.threads.iter().map(|t| (t.tid, t.clone())).collect())
+            .unwrap_or_default()
+    }
+}
+
 /// A thread of the target when the window opened.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Attached {
@@ -385,9 +394,7 @@ impl Plan {
             .map(|e| (e.tid, e.ns / 1000))
             .filter(|&(_, us)| us >= min_us)
             .collect();
-        let attached = window
-            .map(|w| w.threads.iter().map(|t| (t.tid, t.clone())).collect())
-            .unwrap_or_default();
+        let attached = Window::by_tid(window);
         Plan {
             switch_event: sw.switch_event,
             blocks,
@@ -415,9 +422,7 @@ impl Plan {
             blocks: Vec::new(),
             wall,
             early,
-            attached: window
-                .map(|w| w.threads.iter().map(|t| (t.tid, t.clone())).collect())
-                .unwrap_or_default(),
+            attached: Window::by_tid(window),
             summed: true,
         }
     }
