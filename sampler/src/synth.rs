@@ -93,6 +93,12 @@ impl Rec {
                 self.u64(0);
             }
         }
+        self.sized()
+    }
+
+    /// Sets the header's size to the record's length. `None` if it would not fit the
+    /// header's u16 size.
+    fn sized(mut self) -> Option<Vec<u8>> {
         let size = u16::try_from(self.buf.len()).ok()?;
         self.buf.get_mut(6..8)?.copy_from_slice(&size.to_le_bytes());
         Some(self.buf)
@@ -656,7 +662,5 @@ pub fn sample_record(attr: &Attr, s: &MadeSample<'_>) -> Option<Vec<u8>> {
     if has(sample::WEIGHT) {
         r.u64(s.weight);
     }
-    let size = u16::try_from(r.buf.len()).ok()?;
-    r.buf.get_mut(6..8)?.copy_from_slice(&size.to_le_bytes());
-    Some(r.buf)
+    r.sized()
 }
