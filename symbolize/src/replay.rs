@@ -198,6 +198,12 @@ impl Held {
         Ok(())
     }
 
+    /// Notes a sample of time `time` given.
+    fn gave(&mut self, time: Option<u64>) {
+        self.given = self.given.max(time);
+        self.any_given = true;
+    }
+
     fn held_bytes(&self) -> usize {
         self.bytes.len() - self.start
     }
@@ -220,6 +226,35 @@ struct State {
 }
 
 impl State {
+    /// Nothing held yet, keeping the side-band records `procs` tracks.
+    fn new(procs: &Processes) -> State {
+        State {
+            side: SideBand::default(),
+            untimed: VecDeque::new(),
+            data: procs.tracks_data(),
+            exits: procs.forgets_exited(),
+            late: 0,
+        }
+    }
+
+    /// Holds the side-band record `rec` (at `at`) if the replay keeps it: in time order
+    /// per process, or in file order without a time. One earlier than `given` (the
+    /// latest sample given) is late.
+    fn side_band(&mut self, at: Pos, rec: &Record<'_>, given: Option<u64>) {
+        let Some(ev) = event(rec, self.data, self.exits) else {
+            return;
+        };
+        match rec.time() {
+            Some(t) => {
+                if given.is_some_and(|g| t < g) {
+                    self.late += 1;
+                }
+                self.side.push(t, at, ev);
+            }
+            None => self.untimed.push_back((at, ev)),
+        }
+    }
+
     /// Gives `s` (at `seq`) to `v` with its process brought up to its time.
     fn give<V: Visitor + ?Sized>(
         &mut self,
@@ -268,10 +303,7 @@ fn release<V: Visitor + ?Sized>(
         match &rec.body {
             Body::Sample(s) => {
                 st.give(procs, v, (p.off, p.n), &rec, s)?;
-                if p.time != NO_TIME {
-                    held.given = held.given.max(Some(p.time));
-                }
-                held.any_given = true;
+                held.gave((p.time != NO_TIME).then_some(p.time));
             }
             Body::Lost { lost, .. } | Body::LostSamples { lost } => v.lost(*lost),
             _ => {}
@@ -292,13 +324,7 @@ fn one_read<V: Visitor + ?Sized>(
     v: &mut V,
     limits: Limits,
 ) -> std::result::Result<u64, Halt> {
-    let mut st = State {
-        side: SideBand::default(),
-        untimed: VecDeque::new(),
-        data: procs.tracks_data(),
-        exits: procs.forgets_exited(),
-        late: 0,
-    };
+    let mut st = State::new(procs);
     let mut held = Held::default();
     let mut pos = Positions::default();
     let read = pd.for_each_record_lazily(|off, bytes, rec| -> std::result::Result<(), Halt> {
@@ -317,8 +343,7 @@ fn one_read<V: Visitor + ?Sized>(
                     if let Body::Sample(s) = &rec.body {
                         st.give(procs, v, at, &rec, s)?;
                     }
-                    held.given = held.given.max(time);
-                    held.any_given = true;
+                    held.gave(time);
                 } else {
                     held.hold(at, time, bytes);
                 }
@@ -331,16 +356,8 @@ fn one_read<V: Visitor + ?Sized>(
                 release(pd, &mut held, &mut st, procs, v, false, None)?;
             }
             Some(_) => {
-                if let Some(ev) = rec.and_then(|rec| event(rec, st.data, st.exits)) {
-                    match time {
-                        Some(t) => {
-                            if held.given.is_some_and(|g| t < g) {
-                                st.late += 1;
-                            }
-                            st.side.push(t, at, ev);
-                        }
-                        None => st.untimed.push_back((at, ev)),
-                    }
+                if let Some(rec) = rec {
+                    st.side_band(at, rec, held.given);
                 }
             }
         }
@@ -374,24 +391,10 @@ fn one_read<V: Visitor + ?Sized>(
 /// The replay of a file without rounds: the side-band records first (samples skipped
 /// undecoded), then the samples.
 fn two_sweeps<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut V) -> Result<()> {
-    let data = procs.tracks_data();
-    let exits = procs.forgets_exited();
-    let mut st = State {
-        side: SideBand::default(),
-        untimed: VecDeque::new(),
-        data,
-        exits,
-        late: 0,
-    };
+    let mut st = State::new(procs);
     let mut pos = Positions::default();
     let side_band = |off, rec: &Record<'_>| -> Result<()> {
-        let at = pos.of(off);
-        if let Some(ev) = event(rec, data, exits) {
-            match rec.time() {
-                Some(t) => st.side.push(t, at, ev),
-                None => st.untimed.push_back((at, ev)),
-            }
-        }
+        st.side_band(pos.of(off), rec, None);
         Ok(())
     };
     // The first sweep does not decode the samples (most of the file); when it fails, a
