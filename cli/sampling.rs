@@ -157,11 +157,6 @@ pub fn record(
         Some(CallGraph::Dwarf { stack_size }) => Some(stack_size),
         _ => None,
     };
-    let note = |n: &String| {
-        if !quiet {
-            eprintln!("hwprof: note: {}", crate::render::escape(n));
-        }
-    };
     let recorder = open_recorder(rec, quiet, branch_flag)?;
     let unwind = !raw_stacks && OnlineUnwinder::applies(recorder.entries());
     let done = match (unwind, Arch::host()) {
@@ -186,10 +181,13 @@ pub fn record(
             done
         }
         (true, None) => {
-            note(&format!(
-                "unwinding while recording is not supported on {}: the raw user stacks are written (as with --keep-raw-stacks)",
-                std::env::consts::ARCH
-            ));
+            note(
+                quiet,
+                &format!(
+                    "unwinding while recording is not supported on {}: the raw user stacks are written (as with --keep-raw-stacks)",
+                    std::env::consts::ARCH
+                ),
+            );
             recorder.run(Sink::PerfData(output), stop)?
         }
         (false, Some(arch)) if FpWatch::applies(recorder.entries()) => {
@@ -227,20 +225,22 @@ fn open_recorder(
     quiet: bool,
     branch_flag: Option<&str>,
 ) -> anyhow::Result<Recorder> {
-    let note = |n: &String| {
-        if !quiet {
-            eprintln!("hwprof: note: {}", crate::render::escape(n));
-        }
-    };
     match Recorder::open(rec) {
         Ok(r) => {
-            r.notices().iter().for_each(note);
+            r.notices().iter().for_each(|n| note(quiet, n));
             Ok(r)
         }
         Err(e) => {
-            e.notices.iter().for_each(note);
+            e.notices.iter().for_each(|n| note(quiet, n));
             Err(open_error(*e, branch_flag))
         }
+    }
+}
+
+/// A note on stderr, unless `quiet`.
+fn note(quiet: bool, n: &str) {
+    if !quiet {
+        eprintln!("hwprof: note: {}", crate::render::escape(n));
     }
 }
 
