@@ -635,9 +635,10 @@ fn errors_are_one_line() {
 }
 
 /// The BPF engine leaves the other users of `sched:sched_switch` their events: a BPF
-/// program on a tracepoint that returns 0 drops that tracepoint's perf events for
-/// everyone (the kernel's perf_trace_run_bpf_submit), which emptied a `record
-/// --off-cpu` made meanwhile.
+/// program on a classic tracepoint that returns 0 drops that tracepoint's perf events
+/// for everyone (the kernel's perf_trace_run_bpf_submit), which emptied a `record
+/// --off-cpu` made meanwhile. (The engine's programs are raw tracepoints now, which
+/// never touch perf's events; this keeps it so.)
 #[test]
 fn the_bpf_engine_leaves_other_tracers_their_events() {
     if !require_tracefs("hwprof offcpu --engine bpf -a") {

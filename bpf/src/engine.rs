@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use aya::maps::{Map, MapData, MapError, PerCpuArray, RingBuf, StackTraceMap};
 use aya::programs::uprobe::{UProbeAttachLocation, UProbeScope};
-use aya::programs::{Program, ProgramError, TracePoint, UProbe};
-use aya::{Ebpf, EbpfLoader, Pod};
+use aya::programs::{Program, ProgramError, RawTracePoint, TracePoint, UProbe};
+use aya::{Btf, Ebpf, EbpfLoader, Pod};
 
 use crate::error::{Error, Unavailable, io_error, one_line};
 
@@ -22,6 +22,9 @@ pub struct Object {
     pub name: &'static str,
     /// The ELF object.
     pub bytes: &'static [u8],
+    /// Its programs read kernel structs with CO-RE (field offsets relocated against the
+    /// running kernel's BTF, `/sys/kernel/btf/vmlinux`, at load): it needs that BTF.
+    pub core: bool,
 }
 
 /// The objects hwprof carries (`bpf/objects/*.bpf.o`, rebuilt by `bpf/build.sh`).
@@ -33,17 +36,20 @@ pub mod objects {
     pub static CHECK: Object = Object {
         name: "check",
         bytes: include_bytes_aligned!("../objects/check.bpf.o"),
+        core: true,
     };
     /// `offcpu.bpf.c`: off-CPU time summed in the kernel ([`crate::offcpu`]).
     pub static OFFCPU: Object = Object {
         name: "offcpu",
         bytes: include_bytes_aligned!("../objects/offcpu.bpf.o"),
+        core: true,
     };
     /// `latency.bpf.c`: one function's call latency (uprobe + uretprobe): counts, a
     /// log2 histogram, slow calls through a ring buffer.
     pub static LATENCY: Object = Object {
         name: "latency",
         bytes: include_bytes_aligned!("../objects/latency.bpf.o"),
+        core: false,
     };
 }
 
@@ -115,7 +121,14 @@ impl Loader {
     /// [`Error::Unavailable`].
     pub fn load(self) -> Result<Engine, Error> {
         let name = self.object.name;
+        // Without the kernel's BTF aya would load a CO-RE program unrelocated (with the
+        // offsets it was compiled with): refuse instead.
+        let btf = match self.object.core {
+            true => Some(Btf::from_sys_fs().map_err(|e| Unavailable::NoBtf(one_line(&e)))?),
+            false => None,
+        };
         let mut l = EbpfLoader::new();
+        l.btf(btf.as_ref());
         for (g, bytes) in &self.globals {
             l.override_global(g, &bytes[..], true);
         }
@@ -128,6 +141,7 @@ impl Loader {
         for (_, p) in ebpf.programs_mut() {
             let r = match p {
                 Program::TracePoint(p) => p.load(),
+                Program::RawTracePoint(p) => p.load(),
                 Program::UProbe(p) => p.load(),
                 _ => Ok(()),
             };
@@ -265,6 +279,16 @@ impl Engine {
             .map_err(|e| attach_error(program, &target, &e))
     }
 
+    /// Attaches raw tracepoint program `program` (a `SEC("raw_tracepoint/...")`) to
+    /// tracepoint `name` (`sched_switch`): the kernel calls it straight from the
+    /// tracepoint, with the tracepoint's own arguments, and no perf event between.
+    pub fn attach_raw_tracepoint(&mut self, program: &str, name: &str) -> Result<(), Error> {
+        let p: &mut RawTracePoint = self.program(program)?;
+        p.attach(name)
+            .map(drop)
+            .map_err(|e| attach_error(program, name, &e))
+    }
+
     /// Attaches uprobe program `program` (a `SEC("uprobe")` or `SEC("uretprobe")`) to
     /// `at` in `binary`, for process `pid` (all its threads) or every process.
     pub fn attach_uprobe(
@@ -329,6 +353,7 @@ impl Engine {
         for (name, p) in self.ebpf.programs_mut() {
             let r = match p {
                 Program::TracePoint(p) => p.unload(),
+                Program::RawTracePoint(p) => p.unload(),
                 Program::UProbe(p) => p.unload(),
                 _ => Ok(()),
             };

@@ -21,6 +21,12 @@ pub enum Unavailable {
         /// What failed.
         detail: String,
     },
+    /// The kernel has no BTF (`/sys/kernel/btf/vmlinux`, CONFIG_DEBUG_INFO_BTF), which
+    /// the programs' CO-RE reads of kernel structs are relocated against.
+    #[error(
+        "this kernel has no BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF), which hwprof's BPF programs need ({0})"
+    )]
+    NoBtf(String),
     /// Anything else (the text says what failed).
     #[error("{0}")]
     Other(String),

@@ -8,12 +8,18 @@
 //! - **Programs** are C files in `bpf/src/c/` (`*.bpf.c`, sharing `hwprof.h`), compiled
 //!   by `bpf/build.sh` into `bpf/objects/*.bpf.o`, which are committed and embedded
 //!   ([`objects`]): `cargo build` needs no BPF compiler. CI checks that a rebuild gives
-//!   the same bytes (`bpf/build.sh --check`). No vmlinux.h and no CO-RE: programs attach
-//!   to classic tracepoints (argument layouts written out from tracefs's format files,
-//!   a stable ABI) and uprobes, so they load on any kernel with BTF-defined maps and
-//!   BPF ring buffers (5.8 and later).
+//!   the same bytes (`bpf/build.sh --check`). No vmlinux.h: the few kernel struct
+//!   fields a program reads are declared in its C file with `preserve_access_index`
+//!   (CO-RE), and aya relocates them against the running kernel's BTF at load
+//!   ([`Object::core`]; without BTF such an object is [`Unavailable::NoBtf`], never
+//!   loaded with guessed offsets). Scheduler programs attach to raw tracepoints, which
+//!   the kernel calls directly (a classic tracepoint program runs behind perf's trace
+//!   buffer and its recursion guard, which lost switches); the stacks they take start
+//!   with the tracing glue, cut off by name from /proc/kallsyms (`glue`). Uprobe
+//!   programs need no BTF. Kernel 5.8 and later (BPF ring buffers).
 //! - **The engine** ([`Loader`], [`Engine`]) loads an object with its `volatile const`
-//!   globals and map sizes set, attaches its programs to tracepoints and uprobes
+//!   globals and map sizes set, attaches its programs to raw and classic tracepoints and
+//!   uprobes
 //!   (symbol or file offset, one process or all), detaches them, and reads its maps:
 //!   hash maps ([`Engine::hash_entries`]), array and per-CPU array counters
 //!   ([`Engine::counters`]), log2 histograms ([`Engine::log2_hist`]), stack-trace maps
@@ -61,6 +67,7 @@
 
 mod engine;
 mod error;
+mod glue;
 #[allow(unsafe_code)]
 mod maps;
 pub mod offcpu;

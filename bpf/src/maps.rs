@@ -26,7 +26,22 @@ pub(crate) struct OffCpuStart {
     pub ustack: i32,
     pub kstack: i32,
     pub pad: u32,
+    /// The thread's CPU time (`se.sum_exec_runtime`) at the switch-out.
+    pub runtime: u64,
 }
+
+/// `struct present` of offcpu.bpf.c: a thread present when the window opened.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OffCpuPresent {
+    pub tgid: u32,
+    pub pad: u32,
+    /// Its CPU time then (`/proc/T/schedstat`), [`NO_RUNTIME`] when it was runnable.
+    pub runtime: u64,
+}
+
+/// `NO_RUNTIME` of offcpu.bpf.c.
+pub(crate) const NO_RUNTIME: u64 = u64::MAX;
 
 /// `struct block_key` of offcpu.bpf.c.
 #[repr(C)]
@@ -74,9 +89,12 @@ pub struct LatencyEvent {
 // SAFETY: repr(C), integer fields only with explicit padding (no implicit padding
 // bytes: 8 + 4 + 4 = 16 bytes, checked below); every bit pattern is a valid value.
 unsafe impl Pod for OffCpuConfig {}
-// SAFETY: repr(C), integer fields only, explicit `pad` (8 + 4 * 4 = 24 bytes, checked
-// below); every bit pattern is a valid value.
+// SAFETY: repr(C), integer fields only, explicit `pad` (8 + 4 * 4 + 8 = 32 bytes,
+// checked below); every bit pattern is a valid value.
 unsafe impl Pod for OffCpuStart {}
+// SAFETY: repr(C), integer fields only, explicit `pad` (4 + 4 + 8 = 16 bytes, checked
+// below); every bit pattern is a valid value.
+unsafe impl Pod for OffCpuPresent {}
 // SAFETY: repr(C), six u32/i32 fields, explicit `pad` (24 bytes, no implicit padding,
 // checked below); every bit pattern is a valid value.
 unsafe impl Pod for OffCpuKey {}
@@ -113,7 +131,8 @@ mod tests {
     #[test]
     fn sizes_match_the_c_structs() {
         assert_eq!(size_of::<OffCpuConfig>(), 16);
-        assert_eq!(size_of::<OffCpuStart>(), 24);
+        assert_eq!(size_of::<OffCpuStart>(), 32);
+        assert_eq!(size_of::<OffCpuPresent>(), 16);
         assert_eq!(size_of::<OffCpuKey>(), 24);
         assert_eq!(size_of::<OffCpuSum>(), 16);
         assert_eq!(size_of::<Comm>(), 16);

@@ -3,8 +3,11 @@
 //!
 //! The semantics are those of hwprof's perf-event path (`hwprof_analysis::offcpu` and
 //! its `pair`): a block runs from a target thread's switch-out to its next switch-in,
-//! both exact (the program sees every `sched_switch`). Every switch-out counts,
-//! preempted or blocked, as that path and perf's and bcc's offcputime count; a thread's
+//! both exact (the program runs on the raw `sched_switch` tracepoint). Where the kernel
+//! let a switch-in reach no program (it happens: see `unseen_switch_in` in the C file),
+//! the block ends where the thread resumed, found from its CPU time at its next
+//! switch-out (or, still running at the end, from `/proc/.../schedstat`). Every
+//! switch-out counts, preempted or blocked, as that path and perf's and bcc's offcputime count; a thread's
 //! last switch-out (it exited) is no block; the idle tasks never block. Blocks shorter
 //! than [`OffCpuOptions::min_block_ns`] are left out in the kernel, each on its own.
 //!
@@ -22,9 +25,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::engine::{Engine, Loader, NO_STACK, StackErrors, objects};
+use crate::engine::{Engine, Loader, NO_STACK, StackErrors, StackReader, objects};
 use crate::error::Error;
-use crate::maps::{Comm, OffCpuConfig, OffCpuKey, OffCpuStart, OffCpuSum};
+use crate::glue::TraceGlue;
+use crate::maps::{
+    Comm, NO_RUNTIME, OffCpuConfig, OffCpuKey, OffCpuPresent, OffCpuStart, OffCpuSum,
+};
 
 /// What to trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -183,8 +189,8 @@ impl OffCpu {
         for &t in &o.tgids {
             engine.hash_insert("targets", t, 1u8)?;
         }
-        engine.attach_tracepoint("offcpu_newtask", "task", "task_newtask")?;
-        engine.attach_tracepoint("offcpu_switch", "sched", "sched_switch")?;
+        engine.attach_raw_tracepoint("offcpu_newtask", "task_newtask")?;
+        engine.attach_raw_tracepoint("offcpu_switch", "sched_switch")?;
         Ok(OffCpu {
             engine,
             config: OffCpuConfig::default(),
@@ -221,7 +227,12 @@ impl OffCpu {
         };
         let mut any = false;
         for (tgid, tid) in threads {
-            match self.engine.hash_insert("present", tid, tgid) {
+            let p = OffCpuPresent {
+                tgid,
+                pad: 0,
+                runtime: asleep_runtime(tgid, tid).unwrap_or(NO_RUNTIME),
+            };
+            match self.engine.hash_insert("present", tid, p) {
                 Ok(()) => any = true,
                 Err(_) => self.present_dropped += 1,
             }
@@ -244,9 +255,15 @@ impl OffCpu {
         let sums: Vec<(OffCpuKey, OffCpuSum)> = e.hash_entries("blocks")?;
         let starts: Vec<(u32, OffCpuStart)> = e.hash_entries("start")?;
         let comms: Vec<(u32, Comm)> = e.hash_entries("threads")?;
-        let present: Vec<(u32, u32)> = e.hash_entries("present")?;
+        let present: Vec<(u32, OffCpuPresent)> = e.hash_entries("present")?;
         let slots = e.dropped()?;
         let mut stacks = e.stacks("stacks")?;
+        let glue = TraceGlue::read();
+        let kernel = |stacks: &mut StackReader<'_>, id: i32, weight: u64| {
+            let mut k = stacks.get(id, weight);
+            glue.trim(&mut k);
+            k
+        };
         let mut out = OffCpuData::default();
         for (k, v) in sums {
             let kind = match k.kind {
@@ -258,7 +275,7 @@ impl OffCpu {
                 tgid: k.tgid,
                 tid: k.tid,
                 user: stacks.get(k.ustack, v.count),
-                kernel: stacks.get(k.kstack, v.count),
+                kernel: kernel(&mut stacks, k.kstack, v.count),
                 ns: v.ns,
                 count: v.count,
                 kind,
@@ -268,7 +285,16 @@ impl OffCpu {
         // Blocks still in progress: one per thread; the same thread and stacks as a sum
         // above stay a row of their own (their kind differs).
         for (tid, s) in starts {
-            let Some((ns, kind)) = in_progress(&c, s.ts, end_ns) else {
+            // A thread that ran since (its switch-in unseen: see unseen_switch_in in the
+            // C file) ended its block that much CPU time before now.
+            let ran = runtime(s.tgid, tid)
+                .and_then(|r| r.checked_sub(s.runtime))
+                .filter(|&r| r > 0);
+            let found = match ran {
+                None => in_progress(&c, s.ts, end_ns),
+                Some(r) => ended_unseen(&c, s.ts, end_ns.saturating_sub(r)),
+            };
+            let Some((ns, kind)) = found else {
                 continue;
             };
             if ns < self.min_block_ns {
@@ -278,7 +304,7 @@ impl OffCpu {
                 tgid: s.tgid,
                 tid,
                 user: stacks.get(s.ustack, 1),
-                kernel: stacks.get(s.kstack, 1),
+                kernel: kernel(&mut stacks, s.kstack, 1),
                 ns,
                 count: 1,
                 kind,
@@ -296,7 +322,7 @@ impl OffCpu {
         out.silent = present
             .into_iter()
             .filter(|(tid, _)| !blocked.contains(tid) && !out.comms.contains_key(tid))
-            .map(|(tid, tgid)| (tgid, tid))
+            .map(|(tid, p)| (p.tgid, tid))
             .collect();
         out.silent.sort_unstable();
         let slot = |i: usize| slots.get(i).copied().unwrap_or(0);
@@ -322,6 +348,36 @@ fn in_progress(c: &OffCpuConfig, ts: u64, end: u64) -> Option<(u64, BlockKind)> 
     } else {
         Some((end.checked_sub(ts)?, BlockKind::InProgressAtEnd))
     }
+}
+
+/// A block switched out at `ts` whose thread resumed unseen at `end`: its time in the
+/// window and its kind, `None` when none of it is in the window.
+fn ended_unseen(c: &OffCpuConfig, ts: u64, end: u64) -> Option<(u64, BlockKind)> {
+    let (ns, kind) = in_progress(c, ts, end)?;
+    let kind = match kind {
+        BlockKind::InProgressAtEnd => BlockKind::Ended,
+        k => k,
+    };
+    Some((ns, kind)).filter(|&(ns, _)| ns > 0)
+}
+
+/// Thread `tid`'s CPU time in ns (`se.sum_exec_runtime`: the first field of
+/// `/proc/TGID/task/TID/schedstat`), `None` when it is gone.
+fn runtime(tgid: u32, tid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/schedstat")).ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// [`runtime`] of a thread that is asleep (not running or runnable: its `stat` state
+/// is not `R`), `None` otherwise.
+fn asleep_runtime(tgid: u32, tid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat")).ok()?;
+    // The state follows the comm's closing parenthesis (the comm may hold any byte).
+    let state = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .next()?;
+    (state != "R").then(|| runtime(tgid, tid)).flatten()
 }
 
 /// A comm's bytes up to the first NUL, lossily as text.

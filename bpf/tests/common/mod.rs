@@ -24,7 +24,9 @@ pub fn bpf_available() -> bool {
         Ok(()) => true,
         Err(u) => {
             let why = match u {
-                Unavailable::KernelTooOld { .. } | Unavailable::LockedDown(_) => Why::KernelSetting,
+                Unavailable::KernelTooOld { .. }
+                | Unavailable::LockedDown(_)
+                | Unavailable::NoBtf(_) => Why::KernelSetting,
                 Unavailable::Permission(_) | Unavailable::Other(_) => Why::Setup,
             };
             skip(why, format_args!("BPF unavailable: {u}"));
