@@ -28,40 +28,75 @@ fn in_fn(d: &OffCpuData, tid: u32, range: (u64, u64)) -> Vec<&Blocked> {
         .collect()
 }
 
+/// `blocker sleep MS COUNT` traced from before its first sleep.
+struct Sleeps {
+    pid: u32,
+    range: (u64, u64),
+    data: OffCpuData,
+    /// The time the workload measured inside sleeper_fn.
+    measured: u64,
+    /// The blocks in sleeper_fn: their time and how many.
+    ns: u64,
+    count: u64,
+}
+
+impl Sleeps {
+    fn traced(ms: &str, count: &str) -> Option<Sleeps> {
+        if !bpf_available() {
+            return None;
+        }
+        let b = blocker()?;
+        let range = b.range("sleeper_fn");
+        let mut w = b.spawn(&["sleep", ms, count]);
+        let pid = w.pid();
+        let mut off = OffCpu::start(&options(pid)).expect("start");
+        off.open_window(now_ns()).expect("window");
+        w.go();
+        let measured = w.value("measured");
+        w.wait();
+        let data = off.finish(now_ns()).expect("finish");
+        let blocks = in_fn(&data, pid, range);
+        let ns = blocks.iter().map(|b| b.ns).sum();
+        let count = blocks.iter().map(|b| b.count).sum();
+        hwprof_testkit::report!(
+            "offcpu: sleeper_fn({ms} ms) x {count}: {:.3} ms in {count} blocks, measured {:.3} ms, {} rows",
+            ns as f64 / 1e6,
+            measured as f64 / 1e6,
+            data.blocks.len()
+        );
+        Some(Sleeps {
+            pid,
+            range,
+            data,
+            measured,
+            ns,
+            count,
+        })
+    }
+
+    fn blocks(&self) -> Vec<&Blocked> {
+        in_fn(&self.data, self.pid, self.range)
+    }
+}
+
 /// 10 sleeps of 20 ms in sleeper_fn: the blocks whose user stack starts there sum to
 /// at least the 200 ms asked for and at most the time the workload measured inside
 /// sleeper_fn (blocks are inside those intervals), with the kernel stack and comm.
 #[test]
 fn blocked_time_and_stack_of_known_sleeps() {
-    if !bpf_available() {
+    let Some(s) = Sleeps::traced("20", "10") else {
         return;
-    }
-    let Some(b) = blocker() else { return };
-    let range = b.range("sleeper_fn");
-    let mut w = b.spawn(&["sleep", "20", "10"]);
-    let pid = w.pid();
-    let mut off = OffCpu::start(&options(pid)).expect("start");
-    off.open_window(now_ns()).expect("window");
-    w.go();
-    let measured = w.value("measured");
-    w.wait();
-    let d = off.finish(now_ns()).expect("finish");
-    let blocks = in_fn(&d, pid, range);
-    let ns: u64 = blocks.iter().map(|b| b.ns).sum();
-    let count: u64 = blocks.iter().map(|b| b.count).sum();
-    hwprof_testkit::report!(
-        "offcpu: sleeper_fn blocked {:.3} ms in {count} blocks, measured {:.3} ms, {} rows",
-        ns as f64 / 1e6,
-        measured as f64 / 1e6,
-        d.blocks.len()
-    );
+    };
+    let (pid, d, blocks) = (s.pid, &s.data, s.blocks());
     let all: Vec<&Blocked> = d.blocks.iter().filter(|b| b.tid == pid).collect();
     assert!(
-        ns >= 200 * MS && ns <= measured,
-        "blocked {ns} ns, asked 200 ms, measured {measured} ns: {blocks:#?}\nall the thread's: {all:#?}\ndropped: {:?}",
+        s.ns >= 200 * MS && s.ns <= s.measured,
+        "blocked {} ns, asked 200 ms, measured {} ns: {blocks:#?}\nall the thread's: {all:#?}\ndropped: {:?}",
+        s.ns,
+        s.measured,
         d.dropped
     );
-    assert!(count >= 10, "{count} blocks: {blocks:#?}");
+    assert!(s.count >= 10, "{} blocks: {blocks:#?}", s.count);
     assert!(
         blocks
             .iter()
@@ -85,33 +120,22 @@ fn blocked_time_and_stack_of_known_sleeps() {
 /// (unseen_switch_in in offcpu.bpf.c) four runs came out 1 to 9 blocks short.
 #[test]
 fn every_short_sleep_is_a_block() {
-    if !bpf_available() {
+    let Some(s) = Sleeps::traced("1", "4000") else {
         return;
-    }
-    let Some(b) = blocker() else { return };
-    let range = b.range("sleeper_fn");
-    let mut w = b.spawn(&["sleep", "1", "4000"]);
-    let pid = w.pid();
-    let mut off = OffCpu::start(&options(pid)).expect("start");
-    off.open_window(now_ns()).expect("window");
-    w.go();
-    let measured = w.value("measured");
-    w.wait();
-    let d = off.finish(now_ns()).expect("finish");
-    let blocks = in_fn(&d, pid, range);
-    let ns: u64 = blocks.iter().map(|b| b.ns).sum();
-    let count: u64 = blocks.iter().map(|b| b.count).sum();
-    hwprof_testkit::report!(
-        "offcpu: 4000 sleeps of 1 ms: {count} blocks, {:.3} ms of {:.3} ms measured",
-        ns as f64 / 1e6,
-        measured as f64 / 1e6
-    );
-    assert!(count >= 4000, "{count} blocks of 4000 sleeps: {blocks:#?}");
+    };
     assert!(
-        ns >= 4000 * MS && ns <= measured,
-        "blocked {ns} ns, asked 4000 ms, measured {measured} ns"
+        s.count >= 4000,
+        "{} blocks of 4000 sleeps: {:#?}",
+        s.count,
+        s.blocks()
     );
-    assert!(d.dropped.is_empty(), "{:?}", d.dropped);
+    assert!(
+        s.ns >= 4000 * MS && s.ns <= s.measured,
+        "blocked {} ns, asked 4000 ms, measured {} ns",
+        s.ns,
+        s.measured
+    );
+    assert!(s.data.dropped.is_empty(), "{:?}", s.data.dropped);
 }
 
 /// With --min-block 100 ms, ten sleeps of 10 ms leave no block and the one of 200 ms
