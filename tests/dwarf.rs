@@ -502,8 +502,15 @@ fn a_stack_copy_too_small_ends_in_truncated_and_is_counted() {
         .filter(|(s, _)| s.contains(";[truncated];"))
         .map(|(_, n)| n)
         .sum();
+    // A sample in `_start` (a page fault as the program starts) is whole in 16 bytes:
+    // the outermost frame, nothing above it to cut. Every other stack is longer.
+    let outermost: u64 = f
+        .iter()
+        .filter(|(s, _)| s.starts_with("dwarf_chain;_start;") || s.as_str() == "dwarf_chain;_start")
+        .map(|(_, n)| n)
+        .sum();
     assert!(
-        total > 0 && cut == total,
+        cut > 0 && cut + outermost == total,
         "16 bytes cannot hold the stack: {f:?}"
     );
     assert!(
