@@ -4,7 +4,7 @@
 //! The semantics are those of hwprof's perf-event path (`hwprof_analysis::offcpu` and
 //! its `pair`): a block runs from a target thread's switch-out to its next switch-in,
 //! both exact (the program runs on the raw `sched_switch` tracepoint). Where the kernel
-//! let a switch-in reach no program (it happens: see `unseen_switch_in` in the C file),
+//! let a switch-in reach no program (it happens: see `end_wait` in the C file),
 //! the block ends where the thread resumed, found from its CPU time at its next
 //! switch-out (or, still running at the end, from `/proc/.../schedstat`). Every
 //! switch-out counts, preempted or blocked, as that path and perf's and bcc's offcputime count; a thread's
@@ -285,7 +285,7 @@ impl OffCpu {
         // Blocks still in progress: one per thread; the same thread and stacks as a sum
         // above stay a row of their own (their kind differs).
         for (tid, s) in starts {
-            // A thread that ran since (its switch-in unseen: see unseen_switch_in in the
+            // A thread that ran since (its switch-in unseen: see end_wait in the
             // C file) ended its block that much CPU time before now.
             let ran = runtime(s.tgid, tid)
                 .and_then(|r| r.checked_sub(s.runtime))

@@ -117,7 +117,7 @@ fn blocked_time_and_stack_of_known_sleeps() {
 /// Every one of 4000 sleeps of 1 ms is a block, and their sum is inside the time the
 /// workload measured. On the kernel hwprof is tested on, about one wake-up in a
 /// thousand reaches no sched_switch program: without the program's recovery of those
-/// (unseen_switch_in in offcpu.bpf.c) four runs came out 1 to 9 blocks short.
+/// (end_wait in offcpu.bpf.c) four runs came out 1 to 9 blocks short.
 #[test]
 fn every_short_sleep_is_a_block() {
     let Some(s) = Sleeps::traced("1", "4000") else {

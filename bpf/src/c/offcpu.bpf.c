@@ -229,29 +229,38 @@ static __always_inline __u64 resumed_at(__u64 now, __u64 runtime_now, __u64 runt
     return runtime_now >= runtime_then && ran < now ? now - ran : 0;
 }
 
-/* A switch-out of a thread whose last switch-in was not seen: on some kernels (the
- * 6.18 VM hwprof is tested on) about one wake-up in a thousand reaches no sched_switch
- * program, raw or classic, nor sched_wakeup. Its block (a `start` or `present` entry)
- * is ended where the thread resumed: now minus the CPU time it ran since
- * (se.sum_exec_runtime, which __schedule brought up to date before this tracepoint). */
-static __always_inline void unseen_switch_in(__u32 tid, __u64 runtime, __u64 now,
-                                             struct config *cfg)
+/* Ends thread tid's wait in progress, if it has one: the block from its seen
+ * switch-out (`start`), else its wait since before the window (`present`). At its
+ * switch-in (`seen`) the wait ends now. At a switch-out whose switch-in went unseen
+ * (on some kernels, the 6.18 VM hwprof is tested on, about one wake-up in a thousand
+ * reaches no sched_switch program, raw or classic, nor sched_wakeup) it ended where
+ * the thread resumed: now minus the CPU time it ran since (`runtime` is its
+ * se.sum_exec_runtime now, which __schedule brought up to date before this
+ * tracepoint). Returns whether a `present` wait was ended. */
+static __always_inline int end_wait(__u32 tid, int seen, __u64 runtime, __u64 now,
+                                    struct config *cfg)
 {
     struct start *s = bpf_map_lookup_elem(&start, &tid);
     if (s) {
         struct start old = *s;
         bpf_map_delete_elem(&start, &tid);
-        end_block(tid, &old, resumed_at(now, runtime, old.runtime), cfg);
+        if (cfg->present)
+            bpf_map_delete_elem(&present, &tid);
+        end_block(tid, &old, seen ? now : resumed_at(now, runtime, old.runtime), cfg);
+        return 0;
     }
     if (!cfg->present)
-        return;
+        return 0;
     struct present *p = bpf_map_lookup_elem(&present, &tid);
     if (!p)
-        return;
+        return 0;
     struct present old = *p;
     bpf_map_delete_elem(&present, &tid);
-    if (!s && old.runtime != NO_RUNTIME)
+    if (seen)
+        end_present(tid, old.tgid, now, cfg);
+    else if (old.runtime != NO_RUNTIME)
         end_present(tid, old.tgid, resumed_at(now, runtime, old.runtime), cfg);
+    return 1;
 }
 
 static __always_inline void switch_out(struct bpf_raw_tracepoint_args *a,
@@ -261,7 +270,7 @@ static __always_inline void switch_out(struct bpf_raw_tracepoint_args *a,
     if (!all_threads && !bpf_map_lookup_elem(&targets, &tgid))
         return;
     __u64 runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
-    unseen_switch_in(tid, runtime, now, cfg);
+    end_wait(tid, 0, runtime, now, cfg); /* its switch-in went unseen, if it has one */
     struct thread t = {};
     bpf_get_current_comm(t.comm, sizeof(t.comm)); /* current is prev here */
     note_comm(tid, &t);
@@ -280,26 +289,12 @@ static __always_inline void switch_out(struct bpf_raw_tracepoint_args *a,
 static __always_inline void switch_in(struct task_struct *next, __u32 tid, __u64 now,
                                       struct config *cfg)
 {
-    struct start *s = bpf_map_lookup_elem(&start, &tid);
-    if (s) {
-        struct start old = *s;
-        bpf_map_delete_elem(&start, &tid);
-        if (cfg->present)
-            bpf_map_delete_elem(&present, &tid);
-        end_block(tid, &old, now, cfg);
+    if (!end_wait(tid, 1, 0, now, cfg))
         return;
-    }
-    if (!cfg->present)
-        return;
-    struct present *p = bpf_map_lookup_elem(&present, &tid);
-    if (!p)
-        return;
-    __u32 tgid = p->tgid;
-    bpf_map_delete_elem(&present, &tid);
+    /* A present thread's first switch: its comm, as a switch-out would note it. */
     struct thread t = {};
     bpf_core_read(t.comm, sizeof(t.comm), &next->comm);
     note_comm(tid, &t);
-    end_present(tid, tgid, now, cfg);
 }
 
 SEC("raw_tracepoint/sched_switch")
