@@ -28,6 +28,8 @@ use std::collections::{HashMap, HashSet};
 use crate::engine::{Engine, Loader, NO_STACK, StackErrors, StackReader, objects};
 use crate::error::Error;
 use crate::glue::TraceGlue;
+use hwprof_pmu::target;
+
 use crate::maps::{
     Comm, NO_RUNTIME, OffCpuConfig, OffCpuKey, OffCpuPresent, OffCpuStart, OffCpuSum,
 };
@@ -217,8 +219,8 @@ impl OffCpu {
     pub fn open_window(&mut self, now_ns: u64) -> Result<(), Error> {
         let threads = if self.all {
             let mut v = Vec::new();
-            for pid in numeric_entries("/proc") {
-                v.extend(threads_of(pid));
+            for pid in target::processes() {
+                v.extend(u32::try_from(pid).map(threads_of).unwrap_or_default());
             }
             v
         } else {
@@ -368,16 +370,11 @@ fn runtime(tgid: u32, tid: u32) -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
-/// [`runtime`] of a thread that is asleep (not running or runnable: its `stat` state
-/// is not `R`), `None` otherwise.
+/// [`runtime`] of a thread that is asleep (not running or runnable: its state is not
+/// `R`), `None` otherwise.
 fn asleep_runtime(tgid: u32, tid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat")).ok()?;
-    // The state follows the comm's closing parenthesis (the comm may hold any byte).
-    let state = stat
-        .get(stat.rfind(')')? + 1..)?
-        .split_whitespace()
-        .next()?;
-    (state != "R").then(|| runtime(tgid, tid)).flatten()
+    let state = target::thread_state(i32::try_from(tgid).ok()?, i32::try_from(tid).ok()?)?;
+    (state != 'R').then(|| runtime(tgid, tid)).flatten()
 }
 
 /// A comm's bytes up to the first NUL, lossily as text.
@@ -386,20 +383,15 @@ fn comm_text(b: &[u8; 16]) -> String {
     String::from_utf8_lossy(&b[..n]).into_owned()
 }
 
-/// The numeric entries of a /proc folder (pids, tids); none when it is unreadable.
-fn numeric_entries(dir: &str) -> Vec<u32> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect()
-}
-
 /// (tgid, tid) of each thread of process `tgid` (none when it is gone).
 fn threads_of(tgid: u32) -> Vec<(u32, u32)> {
-    numeric_entries(&format!("/proc/{tgid}/task"))
+    let Ok(pid) = i32::try_from(tgid) else {
+        return Vec::new();
+    };
+    target::threads_of(pid)
+        .unwrap_or_default()
         .into_iter()
+        .filter_map(|tid| u32::try_from(tid).ok())
         .filter(|&t| t != 0)
         .map(|tid| (tgid, tid))
         .collect()

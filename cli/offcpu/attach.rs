@@ -149,12 +149,10 @@ fn tgid(proc: &Path, tid: u32) -> Option<u32> {
 /// Whether thread `tid` of `tgid` is asleep now (`/proc/TGID/task/TID/stat` says a
 /// state other than running; a thread that is gone is not).
 pub fn sleeping(tgid: u32, tid: u32) -> bool {
-    read_small(Path::new(&format!("/proc/{tgid}/task/{tid}/stat")))
-        .and_then(|s| {
-            s.rsplit_once(") ")
-                .and_then(|(_, rest)| rest.chars().next())
-        })
-        .is_some_and(|state| state != 'R')
+    let (Ok(pid), Ok(tid)) = (i32::try_from(tgid), i32::try_from(tid)) else {
+        return false;
+    };
+    hwprof_pmu::target::thread_state(pid, tid).is_some_and(|state| state != 'R')
 }
 
 /// A /proc text file, read with a bound (these are a few hundred bytes).

@@ -282,6 +282,35 @@ pub fn threads_of(pid: i32) -> std::io::Result<Vec<i32>> {
     Ok(v)
 }
 
+/// Every process of `/proc` (its numeric entries), sorted; none when it is unreadable.
+pub fn processes() -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut v: Vec<i32> = rd
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Thread `tid` of process `pid`'s scheduler state as `/proc/PID/task/TID/stat` shows
+/// it (`R` running or runnable, `S`, `D`, ...), `None` when it is gone. The state
+/// follows the comm's closing parenthesis (a comm may hold any byte but NUL).
+pub fn thread_state(pid: i32, tid: i32) -> Option<char> {
+    use std::io::Read;
+    let mut stat = String::new();
+    std::fs::File::open(format!("/proc/{pid}/task/{tid}/stat"))
+        .ok()?
+        .take(64 * 1024) // a few hundred bytes
+        .read_to_string(&mut stat)
+        .ok()?;
+    stat.get(stat.rfind(')')? + 1..)?
+        .trim_start()
+        .chars()
+        .next()
+}
+
 /// The owner of a process this program may not read, as the kernel's ptrace read check
 /// (`PTRACE_MODE_READ_REALCREDS`, which `perf_event_open` makes on a task) sees it: its
 /// real, effective and saved uids and gids are not all our real ones, and we lack
@@ -481,6 +510,44 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calling thread's id (`/proc/thread-self` is `PID/task/TID`).
+    fn own_tid() -> i32 {
+        let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+        let name = link.file_name().and_then(|n| n.to_str()).expect("tid");
+        name.parse().expect("numeric tid")
+    }
+
+    /// A thread named so that a parse from the first ')' would read its state wrong,
+    /// asleep on a channel: `S`; this one, running: `R`; a thread that is gone: none.
+    #[test]
+    fn thread_state_reads_past_the_comm() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let t = std::thread::Builder::new()
+            .name("a) R (b".into())
+            .spawn(move || {
+                tid_tx.send(own_tid()).ok();
+                rx.recv().ok();
+            })
+            .expect("spawn");
+        let tid = tid_rx.recv().expect("tid");
+        let pid = std::process::id() as i32;
+        let mut state = thread_state(pid, tid);
+        for _ in 0..1000 {
+            if state == Some('S') {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            state = thread_state(pid, tid);
+        }
+        assert_eq!(state, Some('S'));
+        assert_eq!(thread_state(pid, own_tid()), Some('R'));
+        tx.send(()).ok();
+        t.join().expect("join");
+        assert_eq!(thread_state(pid, tid), None);
+        assert!(processes().contains(&pid));
+    }
 
     fn flags<'a>(command: &'a [String]) -> Flags<'a> {
         Flags {

@@ -352,13 +352,9 @@ pub fn fork_record(attr: &Attr, pid: i32, tid: i32) -> Option<Vec<u8>> {
 /// vanishes meanwhile is skipped.
 pub fn process(attr: &Attr, pid: i32) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    let mut tids: Vec<i32> = match fs::read_dir(format!("/proc/{pid}/task")) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect(),
-        Err(_) => return out,
+    let Ok(mut tids) = hwprof_pmu::target::threads_of(pid) else {
+        return out;
     };
-    tids.sort_unstable();
     // The main thread first.
     if let Some(i) = tids.iter().position(|&t| t == pid) {
         tids[..=i].rotate_right(1);
@@ -385,14 +381,10 @@ pub fn process(attr: &Attr, pid: i32) -> Vec<Vec<u8>> {
 /// [`process`] for every process in `/proc` (for system-wide recording, as perf does).
 /// Kernel threads get their COMM only (they have no mappings).
 pub fn all_processes(attr: &Attr) -> Vec<Vec<u8>> {
-    let mut pids: Vec<i32> = match fs::read_dir("/proc") {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect(),
-        Err(_) => return Vec::new(),
-    };
-    pids.sort_unstable();
-    pids.into_iter().flat_map(|p| process(attr, p)).collect()
+    hwprof_pmu::target::processes()
+        .into_iter()
+        .flat_map(|p| process(attr, p))
+        .collect()
 }
 
 #[cfg(test)]
