@@ -14,8 +14,9 @@
 //!   ([`Object::core`]; without BTF such an object is [`Unavailable::NoBtf`], never
 //!   loaded with guessed offsets). Scheduler programs attach to raw tracepoints, which
 //!   the kernel calls directly (a classic tracepoint program runs behind perf's trace
-//!   buffer and its recursion guard, which lost switches); the stacks they take start
-//!   with the tracing glue, cut off by name from /proc/kallsyms (`glue`). Uprobe
+//!   buffer and its recursion guard, which lost switches); the kernel stacks they take
+//!   start with the program's frame and the tracing glue (`bpf_trace_run4`...), which
+//!   hwprof cuts off by name when it writes them (`Kallsyms::tracing_glue`). Uprobe
 //!   programs need no BTF. Kernel 5.8 and later (BPF ring buffers).
 //! - **The engine** ([`Loader`], [`Engine`]) loads an object with its `volatile const`
 //!   globals and map sizes set, attaches its programs to raw and classic tracepoints and
@@ -67,7 +68,6 @@
 
 mod engine;
 mod error;
-mod glue;
 #[allow(unsafe_code)]
 mod maps;
 pub mod offcpu;

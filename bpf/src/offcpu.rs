@@ -25,9 +25,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::engine::{Engine, Loader, NO_STACK, StackErrors, StackReader, objects};
+use crate::engine::{Engine, Loader, NO_STACK, StackErrors, objects};
 use crate::error::Error;
-use crate::glue::TraceGlue;
 use hwprof_pmu::target;
 
 use crate::maps::{
@@ -98,7 +97,9 @@ pub struct Blocked {
     /// User stack at the switch-out, instruction pointers leaf first (empty: not
     /// asked for, not seen, or not readable: see [`Dropped::stacks`]).
     pub user: Vec<u64>,
-    /// Kernel stack at the switch-out, leaf first.
+    /// Kernel stack at the switch-out, leaf first. Taken on the raw tracepoint, it
+    /// starts with the program's own frame and the tracing glue above `__schedule`
+    /// (hwprof cuts them off by name: `hwprof_symbolize::kallsyms::Kallsyms::tracing_glue`).
     pub kernel: Vec<u64>,
     /// Nanoseconds off CPU.
     pub ns: u64,
@@ -260,12 +261,6 @@ impl OffCpu {
         let present: Vec<(u32, OffCpuPresent)> = e.hash_entries("present")?;
         let slots = e.dropped()?;
         let mut stacks = e.stacks("stacks")?;
-        let glue = TraceGlue::read();
-        let kernel = |stacks: &mut StackReader<'_>, id: i32, weight: u64| {
-            let mut k = stacks.get(id, weight);
-            glue.trim(&mut k);
-            k
-        };
         let mut out = OffCpuData::default();
         for (k, v) in sums {
             let kind = match k.kind {
@@ -277,7 +272,7 @@ impl OffCpu {
                 tgid: k.tgid,
                 tid: k.tid,
                 user: stacks.get(k.ustack, v.count),
-                kernel: kernel(&mut stacks, k.kstack, v.count),
+                kernel: stacks.get(k.kstack, v.count),
                 ns: v.ns,
                 count: v.count,
                 kind,
@@ -306,7 +301,7 @@ impl OffCpu {
                 tgid: s.tgid,
                 tid,
                 user: stacks.get(s.ustack, 1),
-                kernel: kernel(&mut stacks, s.kstack, 1),
+                kernel: stacks.get(s.kstack, 1),
                 ns,
                 count: 1,
                 kind,

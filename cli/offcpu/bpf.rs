@@ -13,6 +13,7 @@ use hwprof_bpf::offcpu::{BlockKind, Dropped, OffCpu, OffCpuOptions};
 use hwprof_pmu::attr::Attr;
 use hwprof_sampler::recorder::{EXTRA_ID, Extra};
 use hwprof_sampler::synth::{MadeSample, sample_record};
+use hwprof_symbolize::kallsyms::Kallsyms;
 
 /// `PERF_CONTEXT_KERNEL` and `PERF_CONTEXT_USER` in a callchain.
 const CONTEXT_KERNEL: u64 = -128i64 as u64;
@@ -94,6 +95,8 @@ impl Extra for Summed {
             }
         }
         let mut chain: Vec<u64> = Vec::new();
+        // To cut the program's frame and the tracing glue off the kernel stacks.
+        let mut kallsyms: Option<Kallsyms> = None;
         for b in &data.blocks {
             if b.kind == BlockKind::BeforeWindow && b.user.is_empty() && b.kernel.is_empty() {
                 // No stack seen: a wait in progress when the window opened (its kernel
@@ -105,19 +108,25 @@ impl Extra for Summed {
                 continue;
             }
             chain.clear();
-            if !b.kernel.is_empty() {
+            let kernel = match b.kernel.is_empty() {
+                true => &b.kernel[..],
+                false => {
+                    let ks = kallsyms.get_or_insert_with(Kallsyms::load);
+                    &b.kernel[ks.tracing_glue(&b.kernel)..]
+                }
+            };
+            if !kernel.is_empty() {
                 chain.push(CONTEXT_KERNEL);
-                chain.extend(&b.kernel);
+                chain.extend(kernel);
             }
             if !b.user.is_empty() {
                 chain.push(CONTEXT_USER);
                 chain.extend(&b.user);
             }
-            let kernel = !b.kernel.is_empty();
-            let ip = b.kernel.first().or(b.user.first()).copied().unwrap_or(0);
+            let ip = kernel.first().or(b.user.first()).copied().unwrap_or(0);
             let s = MadeSample {
                 id: EXTRA_ID,
-                kernel,
+                kernel: !kernel.is_empty(),
                 ip,
                 pid: b.tgid,
                 tid: b.tid,

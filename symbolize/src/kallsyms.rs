@@ -17,6 +17,10 @@ pub struct KernelSym<'a> {
     pub module: Option<&'a str>,
 }
 
+/// How deep in a kernel stack [`Kallsyms::tracing_glue`] looks: past it, a glue
+/// function is the kernel's own call.
+pub const GLUE_DEPTH: usize = 8;
+
 /// A symbol of the table: its address, its name's range in the arena, its module.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -152,6 +156,29 @@ impl Kallsyms {
         Some(self.sym(s))
     }
 
+    /// How many leading frames of `stack` (a kernel stack, leaf first) a BPF program on
+    /// a raw tracepoint added: its own JIT frame and the tracing glue that called it
+    /// (`bpf_trace_run4`, and where the kernel does not inline them `__bpf_trace_*`,
+    /// `__traceiter_*`), above the function that fired the tracepoint. Their number
+    /// depends on the kernel's build, so they are found by name: everything up to the
+    /// deepest glue frame among the first [`GLUE_DEPTH`] (the program's frame is above
+    /// it, and unnamed once it is unloaded). 0 when the table is empty.
+    pub fn tracing_glue(&self, stack: &[u64]) -> usize {
+        let glue = |ip: u64| {
+            self.lookup(ip).is_some_and(|s| {
+                s.module.is_none()
+                    && (s.name.starts_with("bpf_trace_run")
+                        || s.name.starts_with("__bpf_trace_")
+                        || s.name.starts_with("__traceiter_"))
+            })
+        };
+        stack
+            .iter()
+            .take(GLUE_DEPTH)
+            .rposition(|&ip| glue(ip))
+            .map_or(0, |i| i + 1)
+    }
+
     /// The lowest symbol address of a module (its load address, approximately).
     pub fn module_start(&self, module: &str) -> Option<u64> {
         let m = self.modules.iter().position(|x| x == module)? + 1;
@@ -181,5 +208,60 @@ mod tests {
         assert!(k.lookup(0x1000).is_none());
         assert!(k.lookup(0xffffffffc0001000 + (2 << 20)).is_none());
         assert_eq!(k.module_start("ext4"), Some(0xffffffffc0001000));
+    }
+
+    const GLUE_SYMS: &str = "\
+ffffffff81100000 T __schedule
+ffffffff81100800 T schedule
+ffffffff81200000 T bpf_trace_run4
+ffffffff81200200 T bpf_trace_run5
+ffffffff81200400 t __bpf_trace_sched_switch
+ffffffff81200480 T __traceiter_sched_switch
+ffffffff81200500 T other_fn
+";
+    /// The program's own symbol, while it is loaded.
+    const PROG_SYM: &str = "ffffffffc0000000 t bpf_prog_6deef7357e7b4530_offcpu_switch\t[bpf]\n";
+    const PROG_IP: u64 = 0xffffffffc0000040;
+
+    #[test]
+    fn the_tracing_glue_and_the_program_above_the_tracepoint_are_counted() {
+        let loaded = Kallsyms::parse(&format!("{GLUE_SYMS}{PROG_SYM}"));
+        // Unloaded (its symbol gone): its frame is still above the glue.
+        let unloaded = Kallsyms::parse(GLUE_SYMS);
+        for k in [loaded, unloaded] {
+            let s = [
+                PROG_IP,
+                0xffffffff81200010,
+                0xffffffff81100040,
+                0xffffffff81100810,
+            ];
+            assert_eq!(k.tracing_glue(&s), 2);
+            // Not inlined: __bpf_trace_ and __traceiter_ frames too.
+            let s = [
+                PROG_IP,
+                0xffffffff81200010,
+                0xffffffff81200410,
+                0xffffffff81200490,
+                0xffffffff81100040,
+            ];
+            assert_eq!(k.tracing_glue(&s), 4);
+        }
+    }
+
+    #[test]
+    fn stacks_without_glue_or_symbols_or_with_it_deep_keep_every_frame() {
+        let k = Kallsyms::parse(GLUE_SYMS);
+        assert_eq!(k.tracing_glue(&[0xffffffff81100040, 0xffffffff81200510]), 0);
+        let hidden = GLUE_SYMS
+            .replace("ffffffff8", "000000000")
+            .replace("ffffffffc", "000000000");
+        let k0 = Kallsyms::parse(&hidden);
+        assert_eq!(
+            k0.tracing_glue(&[0xffffffff81200010, 0xffffffff81100040]),
+            0
+        );
+        let mut deep = vec![0xffffffff81100040; GLUE_DEPTH];
+        deep.push(0xffffffff81200010);
+        assert_eq!(k.tracing_glue(&deep), 0);
     }
 }
