@@ -335,6 +335,22 @@ fn blocked_since_the_start(run: &Run) -> (Vec<(String, u64)>, u64) {
     (folded, total)
 }
 
+/// `hwprof offcpu --engine ENGINE -p PID --duration SECS --folded`, which must succeed.
+fn attached_folded(engine: &str, pid: &str, secs: &str) -> Run {
+    let run = hwprof(&[
+        "offcpu",
+        "--engine",
+        engine,
+        "-p",
+        pid,
+        "--duration",
+        secs,
+        "--folded",
+    ]);
+    run.assert_ok();
+    run
+}
+
 /// A process blocked on a pipe read for the whole window is off CPU for all of it, on
 /// the kernel stack it waits in (read from /proc when the window opened: no switch-out
 /// of the wait was recorded), under a `[blocked at start]` frame. bcc's offcputime and
@@ -347,17 +363,7 @@ fn a_process_blocked_all_window_is_off_cpu_all_window() {
     }
     let (mut bg, pid) = blocked_reader();
     for engine in ENGINES {
-        let run = hwprof(&[
-            "offcpu",
-            "--engine",
-            engine,
-            "-p",
-            &pid,
-            "--duration",
-            "1.5",
-            "--folded",
-        ]);
-        run.assert_ok();
+        let run = attached_folded(engine, &pid, "1.5");
         let (folded, total) = blocked_since_the_start(&run);
         within_window(
             &format!("--engine {engine}: pipe_block blocked all through a 1.5 s window"),
@@ -440,17 +446,7 @@ fn edge_waits_with(engine: &str) {
     let mut bg = Background::spawn(Command::new(wl("edge_waits")).args(["1500", "500"]));
     bg.wait_for_line("ready");
     let pid = bg.pid().to_string();
-    let run = hwprof(&[
-        "offcpu",
-        "--engine",
-        engine,
-        "-p",
-        &pid,
-        "--duration",
-        "3",
-        "--folded",
-    ]);
-    run.assert_ok();
+    let run = attached_folded(engine, &pid, "3");
     signal(bg.pid(), libc::SIGKILL);
     let (_, _, err) = bg
         .wait_timeout(Duration::from_secs(10))
