@@ -74,19 +74,42 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     // DWARF samples copy the user stack into the ring: room for bursts of switches.
     let data_pages = crate::sampling::ring_pages(Some(if dwarf { "8M" } else { "2M" }))?;
     let output = crate::sampling::open_output(&data, stop)?;
+    let command = matches!(target, Target::Command(_));
+    let system_wide = target.is_system_wide();
+    let attached = attach::applies(&target);
     if let Some(summed) = engine(&a, &target, dwarf)? {
         // The side-band records come with a dummy event; cpu-clock samples are the
         // on-CPU side of --wall.
         let event = if a.wall { "cpu-clock" } else { "dummy" };
         let events = crate::events::parse_all(&enc, &[event.to_string()])?;
-        let code = run_bpf(&a, summed, target, mode, events, output, &data, early, stop)?;
+        let mut rec = RecordPlan::new(events, target.clone());
+        rec.options = RecordOptions {
+            call_graph: a.wall.then_some(mode),
+            command,
+            system_wide,
+            ..RecordOptions::default()
+        };
+        config::configure(&mut rec.events, &rec.options);
+        // The offcpu-time samples written at the end find their event by its id.
+        for e in &mut rec.events.events {
+            e.attr.sample_type |= sample::IDENTIFIER;
+        }
+        rec.configure = false;
+        let code = record_and_draw(
+            &a,
+            rec,
+            &target,
+            data_pages,
+            output,
+            &data,
+            early,
+            Some(summed),
+            stop,
+        )?;
         drop(scratch);
         return Ok(code);
     }
     let events = ["sched:sched_switch".to_string(), "cpu-clock".to_string()];
-    let command = matches!(target, Target::Command(_));
-    let system_wide = target.is_system_wide();
-    let attached = attach::applies(&target);
     let mut rec = RecordPlan::new(crate::events::parse_all(&enc, &events)?, target.clone());
     rec.options = RecordOptions {
         call_graph: Some(mode),
@@ -104,11 +127,6 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
         );
         rec.configure = false;
     }
-    if attached {
-        // Waits in progress at the window's edges count for their time inside it: the
-        // records timed in a clock this process reads too.
-        attach::use_clock(&mut rec);
-    }
     if dwarf && !a.wall {
         // Without --wall the cpu-clock samples only end blocks: their stacks are never
         // drawn, so they copy no user stack (4000 a second of 8 KiB would crowd the
@@ -124,6 +142,34 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
             e.attr.sample_stack_user = 0;
         }
     }
+    let code = record_and_draw(
+        &a, rec, &target, data_pages, output, &data, early, None, stop,
+    )?;
+    drop(scratch);
+    Ok(code)
+}
+
+/// Records `rec` into `output` (`data`) on either engine (`summed`: the BPF engine's
+/// sums, written at the end), then draws it into `early`: the session both share, the
+/// window of an attached recording, the exit code of the target.
+#[allow(clippy::too_many_arguments)]
+fn record_and_draw(
+    a: &OffcpuArgs,
+    mut rec: RecordPlan,
+    target: &Target,
+    data_pages: usize,
+    output: Output,
+    data: &Path,
+    early: Option<Output>,
+    summed: Option<bpf::Summed>,
+    stop: &Stop,
+) -> anyhow::Result<u8> {
+    let attached = attach::applies(target);
+    if attached {
+        // Waits in progress at the window's edges count for their time inside it: the
+        // records timed in a clock this process reads too.
+        attach::use_clock(&mut rec);
+    }
     rec.session = SessionOptions {
         data_pages,
         inherit: true,
@@ -131,15 +177,25 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     // The threads as they were when the window opened (their kernel stacks: where the
     // ones already waiting wait).
-    let threads = attached.then(|| attach::threads(&target, !a.no_kernel));
-    // The truncated stacks are said once, by the recording (it knows the copies' size).
-    let done = crate::sampling::record(rec, output, false, None, false, true, stop)?;
+    let threads = attached.then(|| attach::threads(target, !a.no_kernel));
+    let (done, summed_early) = match summed {
+        Some(mut summed) => {
+            let done = crate::sampling::record_with_extra(rec, output, &mut summed, stop)?;
+            warn_dropped(&summed.dropped);
+            (done, summed.early)
+        }
+        // The truncated stacks are said once, by the recording (it knows the copies'
+        // size).
+        None => (
+            crate::sampling::record(rec, output, false, None, false, true, stop)?,
+            Vec::new(),
+        ),
+    };
     let window = threads
         .zip(done.stats.started)
-        .map(|(t, started)| attach::window(&target, t, started, done.stats.wall));
+        .map(|(t, started)| attach::window(target, t, started, done.stats.wall));
     let code = done.exit_code();
-    draw_into(&a, &data, early, false, window.as_ref(), &[])?;
-    drop(scratch);
+    draw_into(a, data, early, false, window.as_ref(), &summed_early)?;
     Ok(code)
 }
 
@@ -204,56 +260,6 @@ fn engine(a: &OffcpuArgs, target: &Target, dwarf: bool) -> anyhow::Result<Option
         }
         Err(e) => Err(anyhow::anyhow!("--engine bpf: {e}")),
     }
-}
-
-/// `hwprof offcpu` on the BPF engine (see [`bpf`]): the recording holds the side-band
-/// records (and cpu-clock samples with `--wall`), the kernel's sums are written at its
-/// end as `offcpu-time` samples.
-#[allow(clippy::too_many_arguments)]
-fn run_bpf(
-    a: &OffcpuArgs,
-    mut summed: bpf::Summed,
-    target: Target,
-    mode: CallGraph,
-    events: hwprof_pmu::EventList,
-    output: Output,
-    data: &Path,
-    early: Option<Output>,
-    stop: &Stop,
-) -> anyhow::Result<u8> {
-    let command = matches!(target, Target::Command(_));
-    let system_wide = target.is_system_wide();
-    let attached = attach::applies(&target);
-    let mut rec = RecordPlan::new(events, target.clone());
-    rec.options = RecordOptions {
-        call_graph: a.wall.then_some(mode),
-        command,
-        system_wide,
-        ..RecordOptions::default()
-    };
-    config::configure(&mut rec.events, &rec.options);
-    // The offcpu-time samples written at the end find their event by its id.
-    for e in &mut rec.events.events {
-        e.attr.sample_type |= sample::IDENTIFIER;
-    }
-    rec.configure = false;
-    if attached {
-        attach::use_clock(&mut rec);
-    }
-    rec.session = SessionOptions {
-        data_pages: crate::sampling::ring_pages(Some("2M"))?,
-        inherit: true,
-        duration: a.record.duration,
-    };
-    let threads = attached.then(|| attach::threads(&target, !a.no_kernel));
-    let done = crate::sampling::record_with_extra(rec, output, &mut summed, stop)?;
-    warn_dropped(&summed.dropped);
-    let window = threads
-        .zip(done.stats.started)
-        .map(|(t, started)| attach::window(&target, t, started, done.stats.wall));
-    let code = done.exit_code();
-    draw_into(a, data, early, false, window.as_ref(), &summed.early)?;
-    Ok(code)
 }
 
 /// Says what did not fit the BPF engine's maps (its sizes are fixed at load).
