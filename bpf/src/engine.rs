@@ -151,6 +151,15 @@ impl Loader {
     }
 }
 
+/// `object` has no `what` (map, program...) named `name`.
+fn missing(object: &'static str, what: &'static str, name: &str) -> Error {
+    Error::Missing {
+        object,
+        what,
+        name: name.to_string(),
+    }
+}
+
 /// A load error, as [`Error::Unavailable`] when it says BPF cannot be used here.
 fn load_error(object: &'static str, e: &(dyn std::error::Error + 'static)) -> Error {
     let errno = io_error(e).and_then(|io| io.raw_os_error());
@@ -244,11 +253,7 @@ impl Engine {
     }
 
     fn missing(&self, what: &'static str, name: &str) -> Error {
-        Error::Missing {
-            object: self.object,
-            what,
-            name: name.to_string(),
-        }
+        missing(self.object, what, name)
     }
 
     fn map(&self, name: &str) -> Result<&Map, Error> {
@@ -257,11 +262,7 @@ impl Engine {
 
     fn map_mut(&mut self, name: &str) -> Result<&mut Map, Error> {
         let object = self.object;
-        self.ebpf.map_mut(name).ok_or_else(|| Error::Missing {
-            object,
-            what: "map",
-            name: name.to_string(),
-        })
+        (self.ebpf.map_mut(name)).ok_or_else(|| missing(object, "map", name))
     }
 
     /// Attaches tracepoint program `program` to `category:name`
@@ -328,11 +329,7 @@ impl Engine {
         &'a mut P: TryFrom<&'a mut Program, Error = ProgramError>,
     {
         let object = self.object;
-        let missing = || Error::Missing {
-            object,
-            what: "program",
-            name: name.to_string(),
-        };
+        let missing = || missing(object, "program", name);
         let p = self.ebpf.program_mut(name).ok_or_else(missing)?;
         p.try_into().map_err(|_| missing())
     }
