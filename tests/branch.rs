@@ -152,28 +152,6 @@ use hwprof_sampler::perfdata::features::Features;
 use hwprof_sampler::perfdata::writer::{EventEntry, Writer};
 use hwprof_sampler::record::context;
 
-/// The addresses of `names` in `exe` (a non-PIE workload: addresses are 0x400000 plus
-/// the file offset), from `nm`.
-fn symbols(exe: &std::path::Path, names: &[&str]) -> Vec<u64> {
-    let out = std::process::Command::new("nm")
-        .arg(exe)
-        .output()
-        .expect("nm (binutils) runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    names
-        .iter()
-        .map(|n| {
-            text.lines()
-                .find_map(|l| {
-                    let mut f = l.split_whitespace();
-                    let (a, _, name) = (f.next()?, f.next()?, f.next()?);
-                    (name == *n).then(|| u64::from_str_radix(a, 16).ok())?
-                })
-                .unwrap_or_else(|| panic!("no symbol {n} in {}:\n{text}", exe.display()))
-        })
-        .collect()
-}
-
 fn record(kind: u32, misc: u16, mut body: Vec<u8>) -> Vec<u8> {
     body.resize(body.len().next_multiple_of(8), 0);
     let mut r = kind.to_le_bytes().to_vec();
@@ -267,11 +245,8 @@ fn recording(out: &std::path::Path, exe: &std::path::Path, bst: u64, samples: &[
 /// the binary and their addresses.
 fn chain_workload() -> (PathBuf, [u64; 4]) {
     let exe = common::workload("dwarf_chain");
-    let [main, outer, middle, leaf] = symbols(&exe, &["main", "outer", "middle", "leaf"])[..]
-    else {
-        unreachable!()
-    };
-    (exe, [main, outer, middle, leaf])
+    let addrs = ["main", "outer", "middle", "leaf"].map(|n| hwprof_testkit::nm_address(&exe, n));
+    (exe, addrs)
 }
 
 /// A `perf record --call-graph lbr` recording of dwarf_chain: user samples whose

@@ -224,7 +224,7 @@ fn write_breakpoint_counts_every_write() {
         return;
     }
     let bin = workload("writer");
-    let addr = symbol_address(&bin, "watched_var");
+    let addr = hwprof_testkit::nm_address(&bin, "watched_var");
     let ev = format!("mem:{addr:#x}:w");
     let path = bin.to_str().expect("utf-8 path");
     let cmd = [path, "1000"];

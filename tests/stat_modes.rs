@@ -942,7 +942,7 @@ fn a_breakpoint_on_a_pie_address_is_warned_about() {
         return;
     }
     let pie = pie_workload("writer");
-    let addr = symbol_address(&pie, "watched_var");
+    let addr = hwprof_testkit::nm_address(&pie, "watched_var");
     let ev = format!("mem:{addr:#x}:w");
     let r = hwprof(&["stat", "-e", &ev, "--", pie.to_str().unwrap(), "100"]);
     r.assert_ok();
@@ -959,7 +959,10 @@ fn a_breakpoint_on_a_pie_address_is_warned_about() {
     );
     // The same program built without PIE (the workloads' default): no warning, 100.
     let plain = workload("writer");
-    let ev = format!("mem:{:#x}:w", symbol_address(&plain, "watched_var"));
+    let ev = format!(
+        "mem:{:#x}:w",
+        hwprof_testkit::nm_address(&plain, "watched_var")
+    );
     let r = hwprof(&[
         "stat",
         "-x,",
@@ -978,7 +981,7 @@ fn a_breakpoint_on_a_pie_address_is_warned_about() {
     let mut bg = Background::spawn(&mut Command::new(&pie));
     bg.wait_for_line("ready");
     let pid = bg.pid().to_string();
-    let addr = symbol_address(&pie, "main");
+    let addr = hwprof_testkit::nm_address(&pie, "main");
     let ev = format!("mem:{addr:#x}:x");
     let r = hwprof(&["stat", "-e", &ev, "-p", &pid, "--duration", "0.1"]);
     r.assert_ok();

@@ -389,7 +389,7 @@ fn a_stale_group_of_a_dead_pid_is_removed_by_the_next_run() {
     let mut child = Command::new("true").spawn().expect("spawn true");
     let dead_pid = child.id();
     child.wait().expect("wait for true");
-    let offset = symbol_address(Path::new(&bin), "target") - 0x40_0000; // -no-pie: text at 0x400000
+    let offset = hwprof_testkit::nm_address(Path::new(&bin), "target") - 0x40_0000; // -no-pie: text at 0x400000
     let group_event = format!("hwprof_{dead_pid}/stale_probe");
     let planted = Planted(group_event.clone());
     {

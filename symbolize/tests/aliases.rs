@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{compile, file_offset, nm_address, scratch};
+use common::{compile, file_offset, scratch};
 use hwprof_symbolize::locate::Config;
 use hwprof_symbolize::{Locator, Module, Symbolizer};
 
@@ -60,7 +60,7 @@ fn aliases_are_named_as_perf_names_them() {
             build_id: None,
         });
         for (at, want) in WANT {
-            let off = file_offset(&exe, nm_address(&exe, at));
+            let off = file_offset(&exe, hwprof_testkit::nm_address(&exe, at));
             let frames = sym.resolve_one(m, off + 1, false);
             let got = frames.last().and_then(|f| f.function.clone());
             assert_eq!(got.as_deref(), Some(want), "{name}: the function at {at}");

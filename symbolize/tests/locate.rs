@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized};
-use common::{
-    Why, cache_files, compile, debuginfod_client, file_offset, have, nm_address, scratch, skip,
-};
+use common::{Why, cache_files, compile, debuginfod_client, file_offset, have, scratch, skip};
 use hwprof_symbolize::locate::{Config, DEFAULT_MAXSIZE};
 use hwprof_symbolize::{BuildId, Locator, Module, Symbolizer};
 use hwprof_testkit::http::{Reply, Server};
@@ -318,7 +316,7 @@ fn symbols_from_a_separate_debug_file() {
     };
     let id = build_id(7);
     let h = id.hex();
-    let func = nm_address(&exe, "hidden_leaf");
+    let func = hwprof_testkit::nm_address(&exe, "hidden_leaf");
     let offset = file_offset(&exe, func);
     let debug = split_debug(&exe);
     let dbgdir = d.join("debugdir");

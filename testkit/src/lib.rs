@@ -184,6 +184,35 @@ pub fn compile_c(src: &std::path::Path, out: &std::path::Path, flags: &[&str]) -
     true
 }
 
+/// Symbol `name` of the binary `bin` as `nm -S` lists it: its address and size (0 when
+/// nm shows none), the one way every test crate reads a workload's symbols. Panics with
+/// nm's output when the symbol is not there.
+#[track_caller]
+pub fn nm_symbol(bin: &std::path::Path, name: &str) -> (u64, u64) {
+    let out = std::process::Command::new("nm")
+        .arg("-S")
+        .arg(bin)
+        .output()
+        .expect("nm (binutils) runs");
+    assert!(out.status.success(), "nm {} failed", bin.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let hex = |f: &str| u64::from_str_radix(f, 16).expect("nm prints hex");
+    for line in text.lines() {
+        match line.split_whitespace().collect::<Vec<_>>()[..] {
+            [addr, size, _, sym] if sym == name => return (hex(addr), hex(size)),
+            [addr, _, sym] if sym == name => return (hex(addr), 0),
+            _ => {}
+        }
+    }
+    panic!("no symbol {name} in {}:\n{text}", bin.display());
+}
+
+/// The address of symbol `name` of `bin` ([`nm_symbol`]).
+#[track_caller]
+pub fn nm_address(bin: &std::path::Path, name: &str) -> u64 {
+    nm_symbol(bin, name).0
+}
+
 /// Copies the executable `src` to `dst` (mode 0755) so that it can be run at once, from
 /// any thread of a test binary.
 ///

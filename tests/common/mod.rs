@@ -144,20 +144,6 @@ pub fn unique_copy(name: &str, tag: &str) -> PathBuf {
     dst
 }
 
-/// Address of the symbol `sym` in `bin`, from `nm`.
-pub fn symbol_address(bin: &Path, sym: &str) -> u64 {
-    let out = Command::new("nm").arg(bin).output().expect("run nm");
-    assert!(out.status.success(), "nm {} failed", bin.display());
-    let text = String::from_utf8_lossy(&out.stdout);
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() == 3 && f[2] == sym {
-            return u64::from_str_radix(f[0], 16).expect("nm address");
-        }
-    }
-    panic!("symbol {sym} not found in nm output of {}", bin.display());
-}
-
 /// Byte offsets (from the function's start) of the instructions of `func`
 /// in `bin`, from `objdump -d`.
 pub fn instruction_offsets(bin: &Path, func: &str) -> Vec<u64> {

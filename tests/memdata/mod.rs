@@ -119,7 +119,7 @@ pub struct Bin {
 impl Bin {
     /// Address of symbol `name` (nm).
     pub fn sym(&self, name: &str) -> u64 {
-        super::common::symbol_address(&self.path, name)
+        hwprof_testkit::nm_address(&self.path, name)
     }
 }
 

@@ -57,23 +57,8 @@ pub fn blocker() -> Option<Blocker> {
 impl Blocker {
     /// `[start, end)` of function `name` (`nm -S`).
     pub fn range(&self, name: &str) -> (u64, u64) {
-        let out = Command::new("nm")
-            .arg("-S")
-            .arg(&self.exe)
-            .output()
-            .expect("run nm");
-        let text = String::from_utf8_lossy(&out.stdout);
-        for line in text.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if let [addr, size, _, sym] = f[..]
-                && sym == name
-            {
-                let a = u64::from_str_radix(addr, 16).expect("nm address");
-                let s = u64::from_str_radix(size, 16).expect("nm size");
-                return (a, a + s);
-            }
-        }
-        panic!("{name} not in nm's output:\n{text}");
+        let (addr, size) = hwprof_testkit::nm_symbol(&self.exe, name);
+        (addr, addr + size)
     }
 
     /// Starts the workload with `args`, stdin and stdout piped.

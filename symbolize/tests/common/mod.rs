@@ -52,18 +52,6 @@ pub fn compile(dir: &Path, name: &str, src: &str, flags: &[&str]) -> Option<Path
     hwprof_testkit::compile_c(&c, &out, flags).then_some(out)
 }
 
-/// The address of symbol `sym` in `bin` (from `nm`).
-pub fn nm_address(bin: &Path, sym: &str) -> u64 {
-    let out = Command::new("nm").arg(bin).output().expect("nm (binutils)");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && f[2] == sym).then(|| u64::from_str_radix(f[0], 16).unwrap())
-        })
-        .unwrap_or_else(|| panic!("no {sym} in {}", bin.display()))
-}
-
 /// The file offset of virtual address `addr` in `bin`.
 pub fn file_offset(bin: &Path, addr: u64) -> u64 {
     use object::{Object, ObjectSegment};
