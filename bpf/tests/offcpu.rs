@@ -123,11 +123,12 @@ fn every_short_sleep_is_a_block() {
     let Some(s) = Sleeps::traced("1", "4000") else {
         return;
     };
+    let all: Vec<&Blocked> = s.data.blocks.iter().filter(|b| b.tid == s.pid).collect();
     assert!(
         s.count >= 4000,
-        "{} blocks of 4000 sleeps: {:#?}",
+        "{} blocks of 4000 sleeps: all the thread's: {all:#?}\ndropped: {:?}",
         s.count,
-        s.blocks()
+        s.data.dropped
     );
     assert!(
         s.ns >= 4000 * MS && s.ns <= s.measured,
@@ -248,7 +249,7 @@ fn a_block_in_progress_at_the_end_counts_up_to_it() {
         end - asleep,
         end - start
     );
-    assert!(!blk.kernel.is_empty());
+    assert!(!blk.kernel.is_empty(), "{blk:?}, dropped: {:?}", d.dropped);
 }
 
 /// A thread asleep since before tracing began (no switch-out seen) counts from the
