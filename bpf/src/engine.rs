@@ -44,8 +44,8 @@ pub mod objects {
         bytes: include_bytes_aligned!("../objects/offcpu.bpf.o"),
         core: true,
     };
-    /// `latency.bpf.c`: one function's call latency (uprobe + uretprobe): counts, a
-    /// log2 histogram, slow calls through a ring buffer.
+    /// `latency.bpf.c`: one function's call latency (uprobe + uretprobe): counts,
+    /// histograms, slow calls through a ring buffer ([`crate::latency`]).
     pub static LATENCY: Object = Object {
         name: "latency",
         bytes: include_bytes_aligned!("../objects/latency.bpf.o"),
@@ -322,6 +322,24 @@ impl Engine {
         p.attach(loc, binary, scope)
             .map(drop)
             .map_err(|e| attach_error(program, &target, &e))
+    }
+
+    /// Attaches uprobe program `program` (a `SEC("uprobe")` or `SEC("uretprobe")`) to
+    /// an open perf event of a uprobe defined in tracefs (`PERF_EVENT_IOC_SET_BPF`): the
+    /// program joins that trace event's programs and runs once on every hit of the
+    /// uprobe in the processes the event's perf events follow (inherited ones too,
+    /// whatever their number), and the events write a sample only when it returns
+    /// non-zero. It stays attached until `event` is closed. Attach it to one fd per
+    /// trace event (twice is `EEXIST`).
+    pub fn attach_perf_event(&mut self, program: &str, event: BorrowedFd<'_>) -> Result<(), Error> {
+        let p: &mut UProbe = self.program(program)?;
+        let attach = |detail: String| Error::Attach {
+            program: program.to_string(),
+            target: "a uprobe's perf event".to_string(),
+            detail,
+        };
+        let fd = p.fd().map_err(|e| attach(one_line(&e)))?;
+        hwprof_pmu::sys::set_bpf(event, fd.as_fd()).map_err(|e| attach(e.to_string()))
     }
 
     fn program<'a, P>(&'a mut self, name: &str) -> Result<&'a mut P, Error>

@@ -38,28 +38,28 @@
 //! # A program
 //!
 //! A program is a C file plus a few lines of Rust: [`offcpu`] (off-CPU time summed per
-//! thread and stacks) is one; `latency.bpf.c` (a uprobe and uretprobe pair: counts, a
-//! log2 histogram, slow calls through a ring buffer, read in this crate's tests) is the
-//! shape of per-call pairing (malloc/free, syscall enter/exit, function latency):
+//! thread and stacks) is one; [`latency`] (a uprobe and uretprobe pair: counts, log2
+//! and HdrHistogram histograms, slow calls through a ring buffer) is the shape of
+//! per-call pairing (malloc/free, syscall enter/exit, function latency). Its module
+//! sets the globals and map sizes, attaches, and reads the maps into plain Rust data:
 //!
 //! ```no_run
-//! use hwprof_bpf::{Loader, UprobeAt, objects};
+//! use hwprof_bpf::{Latency, LatencyEvent, LatencyOptions, UprobeAt};
 //! # fn main() -> Result<(), hwprof_bpf::Error> {
-//! let mut e = Loader::new(&objects::LATENCY)
-//!     .global("threshold_ns", 1_000_000u64)
-//!     .max_entries("entry", 4096)
-//!     .load()?;
-//! let bin = std::path::Path::new("/usr/bin/true");
-//! e.attach_uprobe("latency_entry", bin, UprobeAt::Symbol("main"), None)?;
-//! e.attach_uprobe("latency_return", bin, UprobeAt::Symbol("main"), None)?;
-//! let mut slow = e.ring("events")?;
-//! // ... the workload runs; drain `slow` when its fd is readable ...
-//! slow.drain(|bytes| { let _ = hwprof_bpf::LatencyEvent::from_bytes(bytes); });
-//! e.detach()?;
-//! let hist = e.log2_hist("hist")?;
-//! let [calls, returns] = e.counters("counts")?[..] else { unreachable!() };
-//! let dropped = e.dropped()?;
-//! # let _ = (hist, calls, returns, dropped); Ok(()) }
+//! let mut l = Latency::load(&LatencyOptions {
+//!     threshold_ns: Some(1_000_000),
+//!     user_stacks: true,
+//!     ..LatencyOptions::default()
+//! })?;
+//! l.attach(std::path::Path::new("/usr/bin/true"), UprobeAt::Symbol("main"), None)?;
+//! let mut ring = l.ring()?;
+//! let mut slow = Vec::new();
+//! // ... the workload runs; drain the ring when its fd is readable ...
+//! ring.drain(|bytes| slow.extend(LatencyEvent::from_bytes(bytes)));
+//! let d = l.finish(slow)?;
+//! println!("{} calls, p99 {} ns, {} slower than 1 ms", d.calls,
+//!     d.histogram().value_at_quantile(0.99), d.slow.len());
+//! # Ok(()) }
 //! ```
 //!
 //! The crate's only `unsafe` is in `maps` (aya's `Pod` for the C structs).
@@ -68,6 +68,7 @@
 
 mod engine;
 mod error;
+pub mod latency;
 #[allow(unsafe_code)]
 mod maps;
 pub mod offcpu;
@@ -77,5 +78,6 @@ pub use engine::{
     now_ns, objects,
 };
 pub use error::{Error, Unavailable};
+pub use latency::{Latency, LatencyData, LatencyDropped, LatencyOptions, SlowCall};
 pub use maps::LatencyEvent;
 pub use offcpu::{BlockKind, Blocked, Dropped, OffCpu, OffCpuData, OffCpuOptions};

@@ -80,7 +80,12 @@ pub struct LatencyEvent {
     pub tid: u32,
     /// The call's latency.
     pub ns: u64,
-    /// Its user stack's id in the program's `stacks` map (negative: the kernel's error).
+    /// When it returned (`CLOCK_MONOTONIC` ns).
+    pub time: u64,
+    /// The function's address in the process, where the call entered it.
+    pub ip: u64,
+    /// The user stack at its return in the program's `stacks` map (negative: none
+    /// asked for, or the kernel's error).
     pub ustack: i32,
     /// Padding (zero).
     pub pad: u32,
@@ -103,8 +108,8 @@ unsafe impl Pod for OffCpuSum {}
 // SAFETY: repr(C), one byte array (16 bytes, alignment 1, no padding); every bit
 // pattern is valid.
 unsafe impl Pod for Comm {}
-// SAFETY: repr(C), integer fields only, explicit `pad` (4 + 4 + 8 + 4 + 4 = 24 bytes,
-// checked below); every bit pattern is a valid value.
+// SAFETY: repr(C), integer fields only, explicit `pad` (4 + 4 + 3 * 8 + 4 + 4 = 40
+// bytes, checked below); every bit pattern is a valid value.
 unsafe impl Pod for LatencyEvent {}
 
 impl LatencyEvent {
@@ -116,8 +121,10 @@ impl LatencyEvent {
             tgid: u32_at(0)?,
             tid: u32_at(4)?,
             ns: u64_at(8)?,
-            ustack: u32_at(16)? as i32,
-            pad: u32_at(20)?,
+            time: u64_at(16)?,
+            ip: u64_at(24)?,
+            ustack: u32_at(32)? as i32,
+            pad: u32_at(36)?,
         })
     }
 }
@@ -136,7 +143,7 @@ mod tests {
         assert_eq!(size_of::<OffCpuKey>(), 24);
         assert_eq!(size_of::<OffCpuSum>(), 16);
         assert_eq!(size_of::<Comm>(), 16);
-        assert_eq!(size_of::<LatencyEvent>(), 24);
+        assert_eq!(size_of::<LatencyEvent>(), 40);
     }
 
     #[test]
@@ -145,10 +152,15 @@ mod tests {
         b.extend_from_slice(&7u32.to_ne_bytes());
         b.extend_from_slice(&8u32.to_ne_bytes());
         b.extend_from_slice(&123_456u64.to_ne_bytes());
+        b.extend_from_slice(&99u64.to_ne_bytes());
+        b.extend_from_slice(&0x40_1000u64.to_ne_bytes());
         b.extend_from_slice(&(-14i32).to_ne_bytes());
         b.extend_from_slice(&0u32.to_ne_bytes());
         let e = LatencyEvent::from_bytes(&b).expect("event");
-        assert_eq!((e.tgid, e.tid, e.ns, e.ustack), (7, 8, 123_456, -14));
-        assert_eq!(LatencyEvent::from_bytes(&b[..20]), None);
+        assert_eq!(
+            (e.tgid, e.tid, e.ns, e.time, e.ip, e.ustack),
+            (7, 8, 123_456, 99, 0x40_1000, -14)
+        );
+        assert_eq!(LatencyEvent::from_bytes(&b[..36]), None);
     }
 }

@@ -1,18 +1,18 @@
 //! The engine on this machine's kernel: `latency.bpf.c` (uprobe + uretprobe on a
-//! workload's function) read through every kind of map the engine offers, and
-//! `Engine::check`'s reason when BPF cannot be used.
+//! workload's function) through `hwprof_bpf::latency`, which reads every kind of map
+//! the engine offers, and `Engine::check`'s reason when BPF cannot be used.
 
 mod common;
 
 use common::{blocker, bpf_available};
-use hwprof_bpf::{Engine, LatencyEvent, Loader, Unavailable, UprobeAt, objects};
+use hwprof_bpf::{Engine, Latency, LatencyEvent, LatencyOptions, Unavailable, UprobeAt};
 
 const MS: u64 = 1_000_000;
 
-/// 1000 fast calls and 3 slow ones (30 ms) of target_fn: exact counts (per-CPU array),
-/// a log2 histogram of every call, the slow ones only through the ring buffer with
-/// their user stacks (in main, where target_fn returns to), nothing dropped. Attached
-/// by symbol to the workload's process, then by file offset to every process.
+/// 1000 fast calls and 3 slow ones (30 ms) of target_fn: exact counts, both
+/// histograms, the slow ones only through the ring buffer with their stacks (the
+/// function, then main where it returns to), nothing dropped. Attached by symbol to the
+/// workload's process, then by file offset to every process.
 #[test]
 fn uprobe_counts_histogram_and_ring_buffer() {
     if !bpf_available() {
@@ -24,22 +24,21 @@ fn uprobe_counts_histogram_and_ring_buffer() {
     for by_offset in [false, true] {
         let mut w = b.spawn(&["calls", "1000", "3", "30"]);
         let pid = w.pid();
-        let mut e = Loader::new(&objects::LATENCY)
-            .global("threshold_ns", 10 * MS)
-            .max_entries("entry", 64)
-            .load()
-            .expect("load");
+        let mut l = Latency::load(&LatencyOptions {
+            threshold_ns: Some(10 * MS),
+            user_stacks: true,
+            max_threads: 64,
+            ..LatencyOptions::default()
+        })
+        .expect("load");
         // -no-pie: the text segment maps file offset 0 at 0x400000.
         let (at, scope) = if by_offset {
             (UprobeAt::Offset(start - 0x40_0000), None)
         } else {
             (UprobeAt::Symbol("target_fn"), Some(pid))
         };
-        e.attach_uprobe("latency_entry", &b.exe, at, scope)
-            .expect("uprobe");
-        e.attach_uprobe("latency_return", &b.exe, at, scope)
-            .expect("uretprobe");
-        let mut ring = e.ring("events").expect("ring");
+        l.attach(&b.exe, at, scope).expect("attach");
+        let mut ring = l.ring().expect("ring");
         w.go();
         assert_eq!(w.line(), "done 90");
         w.wait();
@@ -47,36 +46,89 @@ fn uprobe_counts_histogram_and_ring_buffer() {
         while events.len() < 3 && ring.wait(std::time::Duration::from_secs(10)).expect("poll") {
             ring.drain(|bytes| events.push(LatencyEvent::from_bytes(bytes).expect("event")));
         }
-        e.detach().expect("detach");
         ring.drain(|bytes| events.push(LatencyEvent::from_bytes(bytes).expect("event")));
-        let counts = e.counters("counts").expect("counts");
+        let d = l.finish(events).expect("finish");
         assert_eq!(
-            counts,
-            [1003, 1003],
-            "calls and returns (offset: {by_offset})"
+            (d.calls, d.returns, d.timed()),
+            (1003, 1003, 1003),
+            "offset: {by_offset}"
         );
-        let hist = e.log2_hist("hist").expect("hist");
-        assert_eq!(hist.total(), 1003, "{hist:?}");
-        let slow: u64 = hist
-            .nonzero()
-            .filter(|&(lo, _, _)| lo >= 16 * MS)
-            .map(|(_, _, c)| c)
-            .sum();
-        assert_eq!(slow, 3, "{:?}", hist.nonzero().collect::<Vec<_>>());
-        assert_eq!(events.len(), 3, "{events:?}");
-        let mut stacks = e.stacks("stacks").expect("stacks");
-        for ev in &events {
-            assert_eq!((ev.tgid, ev.tid), (pid, pid));
-            assert!(ev.ns >= 30 * MS, "{ev:?}");
-            let ips = stacks.get(ev.ustack, 1);
+        let slow: u64 = d.log2_us.iter().skip(15).sum(); // 16.384 ms and up
+        assert_eq!(slow, 3, "{:?}", d.log2_us);
+        assert_eq!(d.histogram().len(), 1003);
+        assert!(d.histogram().max() >= 30 * MS, "{}", d.histogram().max());
+        assert_eq!(d.slow.len(), 3, "{:?}", d.slow);
+        for s in &d.slow {
+            assert_eq!((s.tgid, s.tid), (pid, pid));
+            assert!(s.ns >= 30 * MS, "{s:?}");
+            assert_eq!(
+                s.user.first(),
+                Some(&start),
+                "the function first: {:x?}",
+                s.user
+            );
             assert!(
-                ips.first().is_some_and(|&ip| ip >= main.0 && ip < main.1),
-                "the return into main: {ips:x?} (main {main:x?})"
+                s.user.get(1).is_some_and(|&ip| ip >= main.0 && ip < main.1),
+                "then the return into main: {:x?} (main {main:x?})",
+                s.user
             );
         }
-        assert_eq!(stacks.errors(), Default::default());
-        assert!(e.dropped().expect("dropped").iter().all(|&n| n == 0));
+        assert!(d.dropped.is_empty(), "{:?}", d.dropped);
     }
+}
+
+/// Every call sent to user space (threshold 0) gives each duration exactly as the
+/// kernel measured it: the kernel's two histograms must be those of these durations,
+/// bucket for bucket (the C functions that file them against the Rust ones).
+#[test]
+fn kernel_histograms_are_those_of_the_durations() {
+    if !bpf_available() {
+        return;
+    }
+    let Some(b) = blocker() else { return };
+    let mut w = b.spawn(&["calls", "2000", "5", "2"]);
+    let mut l = Latency::load(&LatencyOptions {
+        threshold_ns: Some(0),
+        ..LatencyOptions::default()
+    })
+    .expect("load");
+    l.attach(&b.exe, UprobeAt::Symbol("target_fn"), Some(w.pid()))
+        .expect("attach");
+    let mut ring = l.ring().expect("ring");
+    w.go();
+    w.line();
+    w.wait();
+    let mut events = Vec::new();
+    ring.drain(|bytes| events.push(LatencyEvent::from_bytes(bytes).expect("event")));
+    let d = l.finish(events).expect("finish");
+    assert_eq!(d.slow.len(), 2005, "{:?}", d.dropped);
+    assert!(
+        d.slow.iter().all(|s| s.user.is_empty()),
+        "no stacks asked for"
+    );
+    let mut log2 = vec![0u64; 65];
+    let mut h = hwprof_bpf::latency::latency_histogram();
+    for s in &d.slow {
+        let us = s.ns / 1000;
+        log2[(64 - us.leading_zeros() as usize).max(1)] += 1;
+        h.record(s.ns).expect("record");
+    }
+    assert_eq!(d.log2_us, log2);
+    let k = d.histogram();
+    let buckets = |h: &hdrhistogram::Histogram<u64>| {
+        h.iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(buckets(&k), buckets(&h));
+    assert_eq!(
+        (k.max(), k.value_at_quantile(0.5)),
+        (h.max(), h.value_at_quantile(0.5))
+    );
+    assert!(
+        d.slow.windows(2).all(|p| p[0].time <= p[1].time),
+        "in return order"
+    );
 }
 
 /// Check says yes here or why not, in one line, through the skip policy.

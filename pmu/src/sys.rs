@@ -694,6 +694,18 @@ pub fn set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
     check(ret.into()).map(drop)
 }
 
+/// Attaches BPF program `prog` to perf event `fd` (`PERF_EVENT_IOC_SET_BPF`): on a
+/// tracepoint, kprobe or uprobe event the program joins that trace event's programs and
+/// runs on its hits in the event's targets; it leaves when `fd` is closed.
+pub fn set_bpf(fd: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> io::Result<()> {
+    let prog =
+        u32::try_from(prog.as_raw_fd()).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: `fd` is an open perf event fd borrowed for the call; the ioctl takes the
+    // program's fd as an integer argument and touches no memory of ours.
+    let ret = unsafe { pes::ioctls::SET_BPF(fd.as_raw_fd(), prog) };
+    check(ret.into()).map(drop)
+}
+
 /// An epoll instance (`epoll_create1(EPOLL_CLOEXEC)`), level-triggered, with a reused
 /// event buffer so that waiting allocates nothing after the first calls.
 #[derive(Debug)]

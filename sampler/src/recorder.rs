@@ -406,6 +406,12 @@ impl Recorder {
         decoder_of(&self.entries)
     }
 
+    /// The first fd of event `index` ([`Session::event_fd`]): where a BPF program
+    /// attaches to a uprobe's trace event.
+    pub fn event_fd(&self, index: usize) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.session.event_fd(index)
+    }
+
     /// The held command's pid, for a command target.
     pub fn child_pid(&self) -> Option<i32> {
         self.session.child_pid()

@@ -47,7 +47,7 @@
 
 mod run;
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 use hwprof_pmu::EventList;
@@ -385,6 +385,16 @@ impl Session {
     /// The child's pid for [`Target::Command`] and [`Target::During`].
     pub fn child_pid(&self) -> Option<i32> {
         self.workload.as_ref().map(Workload::pid)
+    }
+
+    /// The first fd opened for event `index` (in the event list's order), for what
+    /// attaches to an event rather than reads it: a BPF program on a uprobe's trace
+    /// event, which every fd of that event shares.
+    pub fn event_fd(&self, index: usize) -> Option<BorrowedFd<'_>> {
+        self.fds
+            .iter()
+            .find(|o| o.event == index)
+            .map(|o| o.fd.as_fd())
     }
 
     /// The CPUs that have a ring, in ring order.

@@ -1,9 +1,10 @@
 /* What every hwprof BPF program shares: its includes, the stack depth, the `dropped`
  * counters (the bounded-maps rule) and a log2 histogram helper.
  *
- * No vmlinux.h and no CO-RE: programs attach to classic tracepoints, whose argument
- * layouts are the stable ABI written out by hand from tracefs's format files, and to
- * uprobes. Maps are BTF-defined (SEC(".maps")), so objects are built with -g. */
+ * No vmlinux.h: a program declares the few kernel struct fields it reads itself, with
+ * preserve_access_index (CO-RE: relocated against the running kernel's BTF at load),
+ * and uprobe programs read the uapi struct pt_regs of <asm/ptrace.h>. Maps are
+ * BTF-defined (SEC(".maps")), so objects are built with -g. */
 #pragma once
 #include <linux/bpf.h>
 #include <linux/types.h>
