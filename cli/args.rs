@@ -678,6 +678,19 @@ pub struct ProbeArgs {
     /// command's own stdout then goes to stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
+    /// How to measure: `bpf` counts, pairs and histograms the calls in the kernel, and
+    /// only the slow calls (--threshold) cross to user space, their stacks by frame
+    /// pointers (root, or CAP_BPF and CAP_PERFMON); `perf` samples every entry and
+    /// return through perf events and pairs them here (what --call-graph dwarf needs:
+    /// each stack copy goes to user space); `auto`: bpf where it loads, else perf, with
+    /// a note.
+    #[arg(
+        long = "engine",
+        value_name = "ENGINE",
+        default_value = "auto",
+        value_enum
+    )]
+    pub engine: Engine,
 }
 
 /// What `hwprof probe` takes of [`RecordArgs`], in its words.

@@ -11,6 +11,7 @@
 //! counts, a log2 histogram and percentiles, and the stacks of the slow calls, written
 //! to stderr (as `stat`) or `-o FILE`, never into the command's stdout.
 
+mod bpf;
 mod calls;
 mod print;
 mod stacks;
@@ -27,7 +28,7 @@ use hwprof_sampler::recorder::{RecordPlan, Recorder, RunError, Sink};
 use hwprof_sampler::session::{SessionOptions, Target};
 use hwprof_symbolize::unwind::{Arch, StreamUnwinder, stream};
 
-use crate::args::{ProbeArgs, TargetWords};
+use crate::args::{Engine, ProbeArgs, TargetWords};
 use crate::error::{ExitWith, usage};
 use crate::render::escape;
 
@@ -153,16 +154,25 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
         Some(Err(e)) => return usage(format!("--call-graph: {e}")),
     };
+    // JSON on stderr: notes would break it.
+    let quiet = a.json && a.output.is_none();
+    let mut in_kernel = engine(&a, &funcs, threshold, dwarf_stack.is_some(), quiet)?;
     probe::configure(
         &mut list,
         matches!(target, Target::Command(_)),
         a.stacks,
         dwarf_stack,
     );
+    if in_kernel.is_some() {
+        // The slow calls' times are the programs' (CLOCK_MONOTONIC): the side-band
+        // records that name their stacks must be on the same clock.
+        for e in &mut list.events {
+            e.attr.use_clockid = true;
+            e.attr.clockid = libc::CLOCK_MONOTONIC;
+        }
+    }
     // The result's output first: a wrong -o fails before anything runs.
     let mut sink = crate::destination::Sink::open(a.output.as_deref(), stop)?;
-    // JSON on stderr: notes would break it.
-    let quiet = a.json && a.output.is_none();
     let sopts = SessionOptions {
         data_pages: (1 << 20) / hwprof_pmu::sys::page_size().max(1),
         inherit: true,
@@ -175,10 +185,34 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     // those of running targets are synthesized first.
     rec.synthesize = dwarf_stack.is_some();
     rec.session = sopts;
-    let recorder = Recorder::open(rec).map_err(|e| open_error(e.error, &target))?;
+    let mut recorder = Recorder::open(rec).map_err(|e| open_error(e.error, &target))?;
     for n in recorder.notices().iter().filter(|_| !quiet) {
         eprintln!("hwprof: note: {}", escape(n));
     }
+    if let Some(why) = in_kernel
+        .as_ref()
+        .and_then(|_| bpf::InKernel::unusable(&recorder, &funcs))
+    {
+        if a.engine == Engine::Bpf {
+            return Err(anyhow!(ExitWith(
+                1,
+                format!("--engine bpf: {why}; use --engine perf")
+            )));
+        }
+        if !quiet {
+            eprintln!(
+                "hwprof: note: BPF engine not used: {why}: sampling every call with perf events instead"
+            );
+        }
+        in_kernel = None;
+    }
+    let attached = match in_kernel {
+        Some(k) => Some(
+            k.attach(&mut recorder, &funcs)
+                .map_err(|e| anyhow!(ExitWith(1, format!("attaching the BPF programs: {e:#}"))))?,
+        ),
+        None => None,
+    };
     let mut event_of: HashMap<u64, usize> = HashMap::new();
     for (i, e) in recorder.entries().iter().enumerate() {
         for &id in &e.ids {
@@ -241,9 +275,12 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
         Ok(())
     };
-    let done = recorder
-        .run(Sink::Records(&mut on_record), stop)
-        .map_err(|e| source_of(*e).context("probing"))?;
+    let mut attached = attached;
+    let done = match attached.as_mut() {
+        None => recorder.run(Sink::Records(&mut on_record), stop),
+        Some(k) => recorder.run_with_edges(&mut on_record, stop, &mut |e| k.edge(e)),
+    }
+    .map_err(|e| source_of(*e).context("probing"))?;
     let (stats, code) = (&done.stats, done.exit_code());
     if stats.lost > 0 || stats.lost_samples > 0 {
         eprintln!(
@@ -252,8 +289,13 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
             crate::render::plural(stats.lost_samples, "sample")
         );
     }
-    sym.normalize(&hits);
-    let results = pair(&mut hits, &funcs, threshold);
+    let results = match attached {
+        None => {
+            sym.normalize(&hits);
+            pair(&mut hits, &funcs, threshold)
+        }
+        Some(k) => measured(k.finish()?, &funcs, &mut sym),
+    };
     print::print(sink.w(), &a, &funcs, &results, threshold, &mut sym)?;
     sink.commit()?;
     for n in sym.notices() {
@@ -269,6 +311,84 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     // The command's exit code, as `stat` and `record` pass it on (128 + signal when
     // killed); --duration ending it with SIGTERM is the plan, not a failure.
     Ok(code)
+}
+
+/// The BPF programs, loaded, when `--engine` and the options let them measure: `None`
+/// for the perf-event path (asked for; needed for DWARF stacks; or, with `auto`, BPF
+/// unavailable here, which a note says).
+fn engine(
+    a: &ProbeArgs,
+    funcs: &[Func],
+    threshold: Option<u64>,
+    dwarf: bool,
+    quiet: bool,
+) -> anyhow::Result<Option<bpf::InKernel>> {
+    match (a.engine, dwarf && a.stacks) {
+        (Engine::Perf, _) | (Engine::Auto, true) => return Ok(None),
+        (Engine::Bpf, true) => {
+            return usage(
+                "--engine bpf takes frame-pointer stacks: --call-graph dwarf copies each hit's stack to user space; use --engine perf",
+            );
+        }
+        _ => {}
+    }
+    match bpf::InKernel::load(funcs, threshold, a.stacks) {
+        Ok(k) => Ok(Some(k)),
+        Err(e) if a.engine == Engine::Auto => {
+            if !quiet {
+                eprintln!(
+                    "hwprof: note: {}: sampling every call with perf events instead (more overhead; --engine perf skips this attempt)",
+                    escape(&e.to_string())
+                );
+            }
+            Ok(None)
+        }
+        Err(e) => Err(anyhow!(ExitWith(1, format!("--engine bpf: {e}")))),
+    }
+}
+
+/// The results of the BPF engine, each slow call's stack held in `sym` as a perf
+/// callchain and named against its process at its time.
+fn measured(
+    data: Vec<hwprof_bpf::LatencyData>,
+    funcs: &[Func],
+    sym: &mut stacks::Stacks,
+) -> Vec<calls::FuncResult> {
+    if let Some(line) = bpf::dropped_line(&data.iter().map(|d| d.dropped).collect::<Vec<_>>()) {
+        eprintln!("hwprof: warning: the BPF maps were full or stacks unreadable: {line}");
+    }
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut results = Vec::with_capacity(data.len());
+    for (d, f) in data.into_iter().zip(funcs) {
+        let mut slow = Vec::with_capacity(d.slow.len());
+        for s in &d.slow {
+            let stack = sym.hold(bpf::callchain(&s.user));
+            hits.push(Hit {
+                time: s.time,
+                pid: s.tgid,
+                tid: s.tid,
+                event: f.entry,
+                stack,
+            });
+            slow.push(calls::Slow {
+                pid: s.tgid,
+                tid: s.tid,
+                duration_ns: s.ns,
+                stack,
+            });
+        }
+        results.push(calls::FuncResult {
+            calls: d.calls,
+            returns: d.returns,
+            durations: calls::Durations {
+                log2_us: d.log2_us.clone(),
+                hist: d.histogram(),
+            },
+            slow,
+        });
+    }
+    sym.normalize(&hits);
+    results
 }
 
 /// The session's own error behind a recorder error (what `probing:` names), kept typed

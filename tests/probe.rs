@@ -1,10 +1,13 @@
 //! `hwprof probe` end to end: exact call counts and latency percentiles of a function
 //! with known durations, threshold mode reporting exactly the slow calls with their
-//! stacks, attaching to and detaching from a running process, and one-line errors.
+//! stacks, attaching to and detaching from a running process, and one-line errors. The
+//! known-answer tests run on both engines (`--engine bpf`: paired and counted in the
+//! kernel; `--engine perf`: every hit sampled and paired here) and compare them.
 
 #[macro_use]
 mod common;
 
+use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::Duration;
 
@@ -13,6 +16,9 @@ use common::*;
 fn uprobes_usable(what: &str) -> bool {
     require_pmu("uprobe", what)
 }
+
+/// The two engines (`--engine`).
+const ENGINES: [&str; 2] = ["bpf", "perf"];
 
 /// The JSON document probe writes to stderr (after the probed command's own stderr
 /// lines, which end before it: the result is written once the command has ended).
@@ -68,10 +74,24 @@ fn known_durations_give_exact_counts_and_percentiles() {
     if !uprobes_usable("probe counts") {
         return;
     }
+    let stacks: Vec<BTreeSet<Vec<String>>> =
+        ENGINES.iter().map(|e| known_durations_with(e)).collect();
+    // The slow calls' stacks by name: the kernel's (the function's address, then the
+    // stack at its return) and perf's (the stack at its entry) are the same stacks.
+    assert_eq!(
+        stacks[0], stacks[1],
+        "the slow calls' stacks of --engine bpf, then perf"
+    );
+}
+
+/// The known-answer run on one engine; the slow calls' distinct stacks.
+fn known_durations_with(engine: &str) -> BTreeSet<Vec<String>> {
     let bin = wl("probe_lat");
     let probe = format!("uprobe:{bin}:work");
     let run = hwprof(&[
         "probe",
+        "--engine",
+        engine,
         &probe,
         "--json",
         "--threshold",
@@ -85,8 +105,10 @@ fn known_durations_give_exact_counts_and_percentiles() {
         "20000",
     ]);
     run.assert_ok();
+    report!("--engine {engine}:");
     let v = json_of(&run);
     assert_eq!(v["count"], 220, "{}", run.dump());
+    assert_eq!(v["returns"], 220, "{}", run.dump());
     assert_eq!(v["timed"], 220, "{}", run.dump());
     let inner = own_timings(&run, "durations_ns");
     let outer = own_timings(&run, "outer_ns");
@@ -138,23 +160,26 @@ fn known_durations_give_exact_counts_and_percentiles() {
             "slow call of {g} ns, the workload timed {lo} (inner) .. {hi} (outer) ns"
         );
     }
+    let mut stacks = BTreeSet::new();
     for s in slow {
-        let stack: Vec<&str> = s["stack"]
+        let stack: Vec<String> = s["stack"]
             .as_array()
             .expect("stack")
             .iter()
-            .filter_map(|f| f.as_str())
+            .filter_map(|f| f.as_str().map(str::to_string))
             .collect();
         assert!(
             stack.first().is_some_and(|f| f.starts_with("work ")),
             "{stack:?}"
         );
         assert!(stack.iter().any(|f| f.starts_with("main ")), "{stack:?}");
+        stacks.insert(stack);
     }
     report!(
         "220 calls counted, {} slow calls with stacks through main",
         got.len()
     );
+    stacks
 }
 
 /// The log2 histogram as bcc's funclatency draws it, on 30 busy-waits of 300 µs. Each
@@ -168,9 +193,17 @@ fn hist_is_drawn_like_funclatency() {
     if !uprobes_usable("probe --hist") {
         return;
     }
+    for engine in ENGINES {
+        hist_is_drawn_with(engine);
+    }
+}
+
+fn hist_is_drawn_with(engine: &str) {
     let bin = wl("probe_lat");
     let probe = format!("uprobe:{bin}:work");
-    let run = hwprof(&["probe", &probe, "--hist", "--", &bin, "30", "300", "0", "0"]);
+    let run = hwprof(&[
+        "probe", "--engine", engine, &probe, "--hist", "--", &bin, "30", "300", "0", "0",
+    ]);
     run.assert_ok();
     assert!(run.stderr.contains(": 30 calls"), "{}", run.dump());
     assert!(
@@ -203,7 +236,7 @@ fn hist_is_drawn_like_funclatency() {
         })
         .collect();
     let counts: Vec<u64> = rows.iter().map(|r| r.2).collect();
-    report!("probe --hist of 30 × 300 µs: counts per log2 bucket {counts:?}");
+    report!("probe --engine {engine} --hist of 30 × 300 µs: counts per log2 bucket {counts:?}");
     assert!(!rows.is_empty(), "{}", run.dump());
     for (i, &(lo, hi, _, _)) in rows.iter().enumerate() {
         let want = if i == 0 {
@@ -248,13 +281,35 @@ fn attach_by_pid_and_detach_cleanly() {
     bg.wait_for_line("ready");
     let probe = format!("uprobe:{bin}:work");
     let pid = bg.pid().to_string();
-    let run = hwprof(&["probe", &probe, "-p", &pid, "--duration", "1", "--json"]);
-    run.assert_ok();
-    let v = json_of(&run);
-    let n = v["count"].as_u64().unwrap_or(0);
-    assert!(n > 0, "no calls seen: {}", run.dump());
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(bg.alive(), "the probed program died on detach");
+    let mut n = 0;
+    for engine in ENGINES {
+        let run = hwprof(&[
+            "probe",
+            "--engine",
+            engine,
+            &probe,
+            "-p",
+            &pid,
+            "--duration",
+            "1",
+            "--json",
+        ]);
+        run.assert_ok();
+        let v = json_of(&run);
+        n = v["count"].as_u64().unwrap_or(0);
+        // work(100) every 10 ms: about 100 calls in the second.
+        assert!(n > 0, "--engine {engine}: no calls seen: {}", run.dump());
+        assert!(
+            v["timed"].as_u64() >= Some(n - 1),
+            "--engine {engine}: every call but one in progress at an edge timed: {}",
+            run.dump()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            bg.alive(),
+            "--engine {engine}: the probed program died on detach"
+        );
+    }
     // hwprof's uprobe_events definitions go when it exits: none is left for this binary.
     for f in [
         "/sys/kernel/tracing/uprobe_events",
@@ -361,13 +416,26 @@ fn a_library_is_found_by_its_name() {
         return;
     }
     let bin = wl("libc_calls");
-    for lib in ["libc", "libc.so.6", "c"] {
+    for (lib, engine) in [
+        ("libc", "bpf"),
+        ("libc.so.6", "perf"),
+        ("c", "bpf"),
+        ("c", "perf"),
+    ] {
         let probe = format!("uprobe:{lib}:getppid");
-        let run = hwprof(&["probe", &probe, "--json", "--", &bin, "500"]);
+        let run = hwprof(&[
+            "probe", "--engine", engine, &probe, "--json", "--", &bin, "500",
+        ]);
         run.assert_ok();
         let v = json_of(&run);
-        // Exactly the program's calls: libc's start-up code does not call getppid.
-        assert_eq!(v["count"].as_u64(), Some(500), "{lib}: {}", run.dump());
+        // Exactly the program's calls: libc's start-up code does not call getppid, and
+        // hwprof's held child, which does before its exec, is not counted.
+        assert_eq!(
+            v["count"].as_u64(),
+            Some(500),
+            "{lib} --engine {engine}: {}",
+            run.dump()
+        );
     }
     // -p: the library the process has mapped, for as long as `sleep` runs.
     let mut bg = Background::spawn(Command::new(&bin).arg("loop"));

@@ -217,6 +217,11 @@ fn record_samples_every_uprobe_hit_by_default_like_perf() {
     );
 }
 
+/// On both engines: every call of the children, threads and exec'd program counted and
+/// timed, the exit code passed on; `execve` of libc, probed beside, called once by the
+/// program's child (the exec that does not return). The BPF engine's programs lost the
+/// calls made after the first child exited (3 of 5: its inherited events took the
+/// program off the uprobe as they went) until they were attached to events of their own.
 #[test]
 fn probe_counts_the_children_and_passes_the_exit_code_on() {
     if !usable("probe on a forking target") {
@@ -224,32 +229,111 @@ fn probe_counts_the_children_and_passes_the_exit_code_on() {
     }
     let bin = forker("probe");
     let spec = format!("uprobe:{bin}:target");
-    let run = hwprof_limited(&["probe", &spec, "--json", "--", &bin, "7"]);
-    assert_program_ran(&run);
-    assert_eq!(run.code(), 7, "the target's exit code\n{}", run.dump());
-    // The result goes to stderr, after the program's own stderr lines.
-    let at = run
-        .stderr
-        .find("{\n")
-        .expect("JSON after the program's output");
-    let v: serde_json::Value = serde_json::from_str(&run.stderr[at..]).expect("JSON");
-    report!(
-        "probe on forker: count {} returns {} timed {}",
-        v["count"],
-        v["returns"],
-        v["timed"]
-    );
-    assert_eq!(v["count"], 5, "{}", run.dump());
-    assert_eq!(
-        v["timed"],
-        5,
-        "every call paired in its own thread\n{}",
-        run.dump()
-    );
-    assert!(definitions_on(&bin).is_empty(), "definitions left behind");
+    for engine in ["bpf", "perf"] {
+        let run = hwprof_limited(&[
+            "probe",
+            "--engine",
+            engine,
+            &spec,
+            "uprobe:libc:execve",
+            "--json",
+            "--",
+            &bin,
+            "7",
+        ]);
+        assert_program_ran(&run);
+        assert_eq!(run.code(), 7, "the target's exit code\n{}", run.dump());
+        // The result goes to stderr, after the program's own stderr lines.
+        let at = run
+            .stderr
+            .find("[\n")
+            .expect("JSON after the program's output");
+        let v: serde_json::Value = serde_json::from_str(&run.stderr[at..]).expect("JSON");
+        let (t, x) = (&v[0], &v[1]);
+        report!(
+            "probe --engine {engine} on forker: count {} returns {} timed {}; execve: count {} returns {}",
+            t["count"],
+            t["returns"],
+            t["timed"],
+            x["count"],
+            x["returns"]
+        );
+        assert_eq!(t["count"], 5, "--engine {engine}\n{}", run.dump());
+        assert_eq!(
+            t["timed"],
+            5,
+            "--engine {engine}: every call paired in its own thread\n{}",
+            run.dump()
+        );
+        assert_eq!(
+            (x["count"].as_u64(), x["returns"].as_u64()),
+            (Some(1), Some(0)),
+            "--engine {engine}: the program's one execve (which does not return)\n{}",
+            run.dump()
+        );
+        assert!(definitions_on(&bin).is_empty(), "definitions left behind");
+    }
 
     let ok = hwprof_limited(&["probe", &spec, "--", &bin]);
     assert_eq!(ok.code(), 0, "{}", ok.dump());
+}
+
+/// Where the uprobes cannot be defined in tracefs (the BPF engine attaches to those
+/// definitions' events), `--engine bpf` says so and names `--engine perf`, and `auto`
+/// notes it and samples with perf events; DWARF stacks are perf's only.
+#[test]
+fn the_bpf_engine_says_when_it_cannot_be_used() {
+    if !require_pmu("uprobe", "probe --engine without tracefs") {
+        return;
+    }
+    let bin = forker("engines");
+    let spec = format!("uprobe:{bin}:target");
+    let fake = scratch_path("fake_tracefs_probe");
+    fs::create_dir_all(fake.join("events")).expect("create a fake tracefs");
+    let probe = |engine: &str| {
+        let mut cmd = Command::new(hwprof_bin());
+        cmd.env("HWPROF_TRACEFS", &fake)
+            .args(["probe", "--engine", engine, &spec, "--", &bin]);
+        run_cmd(&mut cmd, LIMIT)
+    };
+    let bpf = probe("bpf");
+    let auto = probe("auto");
+    let _ = fs::remove_dir_all(&fake);
+    report!("--engine bpf without tracefs: {}", bpf.stderr.trim());
+    assert_eq!(bpf.code(), 1, "{}", bpf.dump());
+    assert!(
+        bpf.stderr.contains("could not be defined in tracefs")
+            && bpf.stderr.contains("--engine perf")
+            && !bpf.stdout.contains(OK_LINE),
+        "{}",
+        bpf.dump()
+    );
+    assert_program_ran(&auto);
+    assert!(
+        auto.stderr.contains("BPF engine not used")
+            && auto.stderr.contains(": 1 call (1 return, 1 timed)"),
+        "the main thread's call, by perf events\n{}",
+        auto.dump()
+    );
+    let dwarf = hwprof_limited(&[
+        "probe",
+        "--engine",
+        "bpf",
+        &spec,
+        "--threshold",
+        "1ms",
+        "--stacks",
+        "--call-graph",
+        "dwarf",
+        "--",
+        &bin,
+    ]);
+    assert_eq!(dwarf.code(), 2, "{}", dwarf.dump());
+    assert!(
+        dwarf.stderr.contains("use --engine perf"),
+        "{}",
+        dwarf.dump()
+    );
 }
 
 /// The pids of the processes whose parent is `ppid`, from /proc/*/stat.

@@ -327,10 +327,12 @@ impl Engine {
     /// Attaches uprobe program `program` (a `SEC("uprobe")` or `SEC("uretprobe")`) to
     /// an open perf event of a uprobe defined in tracefs (`PERF_EVENT_IOC_SET_BPF`): the
     /// program joins that trace event's programs and runs once on every hit of the
-    /// uprobe in the processes the event's perf events follow (inherited ones too,
-    /// whatever their number), and the events write a sample only when it returns
-    /// non-zero. It stays attached until `event` is closed. Attach it to one fd per
-    /// trace event (twice is `EEXIST`).
+    /// uprobe in the processes that definition's perf events follow (whatever their
+    /// number, enabled or not), and those events write a sample only when it returns
+    /// non-zero. It stays attached until `event` is freed. Attach it to one fd per trace
+    /// event, and to one that no task inherits: every inherited copy of an event gets
+    /// its program, and the first copy freed (its task exits) takes the program off the
+    /// trace event for all.
     pub fn attach_perf_event(&mut self, program: &str, event: BorrowedFd<'_>) -> Result<(), Error> {
         let p: &mut UProbe = self.program(program)?;
         let attach = |detail: String| Error::Attach {
@@ -419,6 +421,19 @@ impl Engine {
         let mut m = aya::maps::Array::<_, V>::try_from(self.map_mut(map)?)
             .map_err(|e| map_error(map, &e))?;
         m.set(index, value, 0).map_err(|e| map_error(map, &e))
+    }
+
+    /// Takes array map `map` out of the engine, to be written from elsewhere (a
+    /// switch the programs read); the engine no longer has it.
+    pub(crate) fn take_array<V: Pod>(
+        &mut self,
+        map: &str,
+    ) -> Result<aya::maps::Array<MapData, V>, Error> {
+        let m = self
+            .ebpf
+            .take_map(map)
+            .ok_or_else(|| self.missing("map", map))?;
+        aya::maps::Array::try_from(m).map_err(|e| map_error(map, &e))
     }
 
     /// Every entry of array map `map`, in index order.

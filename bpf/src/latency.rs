@@ -12,11 +12,11 @@
 //! return (the caller's return address, then its callers): the stack at its entry,
 //! taken only for the calls that turn out slow.
 //!
-//! Attach the programs either to the perf events of uprobes defined in tracefs
-//! ([`Latency::attach_to_events`]: they then follow what those events follow, a
-//! command's children and threads, as hwprof's perf-event path does) or to a binary
-//! for one process or all ([`Latency::attach`]). With [`LatencyOptions::command_pid`]
-//! nothing counts until that process execs (a command held before its `exec`).
+//! Attach the programs either to perf events of uprobes defined in tracefs
+//! ([`Latency::attach_entry_event`]: they then run in what that definition's events
+//! follow, a command's children and threads, as hwprof's perf-event path does) or to a binary
+//! for one process or all ([`Latency::attach`]). A [`Gate`] opens and closes the
+//! window in which calls count: at once, or at a held command's `exec`.
 //!
 //! Bounded: every map has `max_entries`; what did not fit is counted in
 //! [`LatencyDropped`].
@@ -37,8 +37,6 @@ pub struct LatencyOptions {
     pub threshold_ns: Option<u64>,
     /// Take the user stack (frame pointers) of each slow call.
     pub user_stacks: bool,
-    /// A command held before its `exec`: nothing counts until that process execs.
-    pub command_pid: Option<u32>,
     /// Threads with calls in progress at once.
     pub max_threads: u32,
     /// Distinct HdrHistogram buckets of the durations (each 1 ns wide below 2 µs, then
@@ -57,7 +55,6 @@ impl Default for LatencyOptions {
         LatencyOptions {
             threshold_ns: None,
             user_stacks: false,
-            command_pid: None,
             max_threads: 10240,
             max_slots: 16384,
             max_stacks: 2048,
@@ -190,38 +187,88 @@ const DROP_HDR: usize = 3;
 #[derive(Debug)]
 pub struct Latency {
     engine: Engine,
+    gate: Option<Gate>,
+}
+
+/// `gate` closed: no pid execs as this one.
+const GATE_CLOSED: u32 = u32::MAX;
+
+/// Whether a latency program counts (its `gate` map, read on every hit): open when
+/// loaded. A window of its own for a program whose perf events count only while
+/// enabled (it runs whether they are or not): closed until they are enabled, or opened
+/// by the `exec` of a held command, and closed when they are disabled.
+pub struct Gate {
+    map: aya::maps::Array<aya::maps::MapData, u32>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate").finish_non_exhaustive()
+    }
+}
+
+impl Gate {
+    fn set(&mut self, v: u32) -> Result<(), Error> {
+        self.map
+            .set(0, v, 0)
+            .map_err(|e| crate::engine::map_error("gate", &e))
+    }
+
+    /// Counts from now on.
+    pub fn open(&mut self) -> Result<(), Error> {
+        self.set(0)
+    }
+
+    /// Counts nothing from now on.
+    pub fn close(&mut self) -> Result<(), Error> {
+        self.set(GATE_CLOSED)
+    }
+
+    /// Counts once process `pid` execs (a command held before its `exec`, as perf's
+    /// `enable_on_exec` starts its events); nothing until then.
+    pub fn open_at_exec(&mut self, pid: u32) -> Result<(), Error> {
+        self.set(pid)
+    }
 }
 
 impl Latency {
-    /// Loads the programs with `o`'s options (nothing is attached but, with
-    /// [`LatencyOptions::command_pid`], the `exec` tracepoint that starts counting).
+    /// Loads the programs with `o`'s options (nothing is attached but the `exec`
+    /// tracepoint [`Gate::open_at_exec`] needs; the gate is open).
     pub fn load(o: &LatencyOptions) -> Result<Latency, Error> {
         let at_least = |n: u32| n.max(1);
         let mut engine = Loader::new(&objects::LATENCY)
             .global("threshold_ns", o.threshold_ns.unwrap_or(u64::MAX))
             .global("user_stacks", o.user_stacks)
-            .global("command_pid", o.command_pid.unwrap_or(0))
             .max_entries("calls", at_least(o.max_threads))
             .max_entries("hdr", at_least(o.max_slots))
             .max_entries("stacks", at_least(o.max_stacks))
             .max_entries("events", o.ring_bytes)
             .load()?;
-        if o.command_pid.is_some() {
-            engine.attach_raw_tracepoint("latency_exec", "sched_process_exec")?;
-        }
-        Ok(Latency { engine })
+        engine.attach_raw_tracepoint("latency_exec", "sched_process_exec")?;
+        let gate = Gate {
+            map: engine.take_array("gate")?,
+        };
+        Ok(Latency {
+            engine,
+            gate: Some(gate),
+        })
     }
 
-    /// Attaches the entry and return programs to the perf events of the function's
-    /// uprobe and uretprobe as defined in tracefs (one fd of each: see
-    /// [`Engine::attach_perf_event`]); they stay attached until those fds are closed.
-    pub fn attach_to_events(
-        &mut self,
-        entry: BorrowedFd<'_>,
-        ret: BorrowedFd<'_>,
-    ) -> Result<(), Error> {
-        self.engine.attach_perf_event("latency_entry", entry)?;
-        self.engine.attach_perf_event("latency_return", ret)
+    /// The program's [`Gate`], to open and close its window (once only: `None` after).
+    pub fn gate(&mut self) -> Option<Gate> {
+        self.gate.take()
+    }
+
+    /// Attaches the entry program to a perf event of the function's uprobe as defined
+    /// in tracefs ([`Engine::attach_perf_event`]: one fd that no task inherits); it
+    /// stays attached until that fd is closed.
+    pub fn attach_entry_event(&mut self, event: BorrowedFd<'_>) -> Result<(), Error> {
+        self.engine.attach_perf_event("latency_entry", event)
+    }
+
+    /// [`Latency::attach_entry_event`] for the return program and the uretprobe.
+    pub fn attach_return_event(&mut self, event: BorrowedFd<'_>) -> Result<(), Error> {
+        self.engine.attach_perf_event("latency_return", event)
     }
 
     /// Attaches the programs to `at` in `binary`, for process `pid` (all its threads;

@@ -78,6 +78,6 @@ pub use engine::{
     now_ns, objects,
 };
 pub use error::{Error, Unavailable};
-pub use latency::{Latency, LatencyData, LatencyDropped, LatencyOptions, SlowCall};
+pub use latency::{Gate, Latency, LatencyData, LatencyDropped, LatencyOptions, SlowCall};
 pub use maps::LatencyEvent;
 pub use offcpu::{BlockKind, Blocked, Dropped, OffCpu, OffCpuData, OffCpuOptions};

@@ -15,7 +15,7 @@ where
     EnumValueParser::<E>::new().map(to)
 }
 
-/// How `offcpu` (and later `probe`) traces (`--engine`).
+/// How `offcpu` and `probe` trace (`--engine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Engine {
     /// BPF where it loads (and the stacks are frame pointers), else perf events.

@@ -1,7 +1,10 @@
-//! Pairing entry and return hits per thread into calls and their durations.
+//! Pairing entry and return hits per thread into calls and their durations (the
+//! perf-event path; the BPF engine pairs them in the kernel), and what both paths give:
+//! [`FuncResult`].
 
 use std::collections::HashMap;
 
+use hdrhistogram::Histogram;
 use hwprof_sampler::probe::Func;
 
 /// A hit's stack in [`super::stacks::Stacks`]: its addresses while recording, its
@@ -40,6 +43,44 @@ pub struct Slow {
     pub stack: StackRef,
 }
 
+/// The durations of the calls whose entry and return were both seen, as both engines
+/// keep them: log2 buckets of microseconds and an HdrHistogram of 3 significant digits
+/// (`hwprof_bpf::latency`'s, so that the kernel's and these give the same percentiles).
+#[derive(Debug, Clone)]
+pub struct Durations {
+    /// Calls by the bit length of their duration in µs (at least 1; slot 0 unused).
+    pub log2_us: Vec<u64>,
+    /// Every duration (ns).
+    pub hist: Histogram<u64>,
+}
+
+impl Default for Durations {
+    fn default() -> Self {
+        Durations {
+            log2_us: vec![0; 65],
+            hist: hwprof_bpf::latency::latency_histogram(),
+        }
+    }
+}
+
+impl Durations {
+    /// Adds one duration (ns).
+    pub fn record(&mut self, ns: u64) {
+        let us = ns / 1000;
+        let slot = (64 - us.leading_zeros() as usize).max(1);
+        if let Some(c) = self.log2_us.get_mut(slot) {
+            *c += 1;
+        }
+        // An auto-resizing histogram only fails on counts overflowing u64.
+        let _ = self.hist.record(ns);
+    }
+
+    /// Calls timed.
+    pub fn timed(&self) -> u64 {
+        self.log2_us.iter().sum()
+    }
+}
+
 /// What was measured for one function.
 #[derive(Debug, Default)]
 pub struct FuncResult {
@@ -47,8 +88,8 @@ pub struct FuncResult {
     pub calls: u64,
     /// Returns seen.
     pub returns: u64,
-    /// Durations of the calls whose entry and return were both seen (ns).
-    pub durations: Vec<u64>,
+    /// Durations of the calls whose entry and return were both seen.
+    pub durations: Durations,
     /// The calls slower than the threshold, in time order.
     pub slow: Vec<Slow>,
 }
@@ -73,7 +114,7 @@ pub fn pair(hits: &mut [Hit], funcs: &[Func], threshold: Option<u64>) -> Vec<Fun
                 };
                 let Some(e) = hits.get(ei) else { continue };
                 let d = h.time.saturating_sub(e.time);
-                r.durations.push(d);
+                r.durations.record(d);
                 if threshold.is_some_and(|t| d >= t) {
                     r.slow.push(Slow {
                         pid: e.pid,
@@ -122,9 +163,14 @@ mod tests {
         let r = pair(&mut h, &f, Some(50));
         assert_eq!(r[0].calls, 3);
         assert_eq!(r[0].returns, 4);
-        let mut d = r[0].durations.clone();
-        d.sort();
+        let d: Vec<u64> = r[0]
+            .durations
+            .hist
+            .iter_recorded()
+            .map(|v| v.value_iterated_to())
+            .collect();
         assert_eq!(d, [1, 10, 90]);
+        assert_eq!(r[0].durations.timed(), 3);
         assert_eq!(r[0].slow.len(), 1);
         assert_eq!(r[0].slow[0].duration_ns, 90);
     }

@@ -7,7 +7,7 @@ use std::io::Write;
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
-use super::calls::FuncResult;
+use super::calls::{Durations, FuncResult};
 use super::stacks::Stacks;
 use super::{Func, ProbeArgs};
 use crate::render::{escape, plural};
@@ -25,15 +25,8 @@ pub struct Percentiles {
     pub max: u64,
 }
 
-/// Percentiles from an HdrHistogram (3 significant digits) of `durations`.
-pub fn percentiles(durations: &[u64]) -> Percentiles {
-    let Ok(mut h) = Histogram::<u64>::new(3) else {
-        return Percentiles::default();
-    };
-    for &d in durations {
-        // An auto-resizing histogram only fails on counts overflowing u64.
-        let _ = h.record(d);
-    }
+/// Percentiles of the durations' HdrHistogram.
+pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
     if h.is_empty() {
         return Percentiles::default();
     }
@@ -56,25 +49,17 @@ pub struct Bucket {
     pub count: u64,
 }
 
-/// Log2 buckets of the durations in microseconds, from the `0 -> 1` bucket up to the
-/// highest non-empty one (empty when there are no durations).
-pub fn log2_buckets(durations: &[u64]) -> Vec<Bucket> {
-    let mut counts = [0u64; 65];
-    for &d in durations {
-        let us = d / 1000;
-        let slot = (64 - us.leading_zeros() as usize).max(1);
-        if let Some(c) = counts.get_mut(slot) {
-            *c += 1;
-        }
-    }
-    let Some(top) = counts.iter().rposition(|&c| c > 0) else {
+/// The log2 buckets of `log2_us` (calls by bit length of µs, [`Durations::log2_us`]),
+/// from the `0 -> 1` bucket up to the highest non-empty one (empty when there are none).
+pub fn log2_buckets(log2_us: &[u64]) -> Vec<Bucket> {
+    let Some(top) = log2_us.iter().rposition(|&c| c > 0) else {
         return Vec::new();
     };
-    (1..=top)
+    (1..=top.max(1))
         .map(|s| {
             let lo = if s == 1 { 0 } else { 1u64 << (s - 1) };
             let hi = if s >= 64 { u64::MAX } else { (1u64 << s) - 1 };
-            let count = counts.get(s).copied().unwrap_or(0);
+            let count = log2_us.get(s).copied().unwrap_or(0);
             Bucket { lo, hi, count }
         })
         .collect()
@@ -106,8 +91,8 @@ pub fn human(ns: u64) -> String {
 }
 
 fn func_json(f: &Func, r: &FuncResult, stacks: &mut Stacks) -> Value {
-    let p = percentiles(&r.durations);
-    let hist: Vec<Value> = log2_buckets(&r.durations)
+    let p = percentiles(&r.durations.hist);
+    let hist: Vec<Value> = log2_buckets(&r.durations.log2_us)
         .into_iter()
         .map(|Bucket { lo, hi, count }| json!({"lo": lo, "hi": hi, "count": count}))
         .collect();
@@ -127,7 +112,7 @@ fn func_json(f: &Func, r: &FuncResult, stacks: &mut Stacks) -> Value {
         "probe": f.target,
         "count": r.calls,
         "returns": r.returns,
-        "timed": r.durations.len(),
+        "timed": r.durations.timed(),
         "hist_unit": "usecs",
         "hist": hist,
         "p50_ns": p.p50,
@@ -145,11 +130,11 @@ pub const SHORT_CALL_NS: u64 = 20_000;
 
 /// A note for a function whose median call is shorter than [`SHORT_CALL_NS`]: its
 /// durations include the probes' own cost, and the probes slow the program down.
-pub fn short_calls_note(target: &str, durations: &[u64]) -> Option<String> {
-    if durations.is_empty() {
+pub fn short_calls_note(target: &str, durations: &Durations) -> Option<String> {
+    if durations.hist.is_empty() {
         return None;
     }
-    let p50 = percentiles(durations).p50;
+    let p50 = percentiles(&durations.hist).p50;
     (p50 < SHORT_CALL_NS).then(|| {
         format!(
             "{target}: half of the calls took under {}, the order of what the uprobe and uretprobe cost each call (about 10 to 15 us on a VM, 1 to 3 us on bare metal): these durations are upper bounds, and the program ran slower for it; probe a caller that does more per call",
@@ -191,12 +176,12 @@ pub fn print(
             escape(&f.target),
             plural(r.calls, "call"),
             plural(r.returns, "return"),
-            r.durations.len()
+            r.durations.timed()
         )?;
-        if a.hist && !r.durations.is_empty() {
+        if a.hist && r.durations.timed() > 0 {
             writeln!(w)?;
-            write!(w, "{}", draw_hist(&log2_buckets(&r.durations)))?;
-            let p = percentiles(&r.durations);
+            write!(w, "{}", draw_hist(&log2_buckets(&r.durations.log2_us)))?;
+            let p = percentiles(&r.durations.hist);
             writeln!(
                 w,
                 "\np50 {}  p90 {}  p99 {}  max {}",
@@ -238,19 +223,25 @@ mod tests {
 
     #[test]
     fn short_calls_get_a_note_long_ones_do_not() {
-        let note = short_calls_note("./a:f", &[400, 500, 600]).expect("a note");
+        let note = short_calls_note("./a:f", &durations(&[400, 500, 600])).expect("a note");
         assert!(
             note.starts_with("./a:f: half of the calls took under"),
             "{note}"
         );
-        assert!(short_calls_note("./a:f", &[1_000_000; 3]).is_none());
-        assert!(short_calls_note("./a:f", &[]).is_none());
+        assert!(short_calls_note("./a:f", &durations(&[1_000_000; 3])).is_none());
+        assert!(short_calls_note("./a:f", &durations(&[])).is_none());
+    }
+
+    fn durations(ns: &[u64]) -> Durations {
+        let mut d = Durations::default();
+        ns.iter().for_each(|&n| d.record(n));
+        d
     }
 
     #[test]
     fn buckets_and_bars() {
-        let d = [0, 1500, 1_000_000, 1_000_000, 20_000_000];
-        let b = log2_buckets(&d);
+        let d = durations(&[0, 1500, 1_000_000, 1_000_000, 20_000_000]);
+        let b = log2_buckets(&d.log2_us);
         let bucket = |lo, hi, count| Bucket { lo, hi, count };
         assert_eq!(b.first(), Some(&bucket(0, 1, 2)));
         assert!(b.contains(&bucket(512, 1023, 2)));
@@ -259,7 +250,7 @@ mod tests {
         let h = draw_hist(&b);
         assert!(h.starts_with("     usecs               : count     distribution\n"));
         assert!(h.contains("|****************************************|"));
-        let p = percentiles(&d);
+        let p = percentiles(&d.hist);
         assert!(p.max >= 20_000_000 && p.max < 20_100_000);
     }
 }

@@ -406,10 +406,10 @@ impl Recorder {
         decoder_of(&self.entries)
     }
 
-    /// The first fd of event `index` ([`Session::event_fd`]): where a BPF program
-    /// attaches to a uprobe's trace event.
-    pub fn event_fd(&self, index: usize) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.session.event_fd(index)
+    /// An event like event `index` opened beside the recording's, for a BPF program to
+    /// attach to ([`Session::open_anchor`]).
+    pub fn open_anchor(&mut self, index: usize) -> Result<std::os::fd::BorrowedFd<'_>, Error> {
+        self.session.open_anchor(index)
     }
 
     /// The held command's pid, for a command target.
@@ -420,7 +420,19 @@ impl Recorder {
     /// Runs the target and records it into `sink` until it ends, `stop` is stopped or
     /// the duration passes (see the module docs).
     pub fn run(self, sink: Sink<'_>, stop: &Stop) -> Result<Recorded, Box<RunError>> {
-        self.run_with(sink, stop, None, None)
+        self.run_with(sink, stop, None, None, &mut |_| {})
+    }
+
+    /// [`Recorder::run`] into a callback, calling `edges` at the window's edges (see
+    /// [`Session::run_with_edges`]): where a BPF program attached to the events opens
+    /// and closes its own window.
+    pub fn run_with_edges(
+        self,
+        sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+        stop: &Stop,
+        edges: &mut dyn FnMut(crate::session::Edge),
+    ) -> Result<Recorded, Box<RunError>> {
+        self.run_with(Sink::Records(sink), stop, None, None, edges)
     }
 
     /// [`Recorder::run`], passing every record through `rewrite` on its way into
@@ -474,7 +486,7 @@ impl Recorder {
         stop: &Stop,
         rewrite: &mut dyn Rewrite,
     ) -> Result<Recorded, Box<RunError>> {
-        self.run_with(sink, stop, Some(rewrite), None)
+        self.run_with(sink, stop, Some(rewrite), None, &mut |_| {})
     }
 
     /// [`Recorder::run`] or [`Recorder::run_rewriting`] (with `rewrite`), with the
@@ -488,7 +500,13 @@ impl Recorder {
         rewrite: Option<&mut dyn Rewrite>,
         extra: &mut dyn Extra,
     ) -> Result<Recorded, Box<RunError>> {
-        self.run_with(Sink::PerfData(output), stop, rewrite, Some(extra))
+        self.run_with(
+            Sink::PerfData(output),
+            stop,
+            rewrite,
+            Some(extra),
+            &mut |_| {},
+        )
     }
 
     fn run_with(
@@ -497,6 +515,7 @@ impl Recorder {
         stop: &Stop,
         rewrite: Option<&mut dyn Rewrite>,
         extra: Option<&mut dyn Extra>,
+        edges: &mut dyn FnMut(crate::session::Edge),
     ) -> Result<Recorded, Box<RunError>> {
         let mut entries = match &rewrite {
             Some(r) => self.rewritten_entries(&**r),
@@ -519,7 +538,7 @@ impl Recorder {
         };
         let mut pass = Pass::new(rewrite);
         match sink {
-            Sink::PerfData(out) => self.run_into_file(out, stop, entries, &mut pass, extra),
+            Sink::PerfData(out) => self.run_into_file(out, stop, entries, &mut pass, extra, edges),
             Sink::Records(f) => {
                 let timed = self.timed;
                 for r in self.synthesized() {
@@ -527,16 +546,18 @@ impl Recorder {
                     f(r).map_err(|e| RunError::Synthesized(Error::io("a synthesized record", e)))?;
                 }
                 let mut rewrite_err: Option<Error> = None;
-                let stats = self
-                    .session
-                    .run(stop, |bytes: &[u8]| match pass.apply(bytes) {
+                let stats = self.session.run_with_edges(
+                    stop,
+                    |bytes: &[u8]| match pass.apply(bytes) {
                         Ok(r) => f(r),
                         Err(e) => {
                             let msg = e.to_string();
                             rewrite_err.get_or_insert(e);
                             Err(io::Error::other(msg))
                         }
-                    });
+                    },
+                    edges,
+                );
                 let stats = match (stats, rewrite_err) {
                     (_, Some(e)) => return Err(RunError::Rewrite(e).into()),
                     (Ok(s), None) => s,
@@ -584,6 +605,7 @@ impl Recorder {
         entries: Vec<EventEntry>,
         pass: &mut Pass<'_>,
         mut extra: Option<(&mut dyn Extra, hwprof_pmu::attr::Attr)>,
+        edges: &mut dyn FnMut(crate::session::Edge),
     ) -> Result<Recorded, Box<RunError>> {
         // Read now: the formats of uprobes defined for this session disappear with it.
         let tracing = tracing_data(&self.events, &self.session).map_err(RunError::Tracing)?;
@@ -618,24 +640,28 @@ impl Recorder {
             x.start(self.child_pid()).map_err(RunError::Extra)?;
         }
         let mut sink_err: Option<RunError> = None;
-        let stats = self.session.run(stop, |bytes: &[u8]| {
-            let err = match pass.apply(bytes) {
-                Err(e) => RunError::Rewrite(e),
-                Ok(r) => {
-                    note_dso(&decoder, r, &mut dsos);
-                    match writer.write_record(r) {
-                        Ok(()) => return Ok(()),
-                        Err(source) => RunError::Write {
-                            path: path.clone(),
-                            source,
-                        },
+        let stats = self.session.run_with_edges(
+            stop,
+            |bytes: &[u8]| {
+                let err = match pass.apply(bytes) {
+                    Err(e) => RunError::Rewrite(e),
+                    Ok(r) => {
+                        note_dso(&decoder, r, &mut dsos);
+                        match writer.write_record(r) {
+                            Ok(()) => return Ok(()),
+                            Err(source) => RunError::Write {
+                                path: path.clone(),
+                                source,
+                            },
+                        }
                     }
-                }
-            };
-            let msg = err.to_string();
-            sink_err.get_or_insert(err);
-            Err(io::Error::other(msg))
-        });
+                };
+                let msg = err.to_string();
+                sink_err.get_or_insert(err);
+                Err(io::Error::other(msg))
+            },
+            edges,
+        );
         let stats = match (stats, sink_err) {
             (_, Some(e)) => return Err(e.into()),
             (Ok(s), None) => s,

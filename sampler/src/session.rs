@@ -60,7 +60,7 @@ use crate::error::{Error, Result};
 use crate::ring::Ring;
 
 pub use hwprof_pmu::target::Target;
-pub use run::{FINISHED_ROUND, RunStats};
+pub use run::{Edge, FINISHED_ROUND, RunStats};
 
 /// How to run a session.
 #[derive(Clone, Debug)]
@@ -129,6 +129,8 @@ pub struct Session {
     target: Target,
     opts: SessionOptions,
     notices: Vec<String>,
+    /// Events opened beside the session's ([`Session::open_anchor`]), closed with them.
+    anchors: Vec<OwnedFd>,
     /// The uprobe definitions the fds use. Last field: dropped after `fds` and `rings`
     /// (a definition cannot be deleted while an event or a ring mapping uses it).
     probes: Option<Probes>,
@@ -240,6 +242,7 @@ impl Session {
             attrs,
             names,
             fds: Vec::new(),
+            anchors: Vec::new(),
             rings: Vec::new(),
             workload,
             argv0,
@@ -387,14 +390,41 @@ impl Session {
         self.workload.as_ref().map(Workload::pid)
     }
 
-    /// The first fd opened for event `index` (in the event list's order), for what
-    /// attaches to an event rather than reads it: a BPF program on a uprobe's trace
-    /// event, which every fd of that event shares.
-    pub fn event_fd(&self, index: usize) -> Option<BorrowedFd<'_>> {
-        self.fds
-            .iter()
-            .find(|o| o.event == index)
-            .map(|o| o.fd.as_fd())
+    /// Opens one more event like event `index` (its type and config), disabled for
+    /// good, sampling nothing and not inherited, on the target's first task (the held
+    /// command, or the first `-p` process), and holds it with the session's events
+    /// (closed with them, before the uprobe definitions go): the fd a BPF program
+    /// attaches to, to run on every hit of a uprobe's trace event in the processes the
+    /// session's events follow.
+    ///
+    /// Not one of the session's own fds: the kernel gives every inherited copy of an
+    /// event its parent's BPF program, and the first copy freed (a child or thread of
+    /// the target that exits) takes the program off the trace event for everyone
+    /// (`perf_event_free_bpf_prog` on the copy); an event nothing inherits keeps it.
+    pub fn open_anchor(&mut self, index: usize) -> Result<BorrowedFd<'_>> {
+        let Some(like) = self.attrs.get(index) else {
+            return Err(Error::io(
+                "opening an anchor event",
+                std::io::Error::from_raw_os_error(libc::EINVAL),
+            ));
+        };
+        let mut attr = Attr::new(like.type_, like.config);
+        attr.config1 = like.config1;
+        attr.config2 = like.config2;
+        attr.uprobe_path = like.uprobe_path.clone();
+        attr.disabled = true;
+        attr.sample_period = 1;
+        let (pid, cpu) = match (self.child_pid(), &self.target) {
+            (Some(p), _) => (p, -1),
+            (None, Target::Pids(p) | Target::Tids(p)) => (p.first().copied().unwrap_or(-1), -1),
+            _ => (-1, 0),
+        };
+        let name = self.names.get(index).cloned().unwrap_or_default();
+        let fd = sys::perf_event_open(&attr, pid, cpu, None)
+            .map_err(|e| Error::io(format!("opening an anchor event for {name}"), e))?;
+        self.anchors.push(fd);
+        let held = self.anchors.last().map(|f| f.as_fd());
+        held.ok_or_else(|| Error::io("opening an anchor event", std::io::Error::other("lost")))
     }
 
     /// The CPUs that have a ring, in ring order.

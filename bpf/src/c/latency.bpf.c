@@ -14,7 +14,7 @@
  * Attached to the perf events of hwprof's uprobe definitions (PERF_EVENT_IOC_SET_BPF),
  * a program runs on each hit of the uprobe in the processes those events follow
  * (children and threads included) and returns 0: the events themselves write nothing.
- * A command is held before its exec; with command_pid set, nothing counts until that
+ * A command is held before its exec; with its pid in `gate`, nothing counts until that
  * process execs (`latency_exec`), as perf's enable_on_exec starts its counts.
  *
  * Bounded: every map has max_entries; what did not fit is counted in `dropped`. */
@@ -38,7 +38,6 @@
 
 volatile const __u64 threshold_ns = ~0ULL;
 volatile const __u8 user_stacks = 0;
-volatile const __u32 command_pid = 0;
 
 struct frame {
     __u64 ts;
@@ -92,13 +91,14 @@ struct {
     __type(value, __u64);
 } hdr SEC(".maps");
 
-/* 1 once the command has exec'd (with command_pid) */
+/* 0: counting; else the pid of a held command whose exec starts it (set by user space
+ * before the command goes on, cleared by latency_exec) */
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(max_entries, 1);
     __type(key, __u32);
     __type(value, __u32);
-} armed SEC(".maps");
+} gate SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -121,11 +121,9 @@ static __always_inline void count(__u32 slot)
 
 static __always_inline int is_armed(void)
 {
-    if (!command_pid)
-        return 1;
     __u32 k = 0;
-    __u32 *a = bpf_map_lookup_elem(&armed, &k);
-    return a && *a;
+    __u32 *g = bpf_map_lookup_elem(&gate, &k);
+    return g && *g == 0;
 }
 
 /* HdrHistogram's counts index of v (3 significant digits, unit 1). */
@@ -231,9 +229,9 @@ int latency_return(struct pt_regs *ctx)
 SEC("raw_tracepoint/sched_process_exec")
 int latency_exec(void *ctx)
 {
-    if (command_pid && (bpf_get_current_pid_tgid() >> 32) == command_pid) {
-        __u32 k = 0, one = 1;
-        bpf_map_update_elem(&armed, &k, &one, BPF_ANY);
-    }
+    __u32 k = 0;
+    __u32 *g = bpf_map_lookup_elem(&gate, &k);
+    if (g && *g && *g == (__u32)(bpf_get_current_pid_tgid() >> 32))
+        *g = 0;
     return 0;
 }

@@ -97,6 +97,15 @@ pub const FINISHED_ROUND: [u8; 8] = {
 };
 
 /// Why the loop stopped.
+/// An edge of a session's window (see [`Session::run_with_edges`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edge {
+    /// The events are about to be enabled, or the command to `exec`.
+    Start,
+    /// The events were just disabled (a command has ended, or was ended).
+    End,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ended {
     TargetDone,
@@ -119,7 +128,24 @@ impl Session {
     /// `sink` gets each record's bytes, header included, in per-ring order, and a
     /// [`FINISHED_ROUND`] after each pass over the rings that found records; an error
     /// from it stops the session (a command is then terminated) and is returned.
-    pub fn run<F>(mut self, stop: &Stop, mut sink: F) -> Result<RunStats>
+    pub fn run<F>(self, stop: &Stop, sink: F) -> Result<RunStats>
+    where
+        F: FnMut(&[u8]) -> std::io::Result<()>,
+    {
+        self.run_with_edges(stop, sink, &mut |_| {})
+    }
+
+    /// [`Session::run`], calling `edges` at the window's edges: [`Edge::Start`] just
+    /// before the events are enabled (or the command let go to its `exec`, which enables
+    /// them), [`Edge::End`] just after they are disabled, before anything is closed.
+    /// What counts beside the events (a BPF program on them, which runs whether they
+    /// are enabled or not) opens and closes its own window there.
+    pub fn run_with_edges<F>(
+        mut self,
+        stop: &Stop,
+        mut sink: F,
+        edges: &mut dyn FnMut(Edge),
+    ) -> Result<RunStats>
     where
         F: FnMut(&[u8]) -> std::io::Result<()>,
     {
@@ -164,6 +190,7 @@ impl Session {
         let mut stats = RunStats::default();
         let start = Instant::now();
         stats.started = Some(start);
+        edges(Edge::Start);
         self.start_target()?;
         let deadline = self.opts.duration.map(|d| start + d);
 
@@ -233,6 +260,7 @@ impl Session {
             // A task that exited leaves its events dead: ESRCH/EINVAL here is harmless.
             let _ = sys::ioctl(&o.fd, Ioctl::Disable, false);
         }
+        edges(Edge::End);
         stats.wall = start.elapsed();
         if result.is_ok() {
             // The kernel finishes writing a record before it moves data_head, and the
