@@ -7,7 +7,9 @@
 #   benches/compare_perf.sh script    (c) `script -i big.data` (>= 100k samples, callchains)
 #   benches/compare_perf.sh report    `report --stdio` vs perf report on a big file (>= 200k samples)
 #   benches/compare_perf.sh flamegraph  SVG from a big file vs perf script | inferno (>= 200k samples)
-#   benches/compare_perf.sh probe     per-call overhead of `hwprof probe` vs perf stat on perf probe events
+#   benches/compare_perf.sh probe     per-call overhead of `hwprof probe` vs perf stat on perf probe events,
+#                                     and the per-call cost on the target of hwprof's BPF and perf-event
+#                                     engines against a bpftrace funclatency-style script (alone: probe-trace)
 #   benches/compare_perf.sh offcpu    off-CPU recording overhead on a sleep/wake-heavy workload, and
 #                                     the tracing cost on a pipe ping-pong: hwprof's BPF and perf-event
 #                                     engines against bpftrace and perf record (alone: offcpu-trace)
@@ -35,6 +37,7 @@
 #   N_BENCH_REP=5  invocations per tool of the bench comparison
 #   MEM_SECS="2 20 200"  recording lengths (s) of the memory comparison
 #   N_PING=5 PING_ROUNDS=100000 PING_PIN=0  the tracing-cost ping-pong (PING_PIN=1: on CPU 0)
+#   N_PROBE_TRACE=3 N_CALLS=600000  the probe-cost runs and the probed calls in each
 #   N_DWARF=3      runs per variant of the dwarf comparisons; DWARF_F=4000, DWARF_PAGES=16
 #
 # Runs are interleaved (A B A B ...) so that drift (frequency, cache, other load) hits
@@ -50,7 +53,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|report|flamegraph|probe|offcpu|offcpu-trace|bench|memory|dwarf|all" >&2
+    echo "usage: $0 stat|record|script|report|flamegraph|probe|probe-trace|offcpu|offcpu-trace|bench|memory|dwarf|all" >&2
     exit 2
 }
 
@@ -490,6 +493,91 @@ bench_probe() {
     echo "probe overhead ratio: hwprof / perf stat entry+return = $(ratio "$hw" "$pb")x; / perf stat entry only = $(ratio "$hw" "$pe")x"
 }
 
+# bench_probe_trace: the per-call cost of timing a function with a uprobe and a
+# uretprobe, on N_CALLS (default 600000) calls of an empty function, measured on the
+# target's own wall time (so that each tool's start-up is not counted) against its bare
+# run: bpftrace (funclatency-style script: count, per-thread start, log2 histogram in BPF
+# maps, attached before the target starts), hwprof probe --engine bpf (the same in
+# hwprof's programs) and --engine perf (every hit through the ring buffer, paired here).
+# Each run's count is checked. The tool's own CPU time beside.
+bench_probe_trace() {
+    find_hwprof
+    command -v bpftrace >/dev/null || die "bpftrace not found: apt-get install bpftrace"
+    [[ -x /usr/bin/time ]] || die "/usr/bin/time not found: apt-get install time"
+    local bin=$WORK/probe_lat n=${N_PROBE_TRACE:-3} calls=${N_CALLS:-600000}
+    cc -O1 -g -fno-omit-frame-pointer -no-pie -o "$bin" "$ROOT/tests/workloads/probe_lat.c" ||
+        die "cannot compile tests/workloads/probe_lat.c"
+    printf '%s\n' \
+        "uprobe:$bin:empty { @calls = count(); @start[tid] = nsecs; }" \
+        "uretprobe:$bin:empty /@start[tid]/ { @us = hist((nsecs - @start[tid]) / 1000); delete(@start[tid]); }" \
+        "END { clear(@start); }" >"$WORK/lat.bt"
+    local inner=(/usr/bin/time -f '%e %U %S' -o "$WORK/inner.t" "$bin" empty "$calls")
+    local v i w tool own tw tu ts ou os bt
+    local variants=(bare bpftrace hw_bpf hw_perf)
+    for v in "${variants[@]}"; do : >"$WORK/$v.lat"; done
+    for ((i = 0; i < n; i++)); do
+        for v in "${variants[@]}"; do
+            tool="0 0"
+            case $v in
+            bare) "${inner[@]}" >/dev/null || die "probe_lat failed" ;;
+            bpftrace)
+                /usr/bin/time -f '%U %S' -o "$WORK/tool.t" bpftrace "$WORK/lat.bt" >"$WORK/bt.out" 2>&1 &
+                bt=$!
+                for ((w = 0; w < 100; w++)); do
+                    grep -q Attaching "$WORK/bt.out" 2>/dev/null && break
+                    sleep 0.1
+                done
+                sleep 0.5
+                "${inner[@]}" >/dev/null || die "probe_lat failed"
+                # time(1) ignores SIGINT while it waits: the signal goes to bpftrace.
+                pkill -INT -P "$bt" bpftrace || true
+                wait "$bt" || true
+                grep -q "^@calls: $calls\$" "$WORK/bt.out" ||
+                    die "bpftrace did not count $calls calls: $(grep @calls "$WORK/bt.out")"
+                tool=$(cat "$WORK/tool.t")
+                ;;
+            hw_bpf | hw_perf)
+                /usr/bin/time -f '%U %S' -o "$WORK/tool.t" "$HWPROF" probe --engine "${v#hw_}" \
+                    "uprobe:$bin:empty" -o "$WORK/probe.out" -- "${inner[@]}" >/dev/null 2>&1 ||
+                    die "hwprof probe --engine ${v#hw_} failed"
+                grep -q ": $calls calls" "$WORK/probe.out" ||
+                    die "hwprof probe --engine ${v#hw_} did not count $calls calls: $(head -1 "$WORK/probe.out")"
+                tool=$(cat "$WORK/tool.t")
+                ;;
+            esac
+            # The target's wall; the tool's CPU (its rusage, minus the target's when the
+            # tool waited for it).
+            read -r tw tu ts <"$WORK/inner.t"
+            read -r ou os <<<"$tool"
+            if [[ $v == bare || $v == bpftrace ]]; then
+                own=$(awk -v u="$ou" -v s="$os" 'BEGIN { printf "%.3f", u + s }')
+            else
+                own=$(awk -v u="$ou" -v s="$os" -v a="$tu" -v b="$ts" 'BEGIN { x = u + s - a - b; if (x < 0) x = 0; printf "%.3f", x }')
+            fi
+            echo "$tw $own" >>"$WORK/$v.lat"
+        done
+    done
+    echo "== probe cost: $calls calls of an empty function under a uprobe + uretprobe, $n runs each, interleaved"
+    printf '%-62s %10s %10s %12s\n' variant "target s" "ns/call" "tool CPU s"
+    local bare_w mean_wall mean_cpu per
+    bare_w=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/bare.lat")
+    local -A label=(
+        [bare]="bare"
+        [bpftrace]="bpftrace, funclatency-style script (BPF maps)"
+        [hw_bpf]="hwprof probe --engine bpf (BPF maps)"
+        [hw_perf]="hwprof probe --engine perf (every hit to user space)"
+    )
+    local -A per_call=()
+    for v in "${variants[@]}"; do
+        mean_wall=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/$v.lat")
+        mean_cpu=$(awk '{ s += $2; n++ } END { printf "%.3f", s / n }' "$WORK/$v.lat")
+        per=$(awk -v t="$mean_wall" -v b="$bare_w" -v c="$calls" 'BEGIN { printf "%.0f", (t - b) * 1e9 / c }')
+        printf '%-62s %10s %10s %12s\n' "${label[$v]}" "$mean_wall" "$per" "$mean_cpu"
+        per_call[$v]=$per
+    done
+    echo "probe per-call cost: hwprof bpf / bpftrace = $(ratio "${per_call[hw_bpf]}" "${per_call[bpftrace]}"); hwprof perf / bpftrace = $(ratio "${per_call[hw_perf]}" "${per_call[bpftrace]}")"
+}
+
 # bench_offcpu: the cost of recording off-CPU time on a sleep/wake-heavy workload
 # (sleeper: 3000 x 1 ms nanosleep, ~3000 switches out and in), against the bare run, with
 # `perf record -e sched:sched_switch,cpu-clock -g` (what hwprof offcpu records) beside.
@@ -793,6 +881,8 @@ case "$1" in
         echo
         bench_probe
         echo
+        bench_probe_trace
+        echo
         bench_offcpu
         echo
         bench_offcpu_trace
@@ -811,7 +901,12 @@ case "$1" in
         ;;
     offcpu-trace) bench_offcpu_trace ;;
     flamegraph) bench_flamegraph ;;
-    probe) bench_probe ;;
+    probe)
+        bench_probe
+        echo
+        bench_probe_trace
+        ;;
+    probe-trace) bench_probe_trace ;;
     bench) bench_harness ;;
     memory) bench_memory ;;
     dwarf) bench_dwarf ;;
