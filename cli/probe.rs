@@ -306,6 +306,14 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
             if let Some(n) = print::short_calls_note(&f.target, &r.durations) {
                 eprintln!("hwprof: note: {}", escape(&n));
             }
+            if r.too_deep > 0 {
+                eprintln!(
+                    "hwprof: note: {}: {} nested more than {} deep in their thread, not timed (the kernel sets no return probe on them)",
+                    escape(&f.target),
+                    crate::render::plural(r.too_deep, "call"),
+                    calls::MAX_NESTING
+                );
+            }
         }
     }
     // The command's exit code, as `stat` and `record` pass it on (128 + signal when
@@ -385,6 +393,7 @@ fn measured(
                 hist: d.histogram(),
             },
             slow,
+            too_deep: d.dropped.depth,
         });
     }
     sym.normalize(&hits);

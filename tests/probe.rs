@@ -466,3 +466,101 @@ fn a_library_is_found_by_its_name() {
         run.dump()
     );
 }
+
+/// Recursion pairs innermost first on both engines: rec(5) ten times, each level
+/// busy-waiting 100 µs before it recurses, so the calls at depth k last at least
+/// (6 - k) × 100 µs: the i-th shortest of the 50 at least 100 µs × (1 + i / 10), and
+/// only the outermost ten (and depth 2's, under load) 450 µs or more (pairing the
+/// outermost calls with the innermost returns makes most of them that long; a start
+/// time per thread, overwritten by each nested call, makes them all about 100 µs).
+/// Then 70 nested calls: the kernel returns from 64, and the 6 deeper are counted,
+/// not timed, and said so, without mispairing the others.
+#[test]
+fn recursion_pairs_innermost_first_on_both_engines() {
+    if !uprobes_usable("probe on recursion") {
+        return;
+    }
+    let bin = wl("probe_lat");
+    let probe = format!("uprobe:{bin}:rec");
+    for engine in ENGINES {
+        let run = hwprof(&[
+            "probe",
+            "--engine",
+            engine,
+            &probe,
+            "--json",
+            "--threshold",
+            "0",
+            "--",
+            &bin,
+            "recurse",
+            "10",
+            "5",
+        ]);
+        run.assert_ok();
+        let v = json_of(&run);
+        assert_eq!(
+            (
+                v["count"].as_u64(),
+                v["returns"].as_u64(),
+                v["timed"].as_u64()
+            ),
+            (Some(50), Some(50), Some(50)),
+            "--engine {engine}: {}",
+            run.dump()
+        );
+        let mut d: Vec<u64> = v["slow"]
+            .as_array()
+            .expect("slow")
+            .iter()
+            .filter_map(|s| s["duration_ns"].as_u64())
+            .collect();
+        d.sort_unstable();
+        assert_eq!(
+            d.len(),
+            50,
+            "--engine {engine}: every call is slower than 0"
+        );
+        for (i, &ns) in d.iter().enumerate() {
+            let floor = 100_000 * (1 + i as u64 / 10);
+            assert!(
+                ns >= floor,
+                "--engine {engine}: call {i} of 50 took {ns} ns < {floor}: {d:?}"
+            );
+        }
+        let long = d.iter().filter(|&&ns| ns >= 450_000).count();
+        report!("--engine {engine}: rec(5) x 10: {long} calls of 450 µs or more");
+        assert!(
+            (10..=20).contains(&long),
+            "--engine {engine}: {long} calls of 450 µs or more: {d:?}"
+        );
+
+        // The result in a file: the note goes to stderr (JSON on stderr leaves notes out).
+        let out = scratch_path("probe_deep.json");
+        let out_s = out.to_str().expect("utf-8");
+        let deep = hwprof(&[
+            "probe", "--engine", engine, &probe, "--json", "-o", out_s, "--", &bin, "recurse", "2",
+            "70",
+        ]);
+        deep.assert_ok();
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let _ = std::fs::remove_file(&out);
+        let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(
+            (
+                v["count"].as_u64(),
+                v["returns"].as_u64(),
+                v["timed"].as_u64()
+            ),
+            (Some(140), Some(128), Some(128)),
+            "--engine {engine}: {}",
+            deep.dump()
+        );
+        assert!(
+            deep.stderr
+                .contains("12 calls nested more than 64 deep in their thread, not timed"),
+            "--engine {engine}: {}",
+            deep.dump()
+        );
+    }
+}

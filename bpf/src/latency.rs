@@ -39,8 +39,8 @@ pub struct LatencyOptions {
     pub user_stacks: bool,
     /// Threads with calls in progress at once.
     pub max_threads: u32,
-    /// Distinct HdrHistogram buckets of the durations (each 1 ns wide below 2 µs, then
-    /// 1/1024 of its power of two).
+    /// Distinct HdrHistogram buckets of the durations of 2^36 ns (68.7 s) or more (those
+    /// below have an array of their own).
     pub max_slots: u32,
     /// Distinct stacks of the slow calls. Each takes 127 × 8 bytes of kernel memory,
     /// allocated at load.
@@ -56,7 +56,7 @@ impl Default for LatencyOptions {
             threshold_ns: None,
             user_stacks: false,
             max_threads: 10240,
-            max_slots: 16384,
+            max_slots: 1024,
             max_stacks: 2048,
             ring_bytes: 1 << 20,
         }
@@ -89,7 +89,10 @@ pub struct LatencyDropped {
     /// Slow calls the ring buffer had no room for (timed and in the histograms, not
     /// listed).
     pub events: u64,
-    /// Calls nested deeper than 16 in their thread (recursion): counted, not timed.
+    /// Calls nested more than 64 deep in their thread (recursion: the kernel sets no
+    /// return probe on them), or with no room for
+    /// their thread's nested calls: counted, not timed (with no room, its thread's
+    /// next returns may pair with the wrong calls).
     pub depth: u64,
     /// Durations whose HdrHistogram bucket found no room (`max_slots`): in the log2
     /// histogram, not in [`LatencyData::histogram`].
@@ -240,6 +243,8 @@ impl Latency {
             .global("threshold_ns", o.threshold_ns.unwrap_or(u64::MAX))
             .global("user_stacks", o.user_stacks)
             .max_entries("calls", at_least(o.max_threads))
+            // Threads with nested calls in progress (recursion): an eighth of them.
+            .max_entries("nested", (o.max_threads / 8).max(128))
             .max_entries("hdr", at_least(o.max_slots))
             .max_entries("stacks", at_least(o.max_stacks))
             .max_entries("events", o.ring_bytes)
@@ -303,7 +308,11 @@ impl Latency {
         let counts = e.counters("counts")?;
         let slots = e.dropped()?;
         let slot = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
-        let mut hdr: Vec<(u32, u64)> = e.hash_entries("hdr")?;
+        let mut hdr: Vec<(u32, u64)> = (e.counters("hdr_low")?.into_iter().enumerate())
+            .filter(|&(_, n)| n > 0)
+            .filter_map(|(i, n)| Some((u32::try_from(i).ok()?, n)))
+            .collect();
+        hdr.extend(e.hash_entries::<u32, u64>("hdr")?);
         hdr.sort_unstable();
         let mut slow = slow;
         slow.sort_by_key(|s| s.time);

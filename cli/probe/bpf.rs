@@ -189,7 +189,6 @@ pub fn dropped_line(all: &[LatencyDropped]) -> Option<String> {
             sum(|d| d.threads),
             "calls not timed: no room for their thread",
         ),
-        (sum(|d| d.depth), "calls not timed: nested deeper than 16"),
         (
             sum(|d| d.events),
             "slow calls not listed: the ring buffer was full",

@@ -92,7 +92,15 @@ pub struct FuncResult {
     pub durations: Durations,
     /// The calls slower than the threshold, in time order.
     pub slow: Vec<Slow>,
+    /// Calls not timed because they were nested more than [`MAX_NESTING`] deep in their
+    /// thread: the kernel sets no return probe on them.
+    pub too_deep: u64,
 }
+
+/// The deepest a task's calls under return probes nest (the kernel's
+/// `MAX_URETPROBE_DEPTH`): a call entered with that many in progress never returns
+/// through its uretprobe.
+pub const MAX_NESTING: usize = 64;
 
 /// Sorts `hits` by time and pairs each thread's entries with its returns, innermost
 /// first (a stack per thread and function, so recursion pairs right). A return with no
@@ -101,17 +109,30 @@ pub fn pair(hits: &mut [Hit], funcs: &[Func], threshold: Option<u64>) -> Vec<Fun
     hits.sort_by_key(|h| h.time);
     let mut out: Vec<FuncResult> = funcs.iter().map(|_| FuncResult::default()).collect();
     let mut open: HashMap<(u32, usize), Vec<usize>> = HashMap::new();
+    // Calls in progress per thread, all functions together (the kernel's count).
+    let mut nesting: HashMap<u32, usize> = HashMap::new();
     for (i, h) in hits.iter().enumerate() {
         for (fi, f) in funcs.iter().enumerate() {
             let Some(r) = out.get_mut(fi) else { continue };
             if h.event == f.entry {
                 r.calls += 1;
+                let n = nesting.entry(h.tid).or_default();
+                if *n >= MAX_NESTING {
+                    // No return will come: pushing it would pair the next returns with
+                    // the wrong calls.
+                    r.too_deep += 1;
+                    continue;
+                }
+                *n += 1;
                 open.entry((h.tid, fi)).or_default().push(i);
             } else if h.event == f.ret {
                 r.returns += 1;
                 let Some(ei) = open.get_mut(&(h.tid, fi)).and_then(Vec::pop) else {
                     continue;
                 };
+                if let Some(n) = nesting.get_mut(&h.tid) {
+                    *n = n.saturating_sub(1);
+                }
                 let Some(e) = hits.get(ei) else { continue };
                 let d = h.time.saturating_sub(e.time);
                 r.durations.record(d);
@@ -173,5 +194,29 @@ mod tests {
         assert_eq!(r[0].durations.timed(), 3);
         assert_eq!(r[0].slow.len(), 1);
         assert_eq!(r[0].slow[0].duration_ns, 90);
+    }
+
+    /// 70 nested calls, of which the kernel returns from the outer 64: each return
+    /// pairs with its own call (call k at time k returns at 200 - k), the inner 6 are
+    /// counted and not timed.
+    #[test]
+    fn calls_nested_beyond_the_kernels_limit_are_not_timed() {
+        let f = [Func {
+            target: "/x:f".into(),
+            entry: 0,
+            ret: 1,
+        }];
+        let mut h: Vec<Hit> = (0..70).map(|k| hit(k, 1, 0)).collect();
+        h.extend((0..64).map(|k| hit(200 - k, 1, 1)));
+        let r = pair(&mut h, &f, None);
+        assert_eq!((r[0].calls, r[0].returns, r[0].too_deep), (70, 64, 6));
+        let d: Vec<u64> = r[0]
+            .durations
+            .hist
+            .iter_recorded()
+            .map(|v| v.value_iterated_to())
+            .collect();
+        // 200 - 2k for k in 0..64: 74, 76, ..., 200.
+        assert_eq!(d, (0..64).rev().map(|k| 200 - 2 * k).collect::<Vec<u64>>());
     }
 }

@@ -2,6 +2,9 @@
  *   probe_lat N_FAST FAST_US N_SLOW SLOW_US   every 10th call is slow until N_SLOW are done
  *   probe_lat loop                            prints "ready", then work(100) every 10 ms forever
  *   probe_lat empty N                         calls empty() N times (probe overhead)
+ *   probe_lat recurse N DEPTH                 calls rec(DEPTH) N times: rec(d) busy-waits
+ *                                             100 us, then calls rec(d - 1) until d is 1,
+ *                                             so a call at depth k lasts (DEPTH - k + 1) * 100 us
  * The first form has every call of work() time itself (CLOCK_MONOTONIC, from its first
  * clock read to its last: inside what a uprobe/uretprobe pair measures; a loaded machine
  * stretches a busy-wait preempted near its end) and prints the durations to stderr at
@@ -40,8 +43,22 @@ __attribute__((noinline)) void empty(void)
 	asm volatile("" ::: "memory");
 }
 
+__attribute__((noinline)) void rec(int d)
+{
+	work(100);
+	if (d > 1)
+		rec(d - 1);
+	asm volatile("" ::: "memory"); /* no tail call */
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "recurse") == 0) {
+		int n = atoi(argv[2]), d = atoi(argv[3]);
+		for (int i = 0; i < n; i++)
+			rec(d);
+		return 0;
+	}
 	if (argc == 2 && strcmp(argv[1], "loop") == 0) {
 		printf("ready\n");
 		fflush(stdout);
@@ -57,7 +74,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 5) {
-		fprintf(stderr, "usage: probe_lat N_FAST FAST_US N_SLOW SLOW_US | loop | empty N\n");
+		fprintf(stderr, "usage: probe_lat N_FAST FAST_US N_SLOW SLOW_US | loop | empty N | recurse N DEPTH\n");
 		return 2;
 	}
 	int nf = atoi(argv[1]), fu = atoi(argv[2]), ns = atoi(argv[3]), su = atoi(argv[4]);
