@@ -44,6 +44,20 @@ pub mod objects {
         bytes: include_bytes_aligned!("../objects/offcpu.bpf.o"),
         core: true,
     };
+    /// `alloc.bpf.c`: allocations paired per thread, summed per stack, and the blocks
+    /// still allocated ([`crate::alloc`]).
+    pub static ALLOC: Object = Object {
+        name: "alloc",
+        bytes: include_bytes_aligned!("../objects/alloc.bpf.o"),
+        core: false,
+    };
+    /// `io.bpf.c`: system calls paired per thread, summed per syscall and stack
+    /// ([`crate::io`]).
+    pub static IO: Object = Object {
+        name: "io",
+        bytes: include_bytes_aligned!("../objects/io.bpf.o"),
+        core: true,
+    };
     /// `latency.bpf.c`: one function's call latency (uprobe + uretprobe): counts,
     /// histograms, slow calls through a ring buffer ([`crate::latency`]).
     pub static LATENCY: Object = Object {

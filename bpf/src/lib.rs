@@ -38,10 +38,12 @@
 //! # A program
 //!
 //! A program is a C file plus a few lines of Rust: [`offcpu`] (off-CPU time summed per
-//! thread and stacks) is one; [`latency`] (a uprobe and uretprobe pair: counts, log2
-//! and HdrHistogram histograms, slow calls through a ring buffer) is the shape of
-//! per-call pairing (malloc/free, syscall enter/exit, function latency). Its module
-//! sets the globals and map sizes, attaches, and reads the maps into plain Rust data:
+//! thread and stacks), [`latency`] (a uprobe and uretprobe pair: counts, log2 and
+//! HdrHistogram histograms, slow calls through a ring buffer), [`alloc`] (allocator
+//! calls paired from the size at entry to the pointer at return, sums per stack, the
+//! blocks still allocated by pointer) and [`io`] (syscalls paired from `sys_enter` to
+//! `sys_exit`, sums per syscall and stack). Each module sets the globals and map sizes,
+//! attaches, and reads the maps into plain Rust data:
 //!
 //! ```no_run
 //! use hwprof_bpf::{Latency, LatencyEvent, LatencyOptions, UprobeAt};
@@ -66,18 +68,22 @@
 
 #![deny(unsafe_code)]
 
+pub mod alloc;
 mod engine;
 mod error;
+pub mod io;
 pub mod latency;
 #[allow(unsafe_code)]
 mod maps;
 pub mod offcpu;
 
+pub use crate::alloc::{AllocData, AllocDropped, AllocOptions, Allocs, Site};
 pub use engine::{
     Engine, Global, Loader, Log2Hist, NO_STACK, Object, Ring, StackErrors, StackReader, UprobeAt,
     now_ns, objects,
 };
 pub use error::{Error, Unavailable};
+pub use io::{Io, IoData, IoDropped, IoOptions, IoSum};
 pub use latency::{Gate, Latency, LatencyData, LatencyDropped, LatencyOptions, SlowCall};
 pub use maps::LatencyEvent;
 pub use offcpu::{BlockKind, Blocked, Dropped, OffCpu, OffCpuData, OffCpuOptions};

@@ -70,6 +70,59 @@ pub(crate) struct Comm {
     pub comm: [u8; 16],
 }
 
+/// `struct site_key` of alloc.bpf.c: a process and the user stack of its allocating call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct AllocSiteKey {
+    pub tgid: u32,
+    pub stack: i32,
+}
+
+/// `struct site` of alloc.bpf.c (and of io.bpf.c's sums: count and a total).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CountBytes {
+    pub count: u64,
+    pub bytes: u64,
+}
+
+/// `struct allocation` of alloc.bpf.c: a block still allocated.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Allocation {
+    pub size: u64,
+    pub tgid: u32,
+    pub stack: i32,
+}
+
+/// `struct sum_key` of io.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct IoSumKey {
+    pub tgid: u32,
+    pub tid: u32,
+    pub nr: u32,
+    pub stack: i32,
+}
+
+/// `struct sum` of io.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct IoSumVal {
+    pub count: u64,
+    pub ns: u64,
+    pub bytes: u64,
+    pub errors: u64,
+}
+
+/// `struct hist_key` of io.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct IoHistKey {
+    pub nr: u32,
+    pub slot: u32,
+}
+
 /// `struct event` of latency.bpf.c: one call slower than the threshold.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,6 +161,21 @@ unsafe impl Pod for OffCpuSum {}
 // SAFETY: repr(C), one byte array (16 bytes, alignment 1, no padding); every bit
 // pattern is valid.
 unsafe impl Pod for Comm {}
+// SAFETY: repr(C), two 4-byte integers (8 bytes, no padding, checked below); every bit
+// pattern is a valid value.
+unsafe impl Pod for AllocSiteKey {}
+// SAFETY: repr(C), two u64 (16 bytes, no padding); every bit pattern is valid.
+unsafe impl Pod for CountBytes {}
+// SAFETY: repr(C), a u64 then two 4-byte integers (16 bytes, no padding, checked
+// below); every bit pattern is a valid value.
+unsafe impl Pod for Allocation {}
+// SAFETY: repr(C), four 4-byte integers (16 bytes, no padding, checked below); every
+// bit pattern is a valid value.
+unsafe impl Pod for IoSumKey {}
+// SAFETY: repr(C), four u64 (32 bytes, no padding); every bit pattern is valid.
+unsafe impl Pod for IoSumVal {}
+// SAFETY: repr(C), two u32 (8 bytes, no padding); every bit pattern is valid.
+unsafe impl Pod for IoHistKey {}
 // SAFETY: repr(C), integer fields only, explicit `pad` (4 + 4 + 3 * 8 + 4 + 4 = 40
 // bytes, checked below); every bit pattern is a valid value.
 unsafe impl Pod for LatencyEvent {}
@@ -144,6 +212,12 @@ mod tests {
         assert_eq!(size_of::<OffCpuSum>(), 16);
         assert_eq!(size_of::<Comm>(), 16);
         assert_eq!(size_of::<LatencyEvent>(), 40);
+        assert_eq!(size_of::<AllocSiteKey>(), 8);
+        assert_eq!(size_of::<CountBytes>(), 16);
+        assert_eq!(size_of::<Allocation>(), 16);
+        assert_eq!(size_of::<IoSumKey>(), 16);
+        assert_eq!(size_of::<IoSumVal>(), 32);
+        assert_eq!(size_of::<IoHistKey>(), 8);
     }
 
     #[test]

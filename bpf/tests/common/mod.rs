@@ -172,3 +172,17 @@ pub fn programs_gone(ids: &[u32]) -> Result<(), Vec<u32>> {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The C library process `pid` has mapped (its path in `/proc/PID/maps`).
+pub fn libc_of(pid: u32) -> PathBuf {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| {
+            Path::new(p)
+                .file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with("libc.so"))
+        })
+        .map(PathBuf::from)
+        .expect("libc in the workload's maps")
+}

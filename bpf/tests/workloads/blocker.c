@@ -15,6 +15,14 @@
  *   blocker early MS                      prints "ready", then sleeper_fn(MS), at once
  *   blocker calls N SLOW MS               after a line on stdin, target_fn(0) N times
  *                                         and target_fn(MS) SLOW times
+ *   blocker alloc N SIZE KEEP             after a line on stdin, alloc_fn(SIZE) N times
+ *                                         (malloc), frees all but the first KEEP, then
+ *                                         realloc_fn() (malloc(100) grown by realloc to
+ *                                         200000) and calloc_fn() (calloc(10, 30)), keeps
+ *                                         those; prints "done"
+ *   blocker io N SIZE                     after a line on stdin, io_fn() N times: writes
+ *                                         SIZE bytes into a pipe and reads them back
+ *                                         (inline syscalls); prints "done"
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +30,51 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+
+static inline long raw_syscall3(long nr, long a, long b, long c)
+{
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+/* Writes n bytes of buf into fds[1] and reads them back from fds[0]: 1 (write) then 0
+ * (read), x86-64's numbers. */
+__attribute__((noinline)) long io_fn(int *fds, char *buf, long n)
+{
+    long w = raw_syscall3(1, fds[1], (long)buf, n);
+    long r = raw_syscall3(0, fds[0], (long)buf, n);
+    __asm__ volatile("" ::: "memory");
+    return w + r;
+}
+
+#define MAX_BLOCKS 100000
+static void *blocks[MAX_BLOCKS];
+
+__attribute__((noinline)) void *alloc_fn(size_t size)
+{
+    void *p = malloc(size);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+__attribute__((noinline)) void *realloc_fn(void)
+{
+    void *p = malloc(100);
+    p = realloc(p, 200000);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+__attribute__((noinline)) void *calloc_fn(void)
+{
+    void *p = calloc(10, 30);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
 
 static inline long raw_nanosleep(const struct timespec *ts)
 {
@@ -111,6 +164,31 @@ int main(int argc, char **argv)
          * progress when the window opens, however long loading the program takes. */
         printf("ready\n");
         wait_go();
+        return 0;
+    }
+    if (!strcmp(argv[1], "alloc") && argc == 5) {
+        wait_go();
+        long n = atol(argv[2]), size = atol(argv[3]), keep = atol(argv[4]);
+        if (n > MAX_BLOCKS)
+            return 2;
+        for (long i = 0; i < n; i++)
+            blocks[i] = alloc_fn((size_t)size);
+        for (long i = keep; i < n; i++)
+            free(blocks[i]);
+        void *r = realloc_fn(), *c = calloc_fn();
+        printf("done %d\n", r != NULL && c != NULL);
+        return 0;
+    }
+    if (!strcmp(argv[1], "io") && argc == 4) {
+        int fds[2];
+        static char buf[65536];
+        long n = atol(argv[2]), size = atol(argv[3]), total = 0;
+        if (size > (long)sizeof(buf) || pipe(fds) != 0)
+            return 2;
+        wait_go();
+        for (long i = 0; i < n; i++)
+            total += io_fn(fds, buf, size);
+        printf("done %ld\n", total);
         return 0;
     }
     if (!strcmp(argv[1], "calls") && argc == 5) {

@@ -1,0 +1,181 @@
+/* Allocations, paired per thread from a uprobe at an allocator's entry (the size it is
+ * asked for) to a uretprobe at its return (the pointer it gives), and frees: what the
+ * allocated-bytes and leaked-bytes views are made of.
+ * - `allocated`: per (process, user stack at the return: the allocating call chain),
+ *   allocations and bytes;
+ * - `outstanding`: per pointer, its size, stack and process: what is still allocated
+ *   (a free, or a successful realloc of it, deletes it);
+ * - `counts`: allocations, bytes, frees, frees of pointers allocated before tracing.
+ * Functions: malloc(size), calloc(n, size), realloc(ptr, size), aligned_alloc and
+ * memalign(align, size) (entry programs, then `alloc_return` at their return), free(ptr).
+ * One call in progress per thread: an allocator does not call another through its
+ * public symbol (glibc's realloc and calloc call _int_malloc).
+ *
+ * Bounded: every map has max_entries (`outstanding` allocates its entries as they come,
+ * not at load); what did not fit is counted in `dropped`. */
+#include "hwprof.h"
+#include <asm/ptrace.h>
+
+#define DROP_PENDING 0     /* a call whose thread found no room in `pending`: not counted */
+#define DROP_OUTSTANDING 1 /* an allocation with no room in `outstanding`: not in the leaks */
+#define DROP_SITES 2       /* an allocation whose (process, stack) found no room in `allocated` */
+
+#define COUNT_ALLOCS 0
+#define COUNT_BYTES 1
+#define COUNT_FREES 2
+#define COUNT_UNKNOWN_FREES 3 /* frees of pointers allocated before tracing (or not seen) */
+
+volatile const __u8 user_stacks = 1;
+
+struct pending {
+    __u64 size;
+    __u64 old; /* realloc's pointer, freed when it succeeds */
+};
+
+struct allocation {
+    __u64 size;
+    __u32 tgid;
+    __s32 stack;
+};
+
+struct site_key {
+    __u32 tgid;
+    __s32 stack;
+};
+
+struct site {
+    __u64 count;
+    __u64 bytes;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 10240);
+    __type(key, __u64);
+    __type(value, struct pending);
+} pending SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __uint(max_entries, 1 << 20);
+    __type(key, __u64);
+    __type(value, struct allocation);
+} outstanding SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 16384);
+    __type(key, struct site_key);
+    __type(value, struct site);
+} allocated SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 4);
+    __type(key, __u32);
+    __type(value, __u64);
+} counts SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+    __uint(max_entries, 4096);
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, HWPROF_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+static __always_inline void add(__u32 slot, __u64 n)
+{
+    __u64 *c = bpf_map_lookup_elem(&counts, &slot);
+    if (c)
+        __sync_fetch_and_add(c, n);
+}
+
+static __always_inline int begin(__u64 size, __u64 old)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    struct pending p = {.size = size, .old = old};
+    if (bpf_map_update_elem(&pending, &id, &p, BPF_ANY) != 0)
+        hwprof_drop(DROP_PENDING);
+    return 0;
+}
+
+static __always_inline void forget(__u64 ptr)
+{
+    if (!ptr)
+        return;
+    add(COUNT_FREES, 1);
+    if (bpf_map_delete_elem(&outstanding, &ptr) != 0)
+        add(COUNT_UNKNOWN_FREES, 1);
+}
+
+SEC("uprobe")
+int alloc_malloc(struct pt_regs *ctx)
+{
+    return begin(ctx->rdi, 0);
+}
+
+SEC("uprobe")
+int alloc_calloc(struct pt_regs *ctx)
+{
+    return begin(ctx->rdi * ctx->rsi, 0);
+}
+
+SEC("uprobe")
+int alloc_realloc(struct pt_regs *ctx)
+{
+    return begin(ctx->rsi, ctx->rdi);
+}
+
+/* aligned_alloc(align, size), memalign(align, size) */
+SEC("uprobe")
+int alloc_aligned(struct pt_regs *ctx)
+{
+    return begin(ctx->rsi, 0);
+}
+
+SEC("uretprobe")
+int alloc_return(struct pt_regs *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    struct pending *p = bpf_map_lookup_elem(&pending, &id);
+    if (!p)
+        return 0;
+    __u64 size = p->size, old = p->old, ptr = ctx->rax;
+    bpf_map_delete_elem(&pending, &id);
+    if (!ptr)
+        return 0; /* failed: nothing allocated, realloc's block kept */
+    if (old)
+        forget(old);
+    add(COUNT_ALLOCS, 1);
+    add(COUNT_BYTES, size);
+    struct allocation a = {
+        .size = size,
+        .tgid = id >> 32,
+        .stack = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : HWPROF_NO_STACK,
+    };
+    if (bpf_map_update_elem(&outstanding, &ptr, &a, BPF_ANY) != 0)
+        hwprof_drop(DROP_OUTSTANDING);
+    struct site_key k = {.tgid = a.tgid, .stack = a.stack};
+    struct site *s = bpf_map_lookup_elem(&allocated, &k);
+    if (!s) {
+        struct site one = {.count = 1, .bytes = size};
+        if (bpf_map_update_elem(&allocated, &k, &one, BPF_NOEXIST) == 0)
+            return 0;
+        s = bpf_map_lookup_elem(&allocated, &k);
+        if (!s) {
+            hwprof_drop(DROP_SITES);
+            return 0;
+        }
+    }
+    __sync_fetch_and_add(&s->count, 1);
+    __sync_fetch_and_add(&s->bytes, size);
+    return 0;
+}
+
+SEC("uprobe")
+int alloc_free(struct pt_regs *ctx)
+{
+    forget(ctx->rdi);
+    return 0;
+}

@@ -1,0 +1,77 @@
+//! `alloc.bpf.c` on this machine's kernel, through `hwprof_bpf::alloc`: the workload's
+//! allocations in a known function counted exactly per stack, the blocks it keeps
+//! outstanding exactly, realloc's old block freed, calloc's size, nothing dropped.
+
+mod common;
+
+use common::{blocker, bpf_available, libc_of};
+use hwprof_bpf::{AllocOptions, Allocs, Site};
+
+/// The sites whose stack starts in `range` (the allocating function).
+fn in_fn(sites: &[Site], range: (u64, u64)) -> Vec<&Site> {
+    sites
+        .iter()
+        .filter(|s| {
+            s.user
+                .first()
+                .is_some_and(|&ip| ip >= range.0 && ip < range.1)
+        })
+        .collect()
+}
+
+/// 2000 mallocs of 48 bytes in alloc_fn, 1500 freed: 2000 allocations and 96,000 bytes
+/// there, 500 blocks and 24,000 bytes outstanding; realloc_fn's malloc(100) grown to
+/// 200000 leaves one block of 200000 (the old one freed by realloc); calloc(10, 30)
+/// is 300 bytes.
+#[test]
+fn allocations_and_outstanding_blocks_per_stack() {
+    if !bpf_available() {
+        return;
+    }
+    let Some(b) = blocker() else { return };
+    let mut w = b.spawn(&["alloc", "2000", "48", "500"]);
+    let pid = w.pid();
+    let mut a = Allocs::load(&AllocOptions::default()).expect("load");
+    a.attach(&libc_of(pid), Some(pid)).expect("attach");
+    w.go();
+    assert_eq!(w.line(), "done 1");
+    w.wait();
+    let d = a.finish().expect("finish");
+    let (alloc_fn, realloc_fn, calloc_fn) = (
+        b.range("alloc_fn"),
+        b.range("realloc_fn"),
+        b.range("calloc_fn"),
+    );
+    let sum = |v: &[&Site]| {
+        v.iter()
+            .fold((0, 0), |(c, b), s| (c + s.count, b + s.bytes))
+    };
+    assert_eq!(
+        sum(&in_fn(&d.allocated, alloc_fn)),
+        (2000, 96_000),
+        "{:?}",
+        d.allocated
+    );
+    assert_eq!(
+        sum(&in_fn(&d.outstanding, alloc_fn)),
+        (500, 24_000),
+        "{:?}",
+        d.outstanding
+    );
+    // realloc_fn: malloc(100) then realloc to 200000, two allocations; the first freed.
+    assert_eq!(sum(&in_fn(&d.allocated, realloc_fn)), (2, 200_100));
+    assert_eq!(sum(&in_fn(&d.outstanding, realloc_fn)), (1, 200_000));
+    assert_eq!(sum(&in_fn(&d.outstanding, calloc_fn)), (1, 300));
+    // The frees: alloc_fn's 1500 and realloc's, at least (libc frees its own too).
+    assert!(d.frees >= 1501, "{} frees", d.frees);
+    assert!(d.allocs >= 2003 && d.bytes >= 96_000 + 200_100 + 300);
+    assert!(d.dropped.is_empty(), "{:?}", d.dropped);
+    for s in in_fn(&d.allocated, alloc_fn) {
+        let main = b.range("main");
+        assert!(
+            s.user.get(1).is_some_and(|&ip| ip >= main.0 && ip < main.1),
+            "alloc_fn called from main: {:x?}",
+            s.user
+        );
+    }
+}
