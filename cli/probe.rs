@@ -209,7 +209,8 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     let attached = match in_kernel {
         Some(k) => Some(
             k.attach(&mut recorder, &funcs)
-                .map_err(|e| anyhow!(ExitWith(1, format!("attaching the BPF programs: {e:#}"))))?,
+                // The cause kept in the chain: what to do about its errno (EMFILE) is added.
+                .map_err(|e| e.context("attaching the BPF programs"))?,
         ),
         None => None,
     };

@@ -38,7 +38,7 @@ fn each_command_takes_exactly_its_flags() {
         ),
         (
             "probe",
-            "-o -p --call-graph --duration --hist --json --output --pid --stacks --symfs --threshold",
+            "-o -p --call-graph --duration --engine --hist --json --output --pid --stacks --symfs --threshold",
         ),
         (
             "bench",

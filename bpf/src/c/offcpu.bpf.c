@@ -42,12 +42,15 @@ struct sched_entity {
     __u64 sum_exec_runtime;
 } __attribute__((preserve_access_index));
 
+struct mm_struct;
+
 struct task_struct {
     int pid;
     int tgid;
     int exit_state;
     char comm[16];
     struct sched_entity se;
+    struct mm_struct *mm;
 } __attribute__((preserve_access_index));
 
 #define CLONE_THREAD 0x00010000
@@ -280,7 +283,11 @@ static __always_inline void switch_out(struct bpf_raw_tracepoint_args *a,
     s.ts = now;
     s.tgid = tgid;
     s.runtime = runtime;
-    s.ustack = user_stacks ? bpf_get_stackid(a, &stacks, BPF_F_USER_STACK) : HWPROF_NO_STACK;
+    /* No user memory (a kernel thread, or a thread past exit_mm that blocks on its way
+     * out): no user stack, as perf's callchain has none then, rather than -EFAULT. */
+    s.ustack = user_stacks && BPF_CORE_READ(prev, mm)
+                   ? bpf_get_stackid(a, &stacks, BPF_F_USER_STACK)
+                   : HWPROF_NO_STACK;
     s.kstack = kernel_stacks ? bpf_get_stackid(a, &stacks, 0) : HWPROF_NO_STACK;
     if (bpf_map_update_elem(&start, &tid, &s, BPF_ANY) != 0)
         hwprof_drop(DROP_STARTS);
