@@ -558,24 +558,30 @@ bench_probe_trace() {
         done
     done
     echo "== probe cost: $calls calls of an empty function under a uprobe + uretprobe, $n runs each, interleaved"
-    printf '%-62s %10s %10s %12s\n' variant "target s" "ns/call" "tool CPU s"
-    local bare_w mean_wall mean_cpu per
+    echo "   (target s: mean [min - max] of the runs; ns/call from the means, and from the medians)"
+    printf '%-62s %22s %10s %10s %12s\n' variant "target s" "ns/call" "(median)" "tool CPU s"
+    local bare_w bare_m mean_wall med_wall span mean_cpu per per_m
     bare_w=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/bare.lat")
+    bare_m=$(sort -n "$WORK/bare.lat" | awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
     local -A label=(
         [bare]="bare"
         [bpftrace]="bpftrace, funclatency-style script (BPF maps)"
         [hw_bpf]="hwprof probe --engine bpf (BPF maps)"
         [hw_perf]="hwprof probe --engine perf (every hit to user space)"
     )
-    local -A per_call=()
+    local -A per_call=() per_med=()
     for v in "${variants[@]}"; do
         mean_wall=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/$v.lat")
+        med_wall=$(sort -n "$WORK/$v.lat" | awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+        span=$(sort -n "$WORK/$v.lat" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "[%.2f - %.2f]", lo, hi }')
         mean_cpu=$(awk '{ s += $2; n++ } END { printf "%.3f", s / n }' "$WORK/$v.lat")
         per=$(awk -v t="$mean_wall" -v b="$bare_w" -v c="$calls" 'BEGIN { printf "%.0f", (t - b) * 1e9 / c }')
-        printf '%-62s %10s %10s %12s\n' "${label[$v]}" "$mean_wall" "$per" "$mean_cpu"
+        per_m=$(awk -v t="$med_wall" -v b="$bare_m" -v c="$calls" 'BEGIN { printf "%.0f", (t - b) * 1e9 / c }')
+        printf '%-62s %22s %10s %10s %12s\n' "${label[$v]}" "$mean_wall $span" "$per" "$per_m" "$mean_cpu"
         per_call[$v]=$per
+        per_med[$v]=$per_m
     done
-    echo "probe per-call cost: hwprof bpf / bpftrace = $(ratio "${per_call[hw_bpf]}" "${per_call[bpftrace]}"); hwprof perf / bpftrace = $(ratio "${per_call[hw_perf]}" "${per_call[bpftrace]}")"
+    echo "probe per-call cost: hwprof bpf / bpftrace = $(ratio "${per_call[hw_bpf]}" "${per_call[bpftrace]}") (medians $(ratio "${per_med[hw_bpf]}" "${per_med[bpftrace]}")); hwprof perf / bpftrace = $(ratio "${per_call[hw_perf]}" "${per_call[bpftrace]}") (medians $(ratio "${per_med[hw_perf]}" "${per_med[bpftrace]}"))"
 }
 
 # bench_offcpu: the cost of recording off-CPU time on a sleep/wake-heavy workload

@@ -228,7 +228,9 @@ impl OffCpu {
             let targets: Vec<(u32, u8)> = self.engine.hash_entries("targets")?;
             targets.iter().flat_map(|&(t, _)| threads_of(t)).collect()
         };
-        let mut any = false;
+        // How many: the programs count them down as the threads switch, and look the
+        // map up no more once it is empty.
+        let mut present: u32 = 0;
         for (tgid, tid) in threads {
             let p = OffCpuPresent {
                 tgid,
@@ -236,14 +238,14 @@ impl OffCpu {
                 runtime: asleep_runtime(tgid, tid).unwrap_or(NO_RUNTIME),
             };
             match self.engine.hash_insert("present", tid, p) {
-                Ok(()) => any = true,
+                Ok(()) => present += 1,
                 Err(_) => self.present_dropped += 1,
             }
         }
         self.config = OffCpuConfig {
             window_start: now_ns,
             open: 1,
-            present: u32::from(any),
+            present,
         };
         self.engine.array_set("config", 0, self.config)
     }

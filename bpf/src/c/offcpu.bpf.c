@@ -67,7 +67,7 @@ volatile const __u64 min_block_ns = 0;
 struct config {
     __u64 window_start; /* bpf_ktime_get_ns() when the window opened */
     __u32 open;         /* window_start is set */
-    __u32 present;      /* the `present` map may hold entries */
+    __u32 present;      /* entries left in the `present` map (none: no lookups) */
 };
 
 struct start {
@@ -216,6 +216,14 @@ static __always_inline void end_block(__u32 tid, struct start *s, __u64 end,
         add_block(s->tgid, tid, s->ustack, s->kstack, KIND_ENDED, end - s->ts);
 }
 
+/* Deletes thread tid's `present` entry, if the map still holds any, and counts it
+ * gone: once every present thread has switched, switches look it up no more. */
+static __always_inline void forget_present(__u32 tid, struct config *cfg)
+{
+    if (cfg->present && bpf_map_delete_elem(&present, &tid) == 0)
+        __sync_fetch_and_add(&cfg->present, (__u32)-1); /* no atomic sub in BPF */
+}
+
 /* Ends the block of present thread tid (off CPU since before the window) at `end`. */
 static __always_inline void end_present(__u32 tid, __u32 tgid, __u64 end, struct config *cfg)
 {
@@ -247,8 +255,7 @@ static __always_inline int end_wait(__u32 tid, int seen, __u64 runtime, __u64 no
     if (s) {
         struct start old = *s;
         bpf_map_delete_elem(&start, &tid);
-        if (cfg->present)
-            bpf_map_delete_elem(&present, &tid);
+        forget_present(tid, cfg);
         end_block(tid, &old, seen ? now : resumed_at(now, runtime, old.runtime), cfg);
         return 0;
     }
@@ -258,7 +265,7 @@ static __always_inline int end_wait(__u32 tid, int seen, __u64 runtime, __u64 no
     if (!p)
         return 0;
     struct present old = *p;
-    bpf_map_delete_elem(&present, &tid);
+    forget_present(tid, cfg);
     if (seen)
         end_present(tid, old.tgid, now, cfg);
     else if (old.runtime != NO_RUNTIME)
@@ -332,8 +339,8 @@ int offcpu_newtask(struct bpf_raw_tracepoint_args *a)
     __u64 clone_flags = a->args[1];
     __u32 zero = 0, child = BPF_CORE_READ(task, pid);
     struct config *cfg = bpf_map_lookup_elem(&config, &zero);
-    if (cfg && cfg->present)
-        bpf_map_delete_elem(&present, &child);
+    if (cfg)
+        forget_present(child, cfg);
     if (!follow_forks || all_threads || (clone_flags & CLONE_THREAD))
         return 0;
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
