@@ -493,6 +493,38 @@ bench_probe() {
     echo "probe overhead ratio: hwprof / perf stat entry+return = $(ratio "$hw" "$pb")x; / perf stat entry only = $(ratio "$hw" "$pe")x"
 }
 
+# with_bpftrace SCRIPT CMD...: runs CMD (its output dropped) while bpftrace runs SCRIPT,
+# attached first, then stops bpftrace with SIGINT: its output is in $WORK/bt.out, its CPU
+# time ("user sys") in $WORK/tool.t.
+with_bpftrace() {
+    local script=$1 bt w
+    shift
+    /usr/bin/time -f '%U %S' -o "$WORK/tool.t" bpftrace "$script" >"$WORK/bt.out" 2>&1 &
+    bt=$!
+    for ((w = 0; w < 100; w++)); do
+        grep -q Attaching "$WORK/bt.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    sleep 0.5
+    "$@" >/dev/null || die "$* failed under bpftrace"
+    # time(1) ignores SIGINT while it waits: the signal goes to bpftrace.
+    pkill -INT -P "$bt" bpftrace || true
+    wait "$bt" || true
+}
+
+# own_cpu VARIANT "TOOL_USER TOOL_SYS" TARGET_USER TARGET_SYS: a tool's own CPU seconds:
+# its rusage, minus the target's when the tool waited for it (every variant but bare and
+# bpftrace, which ran beside the target).
+own_cpu() {
+    local ou os
+    read -r ou os <<<"$2"
+    if [[ $1 == bare || $1 == bpftrace ]]; then
+        awk -v u="$ou" -v s="$os" 'BEGIN { printf "%.3f", u + s }'
+    else
+        awk -v u="$ou" -v s="$os" -v a="$3" -v b="$4" 'BEGIN { x = u + s - a - b; if (x < 0) x = 0; printf "%.3f", x }'
+    fi
+}
+
 # bench_probe_trace: the per-call cost of timing a function with a uprobe and a
 # uretprobe, on N_CALLS (default 600000) calls of an empty function, measured on the
 # target's own wall time (so that each tool's start-up is not counted) against its bare
@@ -512,7 +544,7 @@ bench_probe_trace() {
         "uretprobe:$bin:empty /@start[tid]/ { @us = hist((nsecs - @start[tid]) / 1000); delete(@start[tid]); }" \
         "END { clear(@start); }" >"$WORK/lat.bt"
     local inner=(/usr/bin/time -f '%e %U %S' -o "$WORK/inner.t" "$bin" empty "$calls")
-    local v i w tool own tw tu ts ou os bt
+    local v i tool own tw tu ts
     local variants=(bare bpftrace hw_bpf hw_perf)
     for v in "${variants[@]}"; do : >"$WORK/$v.lat"; done
     for ((i = 0; i < n; i++)); do
@@ -521,17 +553,7 @@ bench_probe_trace() {
             case $v in
             bare) "${inner[@]}" >/dev/null || die "probe_lat failed" ;;
             bpftrace)
-                /usr/bin/time -f '%U %S' -o "$WORK/tool.t" bpftrace "$WORK/lat.bt" >"$WORK/bt.out" 2>&1 &
-                bt=$!
-                for ((w = 0; w < 100; w++)); do
-                    grep -q Attaching "$WORK/bt.out" 2>/dev/null && break
-                    sleep 0.1
-                done
-                sleep 0.5
-                "${inner[@]}" >/dev/null || die "probe_lat failed"
-                # time(1) ignores SIGINT while it waits: the signal goes to bpftrace.
-                pkill -INT -P "$bt" bpftrace || true
-                wait "$bt" || true
+                with_bpftrace "$WORK/lat.bt" "${inner[@]}"
                 grep -q "^@calls: $calls\$" "$WORK/bt.out" ||
                     die "bpftrace did not count $calls calls: $(grep @calls "$WORK/bt.out")"
                 tool=$(cat "$WORK/tool.t")
@@ -545,15 +567,9 @@ bench_probe_trace() {
                 tool=$(cat "$WORK/tool.t")
                 ;;
             esac
-            # The target's wall; the tool's CPU (its rusage, minus the target's when the
-            # tool waited for it).
+            # The target's wall; the tool's own CPU.
             read -r tw tu ts <"$WORK/inner.t"
-            read -r ou os <<<"$tool"
-            if [[ $v == bare || $v == bpftrace ]]; then
-                own=$(awk -v u="$ou" -v s="$os" 'BEGIN { printf "%.3f", u + s }')
-            else
-                own=$(awk -v u="$ou" -v s="$os" -v a="$tu" -v b="$ts" 'BEGIN { x = u + s - a - b; if (x < 0) x = 0; printf "%.3f", x }')
-            fi
+            own=$(own_cpu "$v" "$tool" "$tu" "$ts")
             echo "$tw $own" >>"$WORK/$v.lat"
         done
     done
@@ -647,7 +663,7 @@ EOF
     local pin=()
     [[ ${PING_PIN:-0} == 1 ]] && pin=(taskset -c 0)
     local inner=(/usr/bin/time -f '%e %U %S' -o "$WORK/inner.t" "${pin[@]}" "$WORK/pingpong" "$k")
-    local v i w tool own tw tu ts ou os
+    local v i tool own tw tu ts
     local variants=(bare bpftrace hw_bpf hw_perf perf)
     for v in "${variants[@]}"; do : >"$WORK/$v.ping"; done
     for ((i = 0; i < n; i++)); do
@@ -656,17 +672,7 @@ EOF
             case $v in
             bare) "${inner[@]}" >/dev/null || die "pingpong failed" ;;
             bpftrace)
-                /usr/bin/time -f '%U %S' -o "$WORK/tool.t" bpftrace "$WORK/off.bt" >"$WORK/bt.out" 2>&1 &
-                local bt=$!
-                for ((w = 0; w < 100; w++)); do
-                    grep -q Attaching "$WORK/bt.out" 2>/dev/null && break
-                    sleep 0.1
-                done
-                sleep 0.5
-                "${inner[@]}" >/dev/null || die "pingpong failed"
-                # time(1) ignores SIGINT while it waits: the signal goes to bpftrace.
-                pkill -INT -P "$bt" bpftrace || true
-                wait "$bt" || true
+                with_bpftrace "$WORK/off.bt" "${inner[@]}"
                 tool=$(cat "$WORK/tool.t")
                 ;;
             hw_bpf | hw_perf)
@@ -681,15 +687,9 @@ EOF
                 tool=$(cat "$WORK/tool.t")
                 ;;
             esac
-            # The target's wall and CPU; the tool's CPU (its rusage, minus the target's
-            # when the tool waited for it).
+            # The target's wall and CPU; the tool's own CPU.
             read -r tw tu ts <"$WORK/inner.t"
-            read -r ou os <<<"$tool"
-            if [[ $v == bare || $v == bpftrace ]]; then
-                own=$(awk -v u="$ou" -v s="$os" 'BEGIN { printf "%.3f", u + s }')
-            else
-                own=$(awk -v u="$ou" -v s="$os" -v a="$tu" -v b="$ts" 'BEGIN { x = u + s - a - b; if (x < 0) x = 0; printf "%.3f", x }')
-            fi
+            own=$(own_cpu "$v" "$tool" "$tu" "$ts")
             echo "$tw $own $(awk -v a="$tu" -v b="$ts" 'BEGIN { printf "%.3f", a + b }')" >>"$WORK/$v.ping"
         done
     done

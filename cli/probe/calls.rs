@@ -164,6 +164,13 @@ mod tests {
         }
     }
 
+    /// The durations recorded, in order (each of these tests' values is its own
+    /// HdrHistogram bucket).
+    fn recorded(r: &FuncResult) -> Vec<u64> {
+        let h = &r.durations.hist;
+        h.iter_recorded().map(|v| v.value_iterated_to()).collect()
+    }
+
     #[test]
     fn pairs_per_thread_and_recursion() {
         let f = [Func {
@@ -184,13 +191,7 @@ mod tests {
         let r = pair(&mut h, &f, Some(50));
         assert_eq!(r[0].calls, 3);
         assert_eq!(r[0].returns, 4);
-        let d: Vec<u64> = r[0]
-            .durations
-            .hist
-            .iter_recorded()
-            .map(|v| v.value_iterated_to())
-            .collect();
-        assert_eq!(d, [1, 10, 90]);
+        assert_eq!(recorded(&r[0]), [1, 10, 90]);
         assert_eq!(r[0].durations.timed(), 3);
         assert_eq!(r[0].slow.len(), 1);
         assert_eq!(r[0].slow[0].duration_ns, 90);
@@ -210,13 +211,8 @@ mod tests {
         h.extend((0..64).map(|k| hit(200 - k, 1, 1)));
         let r = pair(&mut h, &f, None);
         assert_eq!((r[0].calls, r[0].returns, r[0].too_deep), (70, 64, 6));
-        let d: Vec<u64> = r[0]
-            .durations
-            .hist
-            .iter_recorded()
-            .map(|v| v.value_iterated_to())
-            .collect();
         // 200 - 2k for k in 0..64: 74, 76, ..., 200.
-        assert_eq!(d, (0..64).rev().map(|k| 200 - 2 * k).collect::<Vec<u64>>());
+        let want: Vec<u64> = (0..64).rev().map(|k| 200 - 2 * k).collect();
+        assert_eq!(recorded(&r[0]), want);
     }
 }
