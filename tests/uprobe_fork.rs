@@ -529,3 +529,93 @@ fn without_a_writable_tracefs_the_fallback_keeps_fork_working() {
     assert_eq!(value, [1.0], "the main thread's call only: {counts}");
     assert!(definitions_on(&bin).is_empty());
 }
+
+/// The BPF programs a process holds, by the kernel's ids (`prog_id` in the fdinfo of
+/// its BPF program fds).
+fn program_ids_of(pid: i32) -> Vec<u32> {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| fs::read_to_string(e.path()).ok())
+        .filter_map(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("prog_id:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .collect()
+}
+
+/// `hwprof probe --engine bpf` on a command that calls the function every 10 ms: after
+/// SIGTERM it prints its result and leaves nothing (its programs, the uprobe
+/// definitions); after SIGKILL the kernel drops its programs with its fds, the watchdog
+/// removes the definitions and the target it started dies.
+#[test]
+fn probe_on_the_bpf_engine_leaves_nothing_after_sigterm_or_sigkill() {
+    if !usable("probe --engine bpf after SIGTERM and SIGKILL") {
+        return;
+    }
+    for sig in [libc::SIGTERM, libc::SIGKILL] {
+        let bin = forker(if sig == libc::SIGTERM {
+            "bpf_term"
+        } else {
+            "bpf_kill"
+        });
+        let mut bg = Background::spawn(Command::new(hwprof_bin()).args([
+            "probe",
+            "--engine",
+            "bpf",
+            &format!("uprobe:{bin}:target"),
+            "--",
+            &bin,
+            "hold",
+        ]));
+        bg.wait_for_line("ready");
+        let hwprof_pid = bg.pid();
+        assert_eq!(
+            definitions_on(&bin).len(),
+            2,
+            "the uprobe and the uretprobe"
+        );
+        let ids = program_ids_of(hwprof_pid);
+        let loaded = hwprof_bpf::loaded_program_ids();
+        assert!(
+            ids.len() >= 3 && ids.iter().all(|i| loaded.contains(i)),
+            "hwprof holds its latency programs: {ids:?}"
+        );
+        let target: Vec<i32> = children_of(hwprof_pid);
+        assert!(signal(hwprof_pid, sig));
+        if sig == libc::SIGTERM {
+            let (status, _, err) = bg.wait_timeout(LIMIT).expect("hwprof ends after SIGTERM");
+            report!(
+                "probe --engine bpf after SIGTERM: {status:?}, {}",
+                err.lines().last().unwrap_or("")
+            );
+            assert!(
+                err.contains(": ") && err.contains(" calls ("),
+                "the result is printed:\n{err}"
+            );
+        } else {
+            assert!(eventually(LIMIT, || !bg.alive()), "hwprof survived SIGKILL");
+        }
+        let gone = eventually(Duration::from_secs(10), || {
+            let loaded = hwprof_bpf::loaded_program_ids();
+            ids.iter().all(|i| !loaded.contains(i))
+        });
+        let removed = eventually(Duration::from_secs(15), || definitions_on(&bin).is_empty());
+        let target_gone = eventually(Duration::from_secs(5), || target.iter().all(|&p| dead(p)));
+        report!(
+            "probe --engine bpf, signal {sig}: programs {ids:?} gone {gone}, definitions removed {removed}, target gone {target_gone}"
+        );
+        assert!(gone, "programs left after signal {sig}: {ids:?}");
+        assert!(
+            removed,
+            "definitions left after signal {sig}: {:?}",
+            definitions_on(&bin)
+        );
+        assert!(
+            target_gone,
+            "the target hwprof started outlived signal {sig}"
+        );
+    }
+}

@@ -697,6 +697,15 @@ impl AsFd for Ring {
     }
 }
 
+/// The ids of the BPF programs the kernel has loaded now (those `bpftool prog show`
+/// lists), for checking that nothing is left behind.
+pub fn loaded_program_ids() -> Vec<u32> {
+    aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .map(|p| p.id())
+        .collect()
+}
+
 /// `CLOCK_MONOTONIC` now, in ns: the clock of `bpf_ktime_get_ns`, which the programs'
 /// times are in.
 pub fn now_ns() -> u64 {

@@ -80,7 +80,7 @@ pub mod offcpu;
 pub use crate::alloc::{AllocData, AllocDropped, AllocOptions, Allocs, Site};
 pub use engine::{
     Engine, Global, Loader, Log2Hist, NO_STACK, Object, Ring, StackErrors, StackReader, UprobeAt,
-    now_ns, objects,
+    loaded_program_ids, now_ns, objects,
 };
 pub use error::{Error, Unavailable};
 pub use io::{Io, IoData, IoDropped, IoOptions, IoSum};
