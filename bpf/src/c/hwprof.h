@@ -35,6 +35,25 @@ static __always_inline void hwprof_drop(__u32 slot)
         __sync_fetch_and_add(c, 1);
 }
 
+/* clone(2)'s flag for a new thread (no new process). */
+#define HWPROF_CLONE_THREAD 0x00010000
+
+/* On task_newtask, in the parent: the child process of a target becomes a target (a new
+ * thread is in its process already). `targets` is the program's hash map of target
+ * tgids (u32 -> u8); a child with no room is counted in `dropped` slot `drop`. */
+static __always_inline void hwprof_follow_fork(void *targets, __u32 child, __u64 clone_flags,
+                                               __u32 drop)
+{
+    if (clone_flags & HWPROF_CLONE_THREAD)
+        return;
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    if (!bpf_map_lookup_elem(targets, &tgid))
+        return;
+    __u8 one = 1;
+    if (bpf_map_update_elem(targets, &child, &one, BPF_ANY) != 0)
+        hwprof_drop(drop);
+}
+
 /* The log2 slot of v: 0 for 0 and 1, else floor(log2(v)), at most 63. */
 static __always_inline __u32 hwprof_log2(__u64 v)
 {

@@ -23,8 +23,6 @@ struct task_struct {
     int tgid;
 } __attribute__((preserve_access_index));
 
-#define CLONE_THREAD 0x00010000
-
 volatile const __u8 all_threads = 0;
 volatile const __u8 all_syscalls = 0;
 volatile const __u8 follow_forks = 1;
@@ -181,15 +179,9 @@ int io_exit(struct bpf_raw_tracepoint_args *a)
 SEC("raw_tracepoint/task_newtask")
 int io_newtask(struct bpf_raw_tracepoint_args *a)
 {
-    if (all_threads || !follow_forks || (a->args[1] & CLONE_THREAD))
-        return 0;
-    __u32 parent = bpf_get_current_pid_tgid() >> 32;
-    if (!bpf_map_lookup_elem(&targets, &parent))
+    if (all_threads || !follow_forks)
         return 0;
     struct task_struct *task = (struct task_struct *)a->args[0];
-    __u32 child = BPF_CORE_READ(task, pid);
-    __u8 one = 1;
-    if (bpf_map_update_elem(&targets, &child, &one, BPF_ANY) != 0)
-        hwprof_drop(DROP_TARGETS);
+    hwprof_follow_fork(&targets, BPF_CORE_READ(task, pid), a->args[1], DROP_TARGETS);
     return 0;
 }

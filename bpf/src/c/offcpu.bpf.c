@@ -53,7 +53,6 @@ struct task_struct {
     struct mm_struct *mm;
 } __attribute__((preserve_access_index));
 
-#define CLONE_THREAD 0x00010000
 /* task_struct.exit_state of a task that exited (EXIT_ZOMBIE, EXIT_DEAD). */
 #define EXIT_STATES 0x30
 
@@ -341,13 +340,7 @@ int offcpu_newtask(struct bpf_raw_tracepoint_args *a)
     struct config *cfg = bpf_map_lookup_elem(&config, &zero);
     if (cfg)
         forget_present(child, cfg);
-    if (!follow_forks || all_threads || (clone_flags & CLONE_THREAD))
-        return 0;
-    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
-    if (!bpf_map_lookup_elem(&targets, &tgid))
-        return 0;
-    __u8 one = 1;
-    if (bpf_map_update_elem(&targets, &child, &one, BPF_ANY) != 0)
-        hwprof_drop(DROP_TARGETS);
+    if (follow_forks && !all_threads)
+        hwprof_follow_fork(&targets, child, clone_flags, DROP_TARGETS);
     return 0;
 }
