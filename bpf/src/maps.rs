@@ -14,7 +14,10 @@ use aya::Pod;
 pub(crate) struct OffCpuConfig {
     pub window_start: u64,
     pub open: u32,
+    /// Entries left in the `present` map (the programs count them down).
     pub present: u32,
+    /// When the window closed, 0 while it is open.
+    pub window_end: u64,
 }
 
 /// `struct start` of offcpu.bpf.c: a switch-out with no switch-in yet.
@@ -144,8 +147,8 @@ pub struct LatencyEvent {
     pub pad: u32,
 }
 
-// SAFETY: repr(C), integer fields only with explicit padding (no implicit padding
-// bytes: 8 + 4 + 4 = 16 bytes, checked below); every bit pattern is a valid value.
+// SAFETY: repr(C), integer fields only, no implicit padding (8 + 4 + 4 + 8 = 24
+// bytes, checked below); every bit pattern is a valid value.
 unsafe impl Pod for OffCpuConfig {}
 // SAFETY: repr(C), integer fields only, explicit `pad` (8 + 4 * 4 + 8 = 32 bytes,
 // checked below); every bit pattern is a valid value.
@@ -205,7 +208,7 @@ mod tests {
     /// The sizes of the C structs (clang for the BPF target: same rules as x86-64).
     #[test]
     fn sizes_match_the_c_structs() {
-        assert_eq!(size_of::<OffCpuConfig>(), 16);
+        assert_eq!(size_of::<OffCpuConfig>(), 24);
         assert_eq!(size_of::<OffCpuStart>(), 32);
         assert_eq!(size_of::<OffCpuPresent>(), 16);
         assert_eq!(size_of::<OffCpuKey>(), 24);

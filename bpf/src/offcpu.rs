@@ -246,8 +246,26 @@ impl OffCpu {
             window_start: now_ns,
             open: 1,
             present,
+            window_end: 0,
         };
         self.engine.array_set("config", 0, self.config)
+    }
+
+    /// Closes the window at `now_ns` ([`crate::now_ns`]): from then on no block begins,
+    /// and the blocks that end later count up to it. Call it as the rest of the
+    /// recording stops, then [`OffCpu::finish`] with the same time, whenever that comes.
+    pub fn close_window(&mut self, now_ns: u64) -> Result<(), Error> {
+        // The kernel's copy: its `present` count is the programs' by now.
+        let mut c = self
+            .engine
+            .array::<OffCpuConfig>("config")?
+            .first()
+            .copied()
+            .unwrap_or(self.config);
+        c.window_end = now_ns;
+        self.engine.array_set("config", 0, c)?;
+        self.config.window_end = now_ns;
+        Ok(())
     }
 
     /// Detaches the program and reads what it summed, with the blocks still in progress
@@ -406,7 +424,7 @@ mod tests {
         let c = OffCpuConfig {
             window_start: 1000,
             open: 1,
-            present: 0,
+            ..OffCpuConfig::default()
         };
         assert_eq!(
             in_progress(&c, 1500, 4000),

@@ -252,6 +252,45 @@ fn a_block_in_progress_at_the_end_counts_up_to_it() {
     assert!(!blk.kernel.is_empty(), "{blk:?}, dropped: {:?}", d.dropped);
 }
 
+/// A block that ends after the window closed counts up to the window's end, however
+/// late `finish` comes (the program keeps running until then): a 300 ms sleep, the
+/// window closed during it, finish after it ended. Before the window had an end in the
+/// kernel, the whole sleep was summed (and no block may begin after the close).
+#[test]
+fn a_block_that_ends_after_the_window_closed_counts_up_to_its_end() {
+    if !bpf_available() {
+        return;
+    }
+    let Some(b) = blocker() else { return };
+    let range = b.range("sleeper_fn");
+    let mut w = b.spawn(&["sleep", "300", "2"]);
+    let pid = w.pid();
+    let mut off = OffCpu::start(&options(pid)).expect("start");
+    let start = now_ns();
+    off.open_window(start).expect("window");
+    w.go();
+    w.wait_nanosleep(pid);
+    let asleep = now_ns();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let closed = now_ns();
+    off.close_window(closed).expect("close");
+    // Both sleeps end (the second begins after the close: no block).
+    w.value("measured");
+    w.wait();
+    let d = off.finish(closed).expect("finish");
+    let blocks = in_fn(&d, pid, range);
+    assert_eq!(blocks.len(), 1, "the first sleep only: {:#?}", d.blocks);
+    let blk = blocks[0];
+    assert_eq!(blk.kind, BlockKind::Ended, "{blk:?}");
+    assert!(
+        blk.ns >= closed - asleep && blk.ns <= closed - start,
+        "{} ns, asleep since before {} ns, window {} ns (the sleeps last 300 ms)",
+        blk.ns,
+        closed - asleep,
+        closed - start
+    );
+}
+
 /// A thread asleep since before tracing began (no switch-out seen) counts from the
 /// window's start to its switch-in, as blocked before the window, without stacks.
 #[test]

@@ -12,6 +12,7 @@ use hwprof_analysis::offcpu::OFFCPU_TIME;
 use hwprof_bpf::offcpu::{BlockKind, Dropped, OffCpu, OffCpuOptions};
 use hwprof_pmu::attr::Attr;
 use hwprof_sampler::recorder::{EXTRA_ID, Extra};
+use hwprof_sampler::session::Edge;
 use hwprof_sampler::synth::{MadeSample, sample_record};
 use hwprof_symbolize::kallsyms::Kallsyms;
 
@@ -28,6 +29,9 @@ pub struct Summed {
     off: Option<OffCpu>,
     /// When the window opened (CLOCK_MONOTONIC ns).
     opened: u64,
+    /// When the recording's events were disabled: the window's end (the program counts
+    /// on until `finish`, which may come later on a loaded machine).
+    closed: Option<u64>,
     /// A command target (traced from its `exec`; its wait for the go-ahead before it
     /// is not its own).
     command: bool,
@@ -46,6 +50,7 @@ impl Summed {
         Ok(Summed {
             off: Some(OffCpu::start(o)?),
             opened: 0,
+            closed: None,
             command,
             early: Vec::new(),
             dropped: Dropped::default(),
@@ -75,6 +80,19 @@ impl Extra for Summed {
         off.open_window(self.opened).map_err(io::Error::other)
     }
 
+    fn edge(&mut self, edge: Edge) {
+        if edge != Edge::End {
+            return;
+        }
+        let now = hwprof_bpf::now_ns();
+        // Closed in the kernel too: the blocks that end later count up to it. Should
+        // that fail, `finish` still counts the ones in progress up to it.
+        if let Some(off) = self.off.as_mut() {
+            let _ = off.close_window(now);
+        }
+        self.closed = Some(now);
+    }
+
     fn finish(
         &mut self,
         attr: &Attr,
@@ -83,7 +101,7 @@ impl Extra for Summed {
         let Some(off) = self.off.take() else {
             return Ok(());
         };
-        let end = hwprof_bpf::now_ns();
+        let end = self.closed.unwrap_or_else(hwprof_bpf::now_ns);
         let data = off.finish(end).map_err(io::Error::other)?;
         self.dropped = data.dropped;
         // Threads present when the window opened with no switch in it: off CPU all

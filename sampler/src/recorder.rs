@@ -660,7 +660,12 @@ impl Recorder {
                 sink_err.get_or_insert(err);
                 Err(io::Error::other(msg))
             },
-            edges,
+            &mut |e| {
+                edges(e);
+                if let Some((x, _)) = &mut extra {
+                    x.edge(e);
+                }
+            },
         );
         let stats = match (stats, sink_err) {
             (_, Some(e)) => return Err(e.into()),

@@ -67,6 +67,8 @@ struct config {
     __u64 window_start; /* bpf_ktime_get_ns() when the window opened */
     __u32 open;         /* window_start is set */
     __u32 present;      /* entries left in the `present` map (none: no lookups) */
+    __u64 window_end;   /* when the window closed (the recording's events were
+                         * disabled), 0 while it is open: nothing counts after it */
 };
 
 struct start {
@@ -203,9 +205,16 @@ static __always_inline void add_block(__u32 tgid, __u32 tid, __s32 ustack, __s32
 }
 
 /* Ends thread tid's block that began at s (its switch-out) at `end`. */
+/* `end`, or the window's end when it came first. */
+static __always_inline __u64 cut(__u64 end, struct config *cfg)
+{
+    return cfg->window_end && end > cfg->window_end ? cfg->window_end : end;
+}
+
 static __always_inline void end_block(__u32 tid, struct start *s, __u64 end,
                                       struct config *cfg)
 {
+    end = cut(end, cfg);
     if (!cfg->open || end <= cfg->window_start)
         return; /* it ended before the window */
     if (s->ts < cfg->window_start)
@@ -226,6 +235,7 @@ static __always_inline void forget_present(__u32 tid, struct config *cfg)
 /* Ends the block of present thread tid (off CPU since before the window) at `end`. */
 static __always_inline void end_present(__u32 tid, __u32 tgid, __u64 end, struct config *cfg)
 {
+    end = cut(end, cfg);
     if (cfg->open && end > cfg->window_start)
         add_block(tgid, tid, HWPROF_NO_STACK, HWPROF_NO_STACK, KIND_BEFORE_WINDOW,
                   end - cfg->window_start);
@@ -285,6 +295,8 @@ static __always_inline void switch_out(struct bpf_raw_tracepoint_args *a,
     note_comm(tid, &t);
     if (BPF_CORE_READ(prev, exit_state) & EXIT_STATES)
         return; /* its exit: no block */
+    if (cfg->window_end)
+        return; /* the window has closed: no block begins */
     struct start s = {};
     s.ts = now;
     s.tgid = tgid;

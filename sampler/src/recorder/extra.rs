@@ -29,6 +29,12 @@ pub trait Extra {
     /// command's pid (held before `exec`), for a command target.
     fn start(&mut self, child: Option<i32>) -> io::Result<()>;
 
+    /// Called at the window's edges as the recording's events are enabled and disabled
+    /// ([`crate::session::Session::run_with_edges`]), between [`Extra::start`] and
+    /// [`Extra::finish`]: where a source that keeps counting after the events stop
+    /// marks the window's end. Nothing by default.
+    fn edge(&mut self, _edge: crate::session::Edge) {}
+
     /// Called once the rings are drained: passes each of its records, whole, to
     /// `write`; `attr` is the event's ([`extra_attr`]).
     fn finish(
