@@ -16,9 +16,10 @@
 //! ([`BlockKind::BeforeWindow`]); a thread of the targets present then whose first
 //! event is a switch-in (it was off CPU when the window opened and its switch-out was
 //! never seen) counts (switch-in − window start), as `BeforeWindow` with no stacks.
-//! [`OffCpu::finish`] adds the blocks still in progress at its end
-//! ([`BlockKind::InProgressAtEnd`], or `BeforeWindow` when they also began before the
-//! window). Times are `CLOCK_MONOTONIC` ns ([`crate::now_ns`]).
+//! [`OffCpu::close_window`] ends it in the kernel (no block begins after it, and the
+//! blocks that end later count up to it), and [`OffCpu::finish`] adds the blocks still
+//! in progress at its end ([`BlockKind::InProgressAtEnd`], or `BeforeWindow` when they
+//! also began before the window). Times are `CLOCK_MONOTONIC` ns ([`crate::now_ns`]).
 //!
 //! Bounded: every map has `max_entries` (the options' `max_*`); what did not fit is
 //! counted in [`Dropped`].
