@@ -5,10 +5,13 @@
 //! the outstanding (leaked) one ([`AllocData::outstanding`]), as bcc's memleak keeps
 //! them.
 //!
-//! The allocators: `malloc`, `calloc`, `realloc` (a successful one frees its old
-//! block), `aligned_alloc`, `memalign`, and `free`, by symbol in the library given
-//! (glibc's `libc.so.6`, or a program's own allocator with the same names). A stack is
-//! the user stack at the allocator's return: the allocating call, then its callers.
+//! The allocators: `malloc`, `calloc`, `realloc` and `reallocarray` (a successful one
+//! frees its old block), `aligned_alloc`, `memalign`, `valloc`, `posix_memalign` (the
+//! pointer it stores), and `free`, by symbol in the library given (glibc's
+//! `libc.so.6`, or a program's own allocator with the same names). A stack is the user
+//! stack at the allocator's return: the allocating call, then its callers. Each
+//! outstanding block keeps its allocation time: [`Allocs::finish`] can leave out the
+//! younger ones (memleak's `-o`), and says each stack's oldest.
 //!
 //! Bounded: every map has `max_entries`; what did not fit is counted in
 //! [`AllocDropped`].
@@ -59,6 +62,9 @@ pub struct Site {
     pub count: u64,
     /// Bytes asked for.
     pub bytes: u64,
+    /// For outstanding blocks, the age of the oldest at the end (ns); 0 for the
+    /// allocations.
+    pub age_ns: u64,
 }
 
 /// What did not fit or could not be read; all zero in a complete answer.
@@ -110,14 +116,26 @@ const DROP_SITES: usize = 2;
 
 /// The allocator entry programs and the functions they take, then whether the
 /// function must exist.
-const ENTRIES: [(&str, &str, bool); 6] = [
+const ENTRIES: [(&str, &str, bool); 9] = [
     ("alloc_malloc", "malloc", true),
     ("alloc_calloc", "calloc", true),
     ("alloc_realloc", "realloc", true),
+    ("alloc_reallocarray", "reallocarray", false),
     ("alloc_aligned", "aligned_alloc", false),
     ("alloc_aligned", "memalign", false),
+    ("alloc_malloc", "valloc", false),
+    ("alloc_posix_memalign", "posix_memalign", false),
     ("alloc_free", "free", true),
 ];
+
+/// The return program of an entry program (`None`: free, which returns nothing).
+fn return_of(entry: &str) -> Option<&'static str> {
+    match entry {
+        "alloc_free" => None,
+        "alloc_posix_memalign" => Some("alloc_posix_return"),
+        _ => Some("alloc_return"),
+    }
+}
 
 /// The allocation programs, loaded.
 #[derive(Debug)]
@@ -152,9 +170,9 @@ impl Allocs {
                 Err(_) if !required => continue,
                 Err(e) => return Err(e),
             }
-            if program != "alloc_free" {
+            if let Some(ret) = return_of(program) {
                 self.engine
-                    .attach_uprobe("alloc_return", library, UprobeAt::Symbol(func), pid)?;
+                    .attach_uprobe(ret, library, UprobeAt::Symbol(func), pid)?;
             }
         }
         Ok(())
@@ -165,8 +183,10 @@ impl Allocs {
         self.engine.program_ids()
     }
 
-    /// Detaches the programs and reads what they kept.
-    pub fn finish(mut self) -> Result<AllocData, Error> {
+    /// Detaches the programs and reads what they kept; the outstanding blocks younger
+    /// than `min_age_ns` now are left out (0: none is).
+    pub fn finish(mut self, min_age_ns: u64) -> Result<AllocData, Error> {
+        let now = crate::now_ns();
         self.engine.detach()?;
         let e = &self.engine;
         let counts = e.counters("counts")?;
@@ -180,24 +200,32 @@ impl Allocs {
                 user: stacks.get(k.stack, v.count),
                 count: v.count,
                 bytes: v.bytes,
+                age_ns: 0,
             });
         }
-        // The outstanding blocks, grouped by process and stack; their stacks' errors
-        // were counted with the allocations.
-        let mut by_site: HashMap<(u32, i32), CountBytes> = HashMap::new();
+        // The outstanding blocks old enough, grouped by process and stack with their
+        // oldest allocation time; their stacks' errors were counted with the allocations.
+        let mut by_site: HashMap<(u32, i32), (CountBytes, u64)> = HashMap::new();
         for (_, a) in e.hash_entries::<u64, Allocation>("outstanding")? {
-            let s = by_site.entry((a.tgid, a.stack)).or_default();
+            if now.saturating_sub(a.ts) < min_age_ns {
+                continue;
+            }
+            let (s, oldest) = by_site
+                .entry((a.tgid, a.stack))
+                .or_insert((CountBytes::default(), u64::MAX));
             s.count += 1;
             s.bytes += a.size;
+            *oldest = (*oldest).min(a.ts);
         }
         let errors = stacks.errors();
         let outstanding = by_site
             .into_iter()
-            .map(|((tgid, stack), v)| Site {
+            .map(|((tgid, stack), (v, oldest))| Site {
                 tgid,
                 user: stacks.get(stack, 0),
                 count: v.count,
                 bytes: v.bytes,
+                age_ns: now.saturating_sub(oldest),
             })
             .collect();
         Ok(AllocData {

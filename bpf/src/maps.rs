@@ -96,6 +96,8 @@ pub(crate) struct Allocation {
     pub size: u64,
     pub tgid: u32,
     pub stack: i32,
+    /// When it was allocated (`CLOCK_MONOTONIC` ns).
+    pub ts: u64,
 }
 
 /// `struct sum_key` of io.bpf.c.
@@ -169,7 +171,7 @@ unsafe impl Pod for Comm {}
 unsafe impl Pod for AllocSiteKey {}
 // SAFETY: repr(C), two u64 (16 bytes, no padding); every bit pattern is valid.
 unsafe impl Pod for CountBytes {}
-// SAFETY: repr(C), a u64 then two 4-byte integers (16 bytes, no padding, checked
+// SAFETY: repr(C), a u64, two 4-byte integers, a u64 (24 bytes, no padding, checked
 // below); every bit pattern is a valid value.
 unsafe impl Pod for Allocation {}
 // SAFETY: repr(C), four 4-byte integers (16 bytes, no padding, checked below); every
@@ -217,7 +219,7 @@ mod tests {
         assert_eq!(size_of::<LatencyEvent>(), 40);
         assert_eq!(size_of::<AllocSiteKey>(), 8);
         assert_eq!(size_of::<CountBytes>(), 16);
-        assert_eq!(size_of::<Allocation>(), 16);
+        assert_eq!(size_of::<Allocation>(), 24);
         assert_eq!(size_of::<IoSumKey>(), 16);
         assert_eq!(size_of::<IoSumVal>(), 32);
         assert_eq!(size_of::<IoHistKey>(), 8);

@@ -6,8 +6,11 @@
  * - `outstanding`: per pointer, its size, stack and process: what is still allocated
  *   (a free, or a successful realloc of it, deletes it);
  * - `counts`: allocations, bytes, frees, frees of pointers allocated before tracing.
- * Functions: malloc(size), calloc(n, size), realloc(ptr, size), aligned_alloc and
- * memalign(align, size) (entry programs, then `alloc_return` at their return), free(ptr).
+ * Functions: malloc(size), calloc(n, size), realloc(ptr, size), reallocarray(ptr, n,
+ * size), aligned_alloc and memalign(align, size), valloc(size) (entry programs, then
+ * `alloc_return` at their return: the pointer it returns), posix_memalign(&ptr, align,
+ * size) (`alloc_posix_return`: the pointer it stored, when it returns 0), free(ptr).
+ * Each block keeps when it was allocated, for its age.
  * One call in progress per thread: an allocator does not call another through its
  * public symbol (glibc's realloc and calloc call _int_malloc).
  *
@@ -29,13 +32,15 @@ volatile const __u8 user_stacks = 1;
 
 struct pending {
     __u64 size;
-    __u64 old; /* realloc's pointer, freed when it succeeds */
+    __u64 old;    /* realloc's pointer, freed when it succeeds */
+    __u64 memptr; /* posix_memalign's, where it stores the pointer */
 };
 
 struct allocation {
     __u64 size;
     __u32 tgid;
     __s32 stack;
+    __u64 ts; /* when it was allocated (bpf_ktime_get_ns) */
 };
 
 struct site_key {
@@ -91,10 +96,10 @@ static __always_inline void add(__u32 slot, __u64 n)
         __sync_fetch_and_add(c, n);
 }
 
-static __always_inline int begin(__u64 size, __u64 old)
+static __always_inline int begin(__u64 size, __u64 old, __u64 memptr)
 {
     __u64 id = bpf_get_current_pid_tgid();
-    struct pending p = {.size = size, .old = old};
+    struct pending p = {.size = size, .old = old, .memptr = memptr};
     if (bpf_map_update_elem(&pending, &id, &p, BPF_ANY) != 0)
         hwprof_drop(DROP_PENDING);
     return 0;
@@ -112,37 +117,46 @@ static __always_inline void forget(__u64 ptr)
 SEC("uprobe")
 int alloc_malloc(struct pt_regs *ctx)
 {
-    return begin(ctx->rdi, 0);
+    return begin(ctx->rdi, 0, 0);
 }
 
 SEC("uprobe")
 int alloc_calloc(struct pt_regs *ctx)
 {
-    return begin(ctx->rdi * ctx->rsi, 0);
+    return begin(ctx->rdi * ctx->rsi, 0, 0);
 }
 
 SEC("uprobe")
 int alloc_realloc(struct pt_regs *ctx)
 {
-    return begin(ctx->rsi, ctx->rdi);
+    return begin(ctx->rsi, ctx->rdi, 0);
+}
+
+/* reallocarray(ptr, n, size) */
+SEC("uprobe")
+int alloc_reallocarray(struct pt_regs *ctx)
+{
+    return begin(ctx->rsi * ctx->rdx, ctx->rdi, 0);
 }
 
 /* aligned_alloc(align, size), memalign(align, size) */
 SEC("uprobe")
 int alloc_aligned(struct pt_regs *ctx)
 {
-    return begin(ctx->rsi, 0);
+    return begin(ctx->rsi, 0, 0);
 }
 
-SEC("uretprobe")
-int alloc_return(struct pt_regs *ctx)
+/* posix_memalign(void **memptr, align, size) */
+SEC("uprobe")
+int alloc_posix_memalign(struct pt_regs *ctx)
 {
-    __u64 id = bpf_get_current_pid_tgid();
-    struct pending *p = bpf_map_lookup_elem(&pending, &id);
-    if (!p)
-        return 0;
-    __u64 size = p->size, old = p->old, ptr = ctx->rax;
-    bpf_map_delete_elem(&pending, &id);
+    return begin(ctx->rdx, 0, ctx->rdi);
+}
+
+/* The block `ptr` of the call in progress (`size`, realloc's `old`) is allocated. */
+static __always_inline int allocated_now(struct pt_regs *ctx, __u64 id, __u64 size, __u64 old,
+                                         __u64 ptr)
+{
     if (!ptr)
         return 0; /* failed: nothing allocated, realloc's block kept */
     if (old)
@@ -153,6 +167,7 @@ int alloc_return(struct pt_regs *ctx)
         .size = size,
         .tgid = id >> 32,
         .stack = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : HWPROF_NO_STACK,
+        .ts = bpf_ktime_get_ns(),
     };
     if (bpf_map_update_elem(&outstanding, &ptr, &a, BPF_ANY) != 0)
         hwprof_drop(DROP_OUTSTANDING);
@@ -171,6 +186,34 @@ int alloc_return(struct pt_regs *ctx)
     __sync_fetch_and_add(&s->count, 1);
     __sync_fetch_and_add(&s->bytes, size);
     return 0;
+}
+
+SEC("uretprobe")
+int alloc_return(struct pt_regs *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    struct pending *p = bpf_map_lookup_elem(&pending, &id);
+    if (!p)
+        return 0;
+    struct pending c = *p;
+    bpf_map_delete_elem(&pending, &id);
+    return allocated_now(ctx, id, c.size, c.old, ctx->rax);
+}
+
+/* posix_memalign returns 0 and stores the pointer at memptr, or an error number. */
+SEC("uretprobe")
+int alloc_posix_return(struct pt_regs *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    struct pending *p = bpf_map_lookup_elem(&pending, &id);
+    if (!p)
+        return 0;
+    struct pending c = *p;
+    bpf_map_delete_elem(&pending, &id);
+    __u64 ptr = 0;
+    if (ctx->rax != 0 || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)c.memptr) != 0)
+        return 0;
+    return allocated_now(ctx, id, c.size, 0, ptr);
 }
 
 SEC("uprobe")

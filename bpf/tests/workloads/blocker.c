@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* reallocarray, valloc */
 /* Blocks for known times in a known function, for the BPF engine's tests (x86-64).
  *
  * The blocking system calls are made with inline `syscall` instructions inside
@@ -18,8 +19,9 @@
  *   blocker alloc N SIZE KEEP             after a line on stdin, alloc_fn(SIZE) N times
  *                                         (malloc), frees all but the first KEEP, then
  *                                         realloc_fn() (malloc(100) grown by realloc to
- *                                         200000) and calloc_fn() (calloc(10, 30)), keeps
- *                                         those; prints "done"
+ *                                         200000), calloc_fn() (calloc(10, 30)) and
+ *                                         aligned_fn() (posix_memalign, valloc,
+ *                                         reallocarray), keeps those; prints "done"
  *   blocker io N SIZE                     after a line on stdin, io_fn() N times: writes
  *                                         SIZE bytes into a pipe and reads them back
  *                                         (inline syscalls); prints "done"
@@ -74,6 +76,16 @@ __attribute__((noinline)) void *calloc_fn(void)
     void *p = calloc(10, 30);
     __asm__ volatile("" ::: "memory");
     return p;
+}
+
+/* posix_memalign(64, 1000), valloc(5000) and reallocarray(NULL, 10, 100), kept: 7000
+ * bytes in 3 blocks. */
+__attribute__((noinline)) int aligned_fn(void)
+{
+    void *a = NULL, *b = valloc(5000), *c = reallocarray(NULL, 10, 100);
+    int e = posix_memalign(&a, 64, 1000);
+    __asm__ volatile("" ::: "memory");
+    return e == 0 && a && b && c;
 }
 
 static inline long raw_nanosleep(const struct timespec *ts)
@@ -176,7 +188,8 @@ int main(int argc, char **argv)
         for (long i = keep; i < n; i++)
             free(blocks[i]);
         void *r = realloc_fn(), *c = calloc_fn();
-        printf("done %d\n", r != NULL && c != NULL);
+        int aligned = aligned_fn();
+        printf("done %d\n", r != NULL && c != NULL && aligned);
         return 0;
     }
     if (!strcmp(argv[1], "io") && argc == 4) {
