@@ -4,8 +4,23 @@
 
 mod common;
 
-use common::{blocker, bpf_available, libc_of};
-use hwprof_bpf::{AllocOptions, Allocs, Site};
+use common::{Blocker, blocker, bpf_available, libc_of};
+use hwprof_bpf::{AllocData, AllocOptions, Allocs, Site};
+
+/// The workload run with `args` under the allocation programs (attached to it, through
+/// its libc), read `wait_ms` after it ended, leaving out blocks younger than
+/// `min_age_ms`.
+fn traced_alloc(b: &Blocker, args: &[&str], wait_ms: u64, min_age_ms: u64) -> AllocData {
+    let mut w = b.spawn(args);
+    let pid = w.pid();
+    let mut a = Allocs::load(&AllocOptions::default()).expect("load");
+    a.attach(&libc_of(pid), Some(pid)).expect("attach");
+    w.go();
+    assert_eq!(w.line(), "done 1");
+    w.wait();
+    std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+    a.finish(min_age_ms * 1_000_000).expect("finish")
+}
 
 /// The sites whose stack starts in `range` (the allocating function).
 fn in_fn(sites: &[Site], range: (u64, u64)) -> Vec<&Site> {
@@ -29,14 +44,7 @@ fn allocations_and_outstanding_blocks_per_stack() {
         return;
     }
     let Some(b) = blocker() else { return };
-    let mut w = b.spawn(&["alloc", "2000", "48", "500"]);
-    let pid = w.pid();
-    let mut a = Allocs::load(&AllocOptions::default()).expect("load");
-    a.attach(&libc_of(pid), Some(pid)).expect("attach");
-    w.go();
-    assert_eq!(w.line(), "done 1");
-    w.wait();
-    let d = a.finish(0).expect("finish");
+    let d = traced_alloc(&b, &["alloc", "2000", "48", "500"], 0, 0);
     let (alloc_fn, realloc_fn, calloc_fn) = (
         b.range("alloc_fn"),
         b.range("realloc_fn"),
@@ -96,15 +104,7 @@ fn outstanding_blocks_are_kept_by_age() {
     let Some(b) = blocker() else { return };
     let alloc_fn = b.range("alloc_fn");
     for (min_age_ms, want) in [(200u64, 500u64), (60_000, 0)] {
-        let mut w = b.spawn(&["alloc", "1000", "16", "500"]);
-        let pid = w.pid();
-        let mut a = Allocs::load(&AllocOptions::default()).expect("load");
-        a.attach(&libc_of(pid), Some(pid)).expect("attach");
-        w.go();
-        assert_eq!(w.line(), "done 1");
-        w.wait();
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let d = a.finish(min_age_ms * 1_000_000).expect("finish");
+        let d = traced_alloc(&b, &["alloc", "1000", "16", "500"], 300, min_age_ms);
         let kept = in_fn(&d.outstanding, alloc_fn);
         let count: u64 = kept.iter().map(|s| s.count).sum();
         assert_eq!(count, want, "minimum age {min_age_ms} ms: {kept:?}");

@@ -188,15 +188,24 @@ static __always_inline int allocated_now(struct pt_regs *ctx, __u64 id, __u64 si
     return 0;
 }
 
+/* Takes thread id's call in progress into `c`; 0 when it has none. */
+static __always_inline int take_pending(__u64 id, struct pending *c)
+{
+    struct pending *p = bpf_map_lookup_elem(&pending, &id);
+    if (!p)
+        return 0;
+    *c = *p;
+    bpf_map_delete_elem(&pending, &id);
+    return 1;
+}
+
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx)
 {
     __u64 id = bpf_get_current_pid_tgid();
-    struct pending *p = bpf_map_lookup_elem(&pending, &id);
-    if (!p)
+    struct pending c;
+    if (!take_pending(id, &c))
         return 0;
-    struct pending c = *p;
-    bpf_map_delete_elem(&pending, &id);
     return allocated_now(ctx, id, c.size, c.old, ctx->rax);
 }
 
@@ -205,11 +214,9 @@ SEC("uretprobe")
 int alloc_posix_return(struct pt_regs *ctx)
 {
     __u64 id = bpf_get_current_pid_tgid();
-    struct pending *p = bpf_map_lookup_elem(&pending, &id);
-    if (!p)
+    struct pending c;
+    if (!take_pending(id, &c))
         return 0;
-    struct pending c = *p;
-    bpf_map_delete_elem(&pending, &id);
     __u64 ptr = 0;
     if (ctx->rax != 0 || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)c.memptr) != 0)
         return 0;
