@@ -206,7 +206,7 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
         in_kernel = None;
     }
-    let attached = match in_kernel {
+    let mut attached = match in_kernel {
         Some(k) => Some(
             k.attach(&mut recorder, &funcs)
                 // The cause kept in the chain: what to do about its errno (EMFILE) is added.
@@ -276,7 +276,6 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
         }
         Ok(())
     };
-    let mut attached = attached;
     let done = match attached.as_mut() {
         None => recorder.run(Sink::Records(&mut on_record), stop),
         Some(k) => recorder.run_with_edges(&mut on_record, stop, &mut |e| k.edge(e)),

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use crate::engine::{Engine, Loader, Log2Hist, StackErrors, objects};
 use crate::error::Error;
+use crate::maps::{IoHistKey, IoSumKey, IoSumVal};
 
 /// What to trace, and the maps' sizes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,9 +98,6 @@ pub struct IoData {
     /// What did not fit.
     pub dropped: IoDropped,
 }
-
-/// `struct sum_key` and `struct sum` of io.bpf.c are mirrored in `maps`.
-use crate::maps::{IoHistKey, IoSumKey, IoSumVal};
 
 const DROP_SUMS: usize = 0;
 const DROP_STARTS: usize = 1;

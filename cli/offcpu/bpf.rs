@@ -11,14 +11,11 @@ use std::io;
 use hwprof_analysis::offcpu::OFFCPU_TIME;
 use hwprof_bpf::offcpu::{BlockKind, Dropped, OffCpu, OffCpuOptions};
 use hwprof_pmu::attr::Attr;
+use hwprof_sampler::record::context;
 use hwprof_sampler::recorder::{EXTRA_ID, Extra};
 use hwprof_sampler::session::Edge;
 use hwprof_sampler::synth::{MadeSample, sample_record};
 use hwprof_symbolize::kallsyms::Kallsyms;
-
-/// `PERF_CONTEXT_KERNEL` and `PERF_CONTEXT_USER` in a callchain.
-const CONTEXT_KERNEL: u64 = -128i64 as u64;
-const CONTEXT_USER: u64 = -512i64 as u64;
 
 /// The time of the summed samples: after every record of the recording, so that each
 /// is named against its process's last mappings (perf's `OFF_CPU_TIMESTAMP`).
@@ -134,11 +131,11 @@ impl Extra for Summed {
                 }
             };
             if !kernel.is_empty() {
-                chain.push(CONTEXT_KERNEL);
+                chain.push(context::KERNEL);
                 chain.extend(kernel);
             }
             if !b.user.is_empty() {
-                chain.push(CONTEXT_USER);
+                chain.push(context::USER);
                 chain.extend(&b.user);
             }
             let ip = kernel.first().or(b.user.first()).copied().unwrap_or(0);

@@ -1,6 +1,6 @@
 //! `hwprof probe` on the BPF engine (`hwprof_bpf::latency`): one program per function,
-//! attached to the perf events of its uprobe and uretprobe as the session defined them
-//! in tracefs, so that it follows what they follow (the command's children and
+//! attached to events of its uprobe and uretprobe as the session defined them in
+//! tracefs (anchor events beside the session's: `Session::open_anchor`), so that it follows what they follow (the command's children and
 //! threads, `-p` processes); calls are counted, paired and put in histograms in the
 //! kernel, and only the slow calls (`--threshold`) cross to user space, through a BPF
 //! ring buffer drained on a thread of their own while the target runs.
@@ -13,11 +13,9 @@ use std::time::Duration;
 use hwprof_bpf::{Gate, Latency, LatencyData, LatencyDropped, LatencyEvent, LatencyOptions, Ring};
 use hwprof_pmu::attr::types;
 use hwprof_sampler::probe::Func;
+use hwprof_sampler::record::context;
 use hwprof_sampler::recorder::Recorder;
 use hwprof_sampler::session::Edge;
-
-/// `PERF_CONTEXT_USER` in a callchain: the slow calls' stacks are written as perf's.
-const CONTEXT_USER: u64 = -512i64 as u64;
 
 /// One loaded program per function, in the functions' order.
 pub struct InKernel {
@@ -176,7 +174,7 @@ pub fn callchain(user: &[u64]) -> Vec<u64> {
     if user.is_empty() {
         return Vec::new();
     }
-    std::iter::once(CONTEXT_USER)
+    std::iter::once(context::USER)
         .chain(user.iter().copied())
         .collect()
 }
