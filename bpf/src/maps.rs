@@ -108,6 +108,9 @@ pub(crate) struct IoSumKey {
     pub tid: u32,
     pub nr: u32,
     pub stack: i32,
+    pub caller: u64,
+    pub fd: i32,
+    pub generation: u32,
 }
 
 /// `struct sum` of io.bpf.c.
@@ -120,12 +123,16 @@ pub(crate) struct IoSumVal {
     pub errors: u64,
 }
 
-/// `struct hist_key` of io.bpf.c.
+/// `struct hdr_key` of io.bpf.c.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct IoHistKey {
+pub(crate) struct IoHdrKey {
+    pub tgid: u32,
+    pub fd: i32,
+    pub generation: u32,
     pub nr: u32,
-    pub slot: u32,
+    pub index: u32,
+    pub pad: u32,
 }
 
 /// `struct event` of latency.bpf.c: one call slower than the threshold.
@@ -174,13 +181,14 @@ unsafe impl Pod for CountBytes {}
 // SAFETY: repr(C), a u64, two 4-byte integers, a u64 (24 bytes, no padding, checked
 // below); every bit pattern is a valid value.
 unsafe impl Pod for Allocation {}
-// SAFETY: repr(C), four 4-byte integers (16 bytes, no padding, checked below); every
-// bit pattern is a valid value.
+// SAFETY: repr(C), four 4-byte integers, a u64, two 4-byte integers (32 bytes, no
+// padding, checked below); every bit pattern is a valid value.
 unsafe impl Pod for IoSumKey {}
 // SAFETY: repr(C), four u64 (32 bytes, no padding); every bit pattern is valid.
 unsafe impl Pod for IoSumVal {}
-// SAFETY: repr(C), two u32 (8 bytes, no padding); every bit pattern is valid.
-unsafe impl Pod for IoHistKey {}
+// SAFETY: repr(C), six 4-byte integers, explicit `pad` (24 bytes, no padding, checked
+// below); every bit pattern is a valid value.
+unsafe impl Pod for IoHdrKey {}
 // SAFETY: repr(C), integer fields only, explicit `pad` (4 + 4 + 3 * 8 + 4 + 4 = 40
 // bytes, checked below); every bit pattern is a valid value.
 unsafe impl Pod for LatencyEvent {}
@@ -220,9 +228,9 @@ mod tests {
         assert_eq!(size_of::<AllocSiteKey>(), 8);
         assert_eq!(size_of::<CountBytes>(), 16);
         assert_eq!(size_of::<Allocation>(), 24);
-        assert_eq!(size_of::<IoSumKey>(), 16);
+        assert_eq!(size_of::<IoSumKey>(), 32);
         assert_eq!(size_of::<IoSumVal>(), 32);
-        assert_eq!(size_of::<IoHistKey>(), 8);
+        assert_eq!(size_of::<IoHdrKey>(), 24);
     }
 
     #[test]
