@@ -39,6 +39,8 @@
 //! Mappings are classified by name once ([`classify`], [`MapKind`]), as perf's
 //! `DsoKey::detect` does, into the [`Module`] their addresses resolve in.
 
+pub mod fds;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::buildid::BuildId;
