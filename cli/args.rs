@@ -7,6 +7,7 @@
 mod choices;
 mod flag;
 mod group;
+pub mod io;
 mod value;
 
 use std::path::PathBuf;
@@ -48,6 +49,8 @@ pub enum Command {
     Offcpu(OffcpuArgs),
     /// Count and time calls of a function with uprobes: exact counts, latency histogram, slow-call stacks.
     Probe(ProbeArgs),
+    /// Where threads wait on files and sockets: time inside I/O syscalls by stack and file, as a flame graph or table.
+    Io(io::IoArgs),
     /// Run a command many times: robust statistics per counter, baselines, and regression verdicts.
     Bench(BenchArgs),
     /// TopDown (TMA) metrics from counts measured elsewhere (`perf stat -x,` or `hwprof stat -j` output).

@@ -15,6 +15,7 @@ mod error;
 mod events;
 mod flamegraph;
 mod input;
+mod io;
 mod list;
 mod mem;
 mod metrics;
@@ -90,6 +91,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         }
         args::Command::Offcpu(a) => offcpu::run(a, &stop_on_signals()?),
         args::Command::Probe(a) => probe::run(a, &stop_on_signals()?),
+        args::Command::Io(a) => io::run(a, &stop_on_signals()?),
         args::Command::Bench(a) => bench::run(a, &stop_on_signals()?),
         args::Command::Metrics(a) => metrics::run(a),
         args::Command::Mem(a) => mem::run(a),

@@ -343,17 +343,6 @@ pub fn offcpu_profile(
     Ok(p)
 }
 
-/// `12.345 s`, `123.4 ms`, `56 µs`.
-fn human_us(us: u64) -> String {
-    if us >= 1_000_000 {
-        format!("{:.3} s", us as f64 / 1e6)
-    } else if us >= 1000 {
-        format!("{:.1} ms", us as f64 / 1e3)
-    } else {
-        format!("{us} µs")
-    }
-}
-
 /// What the widths of the graph are.
 fn subtitle(wall: bool) -> &'static str {
     if wall {
@@ -425,15 +414,15 @@ fn draw_into(
             .sum();
         format!(
             "Wall-clock time: {} ({} µs): on CPU {}, off CPU {}",
-            human_us(folded.total),
+            crate::render::human_us(folded.total),
             thousands(folded.total),
-            human_us(on),
-            human_us(folded.total.saturating_sub(on))
+            crate::render::human_us(on),
+            crate::render::human_us(folded.total.saturating_sub(on))
         )
     } else {
         format!(
             "Off-CPU time: {} ({} µs), {} {}",
-            human_us(folded.total),
+            crate::render::human_us(folded.total),
             thousands(folded.total),
             thousands(folded.samples),
             crate::render::noun(folded.samples, "block")

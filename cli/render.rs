@@ -50,6 +50,17 @@ pub fn thousands(n: impl std::fmt::Display) -> String {
 }
 
 /// `noun` for `n` things: `sample` for 1, `samples` otherwise (every count hwprof
+/// `12.345 s`, `123.4 ms`, `56 µs` (offcpu's and io's titles).
+pub fn human_us(us: u64) -> String {
+    if us >= 1_000_000 {
+        format!("{:.3} s", us as f64 / 1e6)
+    } else if us >= 1000 {
+        format!("{:.1} ms", us as f64 / 1e3)
+    } else {
+        format!("{us} µs")
+    }
+}
+
 /// prints in words goes through this or [`plural`]).
 pub fn noun(n: u64, noun: &str) -> String {
     if n == 1 {

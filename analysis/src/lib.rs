@@ -48,6 +48,7 @@ pub mod branch;
 pub mod c2c;
 pub mod error;
 pub mod fold;
+pub mod io;
 pub mod mem;
 pub mod offcpu;
 pub mod report;
