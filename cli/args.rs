@@ -8,6 +8,7 @@ mod choices;
 mod flag;
 mod group;
 pub mod io;
+mod memory;
 mod value;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use hwprof_pmu::target::{Flags, Rules, Target, TargetError};
 
 pub use choices::Engine;
 pub use group::{InputArgs, InputWords, RecordArgs, RecordWords, SHORT_SYMFS_HELP, SYMFS_HELP};
+pub use memory::{MEMORY_OUT, MemoryArgs, MemoryWeight};
 pub use value::{block_us, interval_ms, threshold_ns, timeout_ms};
 
 /// hwprof: Linux hardware performance counters, PMU sampling and flame graphs.
@@ -51,6 +53,8 @@ pub enum Command {
     Probe(ProbeArgs),
     /// Where threads wait on files and sockets: time inside I/O syscalls by stack and file, as a flame graph or table.
     Io(io::IoArgs),
+    /// Who allocates memory, and what is still allocated (--leaks): bytes by allocating stack, from uprobes on the allocator.
+    Memory(MemoryArgs),
     /// Run a command many times: robust statistics per counter, baselines, and regression verdicts.
     Bench(BenchArgs),
     /// TopDown (TMA) metrics from counts measured elsewhere (`perf stat -x,` or `hwprof stat -j` output).

@@ -18,6 +18,7 @@ mod input;
 mod io;
 mod list;
 mod mem;
+mod memory;
 mod metrics;
 mod offcpu;
 mod probe;
@@ -92,6 +93,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Offcpu(a) => offcpu::run(a, &stop_on_signals()?),
         args::Command::Probe(a) => probe::run(a, &stop_on_signals()?),
         args::Command::Io(a) => io::run(a, &stop_on_signals()?),
+        args::Command::Memory(a) => memory::run(a, &stop_on_signals()?),
         args::Command::Bench(a) => bench::run(a, &stop_on_signals()?),
         args::Command::Metrics(a) => metrics::run(a),
         args::Command::Mem(a) => mem::run(a),

@@ -220,7 +220,7 @@ pub fn record_with_extra(
 }
 
 /// Opens `rec`, its notices on stderr (unless `quiet`), open errors in the user's words.
-fn open_recorder(
+pub(crate) fn open_recorder(
     rec: RecordPlan,
     quiet: bool,
     branch_flag: Option<&str>,
@@ -245,7 +245,7 @@ fn note(quiet: bool, n: &str) {
 }
 
 /// Warns when the kernel lost records or samples.
-fn warn_lost(done: &Recorded) {
+pub(crate) fn warn_lost(done: &Recorded) {
     let s = &done.stats;
     if s.lost > 0 || s.lost_samples > 0 {
         eprintln!(

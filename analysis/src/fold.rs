@@ -254,6 +254,28 @@ fn comm_label(s: &str) -> String {
     clean(s).replace(' ', "_")
 }
 
+/// The labels of sample `s`'s folded line, root first: its command name, then the
+/// frames [`FoldOptions`] keeps, as [`Folder`] labels them (for tables that need
+/// more than one number per stack).
+pub fn labels(p: &Profile, s: &Sample, opts: FoldOptions) -> Vec<String> {
+    let comm = p
+        .comms
+        .get(s.comm as usize)
+        .map_or("[unknown]", String::as_str);
+    std::iter::once(comm_label(comm))
+        .chain(
+            s.stack
+                .iter()
+                .rev()
+                .filter_map(|&id| p.frames.get(id as usize))
+                .filter(|f| {
+                    (opts.kernel || f.kind != FrameKind::Kernel) && (opts.inline || !f.inlined)
+                })
+                .map(frame_label),
+        )
+        .collect()
+}
+
 /// A frame left out by [`FoldOptions`].
 const DROP: u32 = u32::MAX;
 

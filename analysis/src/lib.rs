@@ -43,6 +43,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod alloc;
 pub mod bench;
 pub mod branch;
 pub mod c2c;

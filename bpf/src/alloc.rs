@@ -17,10 +17,14 @@
 //! [`AllocDropped`].
 
 use std::collections::HashMap;
+use std::os::fd::BorrowedFd;
 use std::path::Path;
+
+pub use hwprof_pmu::probe::allocator::Role;
 
 use crate::engine::{Engine, Loader, StackErrors, UprobeAt, objects};
 use crate::error::Error;
+use crate::gate::Gate;
 use crate::maps::{AllocSiteKey, Allocation, CountBytes};
 
 /// What to keep, and the maps' sizes.
@@ -114,26 +118,17 @@ const DROP_PENDING: usize = 0;
 const DROP_OUTSTANDING: usize = 1;
 const DROP_SITES: usize = 2;
 
-/// The allocator entry programs and the functions they take, then whether the
-/// function must exist.
-const ENTRIES: [(&str, &str, bool); 9] = [
-    ("alloc_malloc", "malloc", true),
-    ("alloc_calloc", "calloc", true),
-    ("alloc_realloc", "realloc", true),
-    ("alloc_reallocarray", "reallocarray", false),
-    ("alloc_aligned", "aligned_alloc", false),
-    ("alloc_aligned", "memalign", false),
-    ("alloc_malloc", "valloc", false),
-    ("alloc_posix_memalign", "posix_memalign", false),
-    ("alloc_free", "free", true),
-];
-
-/// The return program of an entry program (`None`: free, which returns nothing).
-fn return_of(entry: &str) -> Option<&'static str> {
-    match entry {
-        "alloc_free" => None,
-        "alloc_posix_memalign" => Some("alloc_posix_return"),
-        _ => Some("alloc_return"),
+/// The entry program of an allocator function and its return program (`None`: free,
+/// which returns nothing).
+pub fn programs(role: Role) -> (&'static str, Option<&'static str>) {
+    match role {
+        Role::Malloc | Role::Valloc => ("alloc_malloc", Some("alloc_return")),
+        Role::Calloc => ("alloc_calloc", Some("alloc_return")),
+        Role::Realloc => ("alloc_realloc", Some("alloc_return")),
+        Role::Reallocarray => ("alloc_reallocarray", Some("alloc_return")),
+        Role::AlignedAlloc | Role::Memalign => ("alloc_aligned", Some("alloc_return")),
+        Role::PosixMemalign => ("alloc_posix_memalign", Some("alloc_posix_return")),
+        Role::Free => ("alloc_free", None),
     }
 }
 
@@ -141,41 +136,83 @@ fn return_of(entry: &str) -> Option<&'static str> {
 #[derive(Debug)]
 pub struct Allocs {
     engine: Engine,
+    gate: Option<Gate>,
 }
 
 impl Allocs {
     /// Loads the programs with `o`'s options (nothing is attached).
     pub fn load(o: &AllocOptions) -> Result<Allocs, Error> {
         let at_least = |n: u32| n.max(1);
-        let engine = Loader::new(&objects::ALLOC)
+        let mut engine = Loader::new(&objects::ALLOC)
             .global("user_stacks", o.user_stacks)
             .max_entries("pending", at_least(o.max_threads))
             .max_entries("outstanding", at_least(o.max_outstanding))
             .max_entries("allocated", at_least(o.max_sites))
             .max_entries("stacks", at_least(o.max_stacks))
             .load()?;
-        Ok(Allocs { engine })
+        let gate = Gate::attach(&mut engine, "alloc_exec")?;
+        Ok(Allocs {
+            engine,
+            gate: Some(gate),
+        })
     }
 
-    /// Attaches to the allocators of `library` (by symbol; `aligned_alloc` and
-    /// `memalign` when it has them), for process `pid` (all its threads) or every
-    /// process that maps it.
+    /// Attaches to glibc's allocator functions in `library` (by symbol; those it lacks
+    /// but malloc, calloc, realloc and free are left out), for process `pid` (all its
+    /// threads) or every process that maps it.
     pub fn attach(&mut self, library: &Path, pid: Option<u32>) -> Result<(), Error> {
-        for (program, func, required) in ENTRIES {
-            match self
-                .engine
-                .attach_uprobe(program, library, UprobeAt::Symbol(func), pid)
-            {
-                Ok(()) => {}
+        for role in Role::ALL {
+            let required = matches!(
+                role,
+                Role::Malloc | Role::Calloc | Role::Realloc | Role::Free
+            );
+            match self.attach_symbol(role, library, role.name(), pid) {
                 Err(_) if !required => continue,
-                Err(e) => return Err(e),
-            }
-            if let Some(ret) = return_of(program) {
-                self.engine
-                    .attach_uprobe(ret, library, UprobeAt::Symbol(func), pid)?;
+                r => r?,
             }
         }
         Ok(())
+    }
+
+    /// Attaches the programs of `role` to function `symbol` of `binary` (its uprobe and,
+    /// but for free, its uretprobe), for process `pid` or every process.
+    pub fn attach_symbol(
+        &mut self,
+        role: Role,
+        binary: &Path,
+        symbol: &str,
+        pid: Option<u32>,
+    ) -> Result<(), Error> {
+        let (entry, ret) = programs(role);
+        self.engine
+            .attach_uprobe(entry, binary, UprobeAt::Symbol(symbol), pid)?;
+        if let Some(ret) = ret {
+            self.engine
+                .attach_uprobe(ret, binary, UprobeAt::Symbol(symbol), pid)?;
+        }
+        Ok(())
+    }
+
+    /// Attaches the entry program of `role` to a perf event of its function's uprobe as
+    /// defined in tracefs ([`Engine::attach_perf_event`]: an fd that no task inherits,
+    /// which must outlive the tracing).
+    pub fn attach_entry_event(&mut self, role: Role, event: BorrowedFd<'_>) -> Result<(), Error> {
+        self.engine.attach_perf_event(programs(role).0, event)
+    }
+
+    /// Attaches the return program of `role` (none for free) to a perf event of its
+    /// function's uretprobe, as [`Allocs::attach_entry_event`].
+    pub fn attach_return_event(&mut self, role: Role, event: BorrowedFd<'_>) -> Result<(), Error> {
+        match programs(role).1 {
+            Some(p) => self.engine.attach_perf_event(p, event),
+            None => Ok(()),
+        }
+    }
+
+    /// The programs' [`Gate`] (open when loaded), to open and close their window
+    /// (once only: `None` after).
+    pub fn gate(&mut self) -> Option<Gate> {
+        self.gate.take()
     }
 
     /// The kernel's ids of its programs (see [`Engine::program_ids`]).
@@ -183,10 +220,11 @@ impl Allocs {
         self.engine.program_ids()
     }
 
-    /// Detaches the programs and reads what they kept; the outstanding blocks younger
-    /// than `min_age_ns` now are left out (0: none is).
-    pub fn finish(mut self, min_age_ns: u64) -> Result<AllocData, Error> {
-        let now = crate::now_ns();
+    /// Detaches the programs and reads what they kept, as of `end` ([`crate::now_ns`]:
+    /// the end of the window, for the blocks' ages); the outstanding blocks younger
+    /// than `min_age_ns` then are left out (0: none is).
+    pub fn finish(mut self, end: u64, min_age_ns: u64) -> Result<AllocData, Error> {
+        let now = end;
         self.engine.detach()?;
         let e = &self.engine;
         let counts = e.counters("counts")?;

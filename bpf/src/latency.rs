@@ -28,6 +28,7 @@ use hdrhistogram::Histogram;
 
 use crate::engine::{Engine, Loader, Ring, StackErrors, UprobeAt, objects};
 use crate::error::Error;
+use crate::gate::Gate;
 use crate::maps::LatencyEvent;
 
 /// What to measure, and the maps' sizes.
@@ -193,47 +194,6 @@ pub struct Latency {
     gate: Option<Gate>,
 }
 
-/// `gate` closed: no pid execs as this one.
-const GATE_CLOSED: u32 = u32::MAX;
-
-/// Whether a latency program counts (its `gate` map, read on every hit): open when
-/// loaded. A window of its own for a program whose perf events count only while
-/// enabled (it runs whether they are or not): closed until they are enabled, or opened
-/// by the `exec` of a held command, and closed when they are disabled.
-pub struct Gate {
-    map: aya::maps::Array<aya::maps::MapData, u32>,
-}
-
-impl std::fmt::Debug for Gate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gate").finish_non_exhaustive()
-    }
-}
-
-impl Gate {
-    fn set(&mut self, v: u32) -> Result<(), Error> {
-        self.map
-            .set(0, v, 0)
-            .map_err(|e| crate::engine::map_error("gate", &e))
-    }
-
-    /// Counts from now on.
-    pub fn open(&mut self) -> Result<(), Error> {
-        self.set(0)
-    }
-
-    /// Counts nothing from now on.
-    pub fn close(&mut self) -> Result<(), Error> {
-        self.set(GATE_CLOSED)
-    }
-
-    /// Counts once process `pid` execs (a command held before its `exec`, as perf's
-    /// `enable_on_exec` starts its events); nothing until then.
-    pub fn open_at_exec(&mut self, pid: u32) -> Result<(), Error> {
-        self.set(pid)
-    }
-}
-
 impl Latency {
     /// Loads the programs with `o`'s options (nothing is attached but the `exec`
     /// tracepoint [`Gate::open_at_exec`] needs; the gate is open).
@@ -249,10 +209,7 @@ impl Latency {
             .max_entries("stacks", at_least(o.max_stacks))
             .max_entries("events", o.ring_bytes)
             .load()?;
-        engine.attach_raw_tracepoint("latency_exec", "sched_process_exec")?;
-        let gate = Gate {
-            map: engine.take_array("gate")?,
-        };
+        let gate = Gate::attach(&mut engine, "latency_exec")?;
         Ok(Latency {
             engine,
             gate: Some(gate),

@@ -71,6 +71,7 @@
 pub mod alloc;
 mod engine;
 mod error;
+mod gate;
 pub mod io;
 pub mod latency;
 #[allow(unsafe_code)]
@@ -83,7 +84,8 @@ pub use engine::{
     loaded_program_ids, now_ns, objects,
 };
 pub use error::{Error, Unavailable};
+pub use gate::Gate;
 pub use io::{Io, IoData, IoDropped, IoOptions, IoSum};
-pub use latency::{Gate, Latency, LatencyData, LatencyDropped, LatencyOptions, SlowCall};
+pub use latency::{Latency, LatencyData, LatencyDropped, LatencyOptions, SlowCall};
 pub use maps::LatencyEvent;
 pub use offcpu::{BlockKind, Blocked, Dropped, OffCpu, OffCpuData, OffCpuOptions};

@@ -19,7 +19,8 @@ fn traced_alloc(b: &Blocker, args: &[&str], wait_ms: u64, min_age_ms: u64) -> Al
     assert_eq!(w.line(), "done 1");
     w.wait();
     std::thread::sleep(std::time::Duration::from_millis(wait_ms));
-    a.finish(min_age_ms * 1_000_000).expect("finish")
+    a.finish(hwprof_bpf::now_ns(), min_age_ms * 1_000_000)
+        .expect("finish")
 }
 
 /// The sites whose stack starts in `range` (the allocating function).

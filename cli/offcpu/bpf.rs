@@ -12,14 +12,10 @@ use hwprof_analysis::offcpu::OFFCPU_TIME;
 use hwprof_bpf::offcpu::{BlockKind, Dropped, OffCpu, OffCpuOptions};
 use hwprof_pmu::attr::Attr;
 use hwprof_sampler::record::context;
-use hwprof_sampler::recorder::{EXTRA_ID, Extra};
+use hwprof_sampler::recorder::{EXTRA_ID, Extra, SUMMED_TIME};
 use hwprof_sampler::session::Edge;
 use hwprof_sampler::synth::{MadeSample, sample_record};
 use hwprof_symbolize::kallsyms::Kallsyms;
-
-/// The time of the summed samples: after every record of the recording, so that each
-/// is named against its process's last mappings (perf's `OFF_CPU_TIMESTAMP`).
-const SUMMED_TIME: u64 = !0u64 << 32;
 
 /// The off-CPU program as an [`Extra`] source of the recording.
 pub struct Summed {

@@ -2,6 +2,7 @@
 //! [`locate`]) to the file offset the uprobe PMU wants; and breakpoints that would count
 //! nothing ([`breakpoint_notices`]: an address in no mapping, or of a PIE's file).
 
+pub mod allocator;
 mod breakpoint;
 mod locate;
 

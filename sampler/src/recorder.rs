@@ -51,7 +51,7 @@ mod extra;
 mod rewrite;
 
 pub use check::{Diagnosis, Refused};
-pub use extra::{EXTRA_ID, Extra, extra_attr};
+pub use extra::{EXTRA_ID, Extra, SUMMED_TIME, extra_attr};
 pub use rewrite::{Rewrite, Rewritten};
 
 use std::collections::BTreeSet;

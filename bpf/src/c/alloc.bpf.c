@@ -10,7 +10,9 @@
  * size), aligned_alloc and memalign(align, size), valloc(size) (entry programs, then
  * `alloc_return` at their return: the pointer it returns), posix_memalign(&ptr, align,
  * size) (`alloc_posix_return`: the pointer it stored, when it returns 0), free(ptr).
- * Each block keeps when it was allocated, for its age.
+ * Each block keeps when it was allocated, for its age. The programs count inside the
+ * window of `gate` (HWPROF_GATE: they run on every hit of the uprobes' perf events,
+ * enabled or not): the entries and free check it, a return pairs what its entry took.
  * One call in progress per thread: an allocator does not call another through its
  * public symbol (glibc's realloc and calloc call _int_malloc).
  *
@@ -89,6 +91,8 @@ struct {
     __uint(value_size, HWPROF_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
 
+HWPROF_GATE(alloc_exec)
+
 static __always_inline void add(__u32 slot, __u64 n)
 {
     __u64 *c = bpf_map_lookup_elem(&counts, &slot);
@@ -98,6 +102,8 @@ static __always_inline void add(__u32 slot, __u64 n)
 
 static __always_inline int begin(__u64 size, __u64 old, __u64 memptr)
 {
+    if (!hwprof_armed())
+        return 0;
     __u64 id = bpf_get_current_pid_tgid();
     struct pending p = {.size = size, .old = old, .memptr = memptr};
     if (bpf_map_update_elem(&pending, &id, &p, BPF_ANY) != 0)
@@ -226,6 +232,8 @@ int alloc_posix_return(struct pt_regs *ctx)
 SEC("uprobe")
 int alloc_free(struct pt_regs *ctx)
 {
+    if (!hwprof_armed())
+        return 0;
     forget(ctx->rdi);
     return 0;
 }

@@ -54,6 +54,35 @@ static __always_inline void hwprof_follow_fork(void *targets, __u32 child, __u64
         hwprof_drop(drop);
 }
 
+/* A window of the program's own (HWPROF_GATE(exec_program), in an object whose programs
+ * run on perf events' hits whether those events are enabled or not): `gate` holds 0
+ * while counting; the pid of a held command whose exec opens it (set by user space
+ * before the command goes on, cleared by the exec program, a raw tracepoint on
+ * sched_process_exec in the exec'ing task's context); or u32::MAX, closed.
+ * hwprof_armed() says whether to count. */
+#define HWPROF_GATE(exec_program)                                                          \
+    struct {                                                                               \
+        __uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+        __uint(max_entries, 1);                                                            \
+        __type(key, __u32);                                                                \
+        __type(value, __u32);                                                              \
+    } gate SEC(".maps");                                                                   \
+    static __always_inline int hwprof_armed(void)                                          \
+    {                                                                                      \
+        __u32 k = 0;                                                                       \
+        __u32 *g = bpf_map_lookup_elem(&gate, &k);                                         \
+        return g && *g == 0;                                                               \
+    }                                                                                      \
+    SEC("raw_tracepoint/sched_process_exec")                                               \
+    int exec_program(void *ctx)                                                            \
+    {                                                                                      \
+        __u32 k = 0;                                                                       \
+        __u32 *g = bpf_map_lookup_elem(&gate, &k);                                         \
+        if (g && *g && *g == (__u32)(bpf_get_current_pid_tgid() >> 32))                    \
+            *g = 0;                                                                        \
+        return 0;                                                                          \
+    }
+
 /* The log2 slot of v: 0 for 0 and 1, else floor(log2(v)), at most 63. */
 static __always_inline __u32 hwprof_log2(__u64 v)
 {

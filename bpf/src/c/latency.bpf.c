@@ -120,14 +120,7 @@ struct {
     __type(value, __u64);
 } hdr SEC(".maps");
 
-/* 0: counting; else the pid of a held command whose exec starts it (set by user space
- * before the command goes on, cleared by latency_exec) */
-struct {
-    __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, __u32);
-} gate SEC(".maps");
+HWPROF_GATE(latency_exec)
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -148,12 +141,6 @@ static __always_inline void count(__u32 slot)
         __sync_fetch_and_add(c, 1); /* per-CPU, atomic against preemption */
 }
 
-static __always_inline int is_armed(void)
-{
-    __u32 k = 0;
-    __u32 *g = bpf_map_lookup_elem(&gate, &k);
-    return g && *g == 0;
-}
 
 /* HdrHistogram's counts index of v (3 significant digits, unit 1). */
 static __always_inline __u32 hdr_index(__u64 v)
@@ -195,7 +182,7 @@ static __always_inline void record(__u64 ns)
 SEC("uprobe")
 int latency_entry(struct pt_regs *ctx)
 {
-    if (!is_armed())
+    if (!hwprof_armed())
         return 0;
     __u64 id = bpf_get_current_pid_tgid();
     count(COUNT_CALLS);
@@ -238,7 +225,7 @@ SEC("uretprobe")
 int latency_return(struct pt_regs *ctx)
 {
     __u64 now = bpf_ktime_get_ns();
-    if (!is_armed())
+    if (!hwprof_armed())
         return 0;
     __u64 id = bpf_get_current_pid_tgid();
     count(COUNT_RETURNS);
@@ -278,14 +265,3 @@ int latency_return(struct pt_regs *ctx)
     return 0;
 }
 
-/* sched_process_exec: TP_PROTO(struct task_struct *p, pid_t old_pid, struct
- * linux_binprm *bprm), in the exec'ing task's context. */
-SEC("raw_tracepoint/sched_process_exec")
-int latency_exec(void *ctx)
-{
-    __u32 k = 0;
-    __u32 *g = bpf_map_lookup_elem(&gate, &k);
-    if (g && *g && *g == (__u32)(bpf_get_current_pid_tgid() >> 32))
-        *g = 0;
-    return 0;
-}

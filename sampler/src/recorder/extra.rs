@@ -11,6 +11,11 @@ use crate::synth::MADE_SAMPLE_BITS;
 /// from 1, one per event opened since boot).
 pub const EXTRA_ID: u64 = 0xffff_ffff_0000_0001;
 
+/// The time of samples that sum a whole recording (written by an [`Extra`] at its
+/// end): after every record of it, so that each is named against its process's last
+/// mappings (perf's `OFF_CPU_TIMESTAMP`).
+pub const SUMMED_TIME: u64 = !0u64 << 32;
+
 /// `PERF_COUNT_SW_BPF_OUTPUT`: the software event perf's `offcpu-time` is.
 const SW_BPF_OUTPUT: u64 = 10;
 

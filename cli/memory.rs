@@ -1,0 +1,417 @@
+//! `hwprof memory`: who allocates memory, and what stays allocated (`--leaks`), by
+//! allocating stack, from uprobes on the allocator the target calls
+//! ([`hwprof_pmu::probe::allocator`]: glibc's malloc family, or whatever replaces it,
+//! or `--allocator`). The sizes come from the entry's argument registers, the
+//! pointers from the return, paired per thread in the kernel ([`bpf`]). The result is
+//! a recording (a `dummy` event's mapping and task records, and the sums as samples of
+//! an `allocated-bytes` or `leaked-bytes` event) drawn as a flame graph in bytes,
+//! folded stacks, or a table (`--report`).
+
+mod bpf;
+mod report;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use hwprof_analysis::alloc;
+use hwprof_analysis::fold::{self, FoldOptions, Weight};
+use hwprof_pmu::attr::{sample, types};
+use hwprof_pmu::probe::allocator::{self, Allocator, Found, Role};
+use hwprof_pmu::stop::Stop;
+use hwprof_pmu::target::{Rules, Target};
+use hwprof_sampler::config::{self, CallGraph, RecordOptions};
+use hwprof_sampler::recorder::RecordPlan;
+use hwprof_sampler::session::SessionOptions;
+use hwprof_symbolize::Options as SymOptions;
+
+use crate::args::{Engine, MEMORY_OUT, MemoryArgs, MemoryWeight, TargetWords};
+use crate::destination::write_output;
+use crate::error::{ExitWith, usage};
+use crate::render::svg::{self, Render};
+use crate::render::{escape, thousands};
+
+/// Runs `hwprof memory`; returns the exit code (the traced command's, when one ran).
+pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
+    let target = target_of(&a)?;
+    match a.record.call_graph.as_deref().map(CallGraph::parse) {
+        None | Some(Ok(CallGraph::Fp)) => {}
+        Some(Ok(CallGraph::Dwarf { .. })) => {
+            return usage(
+                "--call-graph dwarf is not available for memory: the allocating stacks are taken in the kernel by frame pointers (--call-graph fp)",
+            );
+        }
+        Some(Ok(CallGraph::Lbr)) => {
+            return usage(
+                "--call-graph lbr does not apply to uprobes (LBR samples only hardware events): use fp",
+            );
+        }
+        Some(Err(e)) => return usage(format!("--call-graph: {e}")),
+    }
+    if a.engine == Engine::Perf {
+        return usage(
+            "hwprof memory runs on the BPF engine only (the live blocks are kept in the kernel): leave out --engine perf",
+        );
+    }
+    let pids = target.processes().to_vec();
+    let program = program_of(&target)?;
+    let found = match &a.allocator {
+        Some(spec) => allocator::parse(spec, Some(&program), &pids),
+        None => allocator::find(&program, &pids),
+    }
+    .map_err(|e| ExitWith(1, e))?;
+    if found.found == Found::Replaced {
+        eprintln!(
+            "hwprof: note: tracing the allocator of {} (its malloc replaces libc's)",
+            escape(&found.path.display().to_string())
+        );
+    }
+    // The output first, so a wrong -o fails before the command starts.
+    let dest = if to_stdout(&a) {
+        Path::new("-")
+    } else {
+        a.output.as_path()
+    };
+    let early = Some(crate::destination::open_for_target(
+        dest,
+        &crate::destination::REPORT,
+        stop,
+    )?);
+    let (data, scratch) =
+        crate::destination::recording_path(a.record.data_file.as_deref(), &std::env::temp_dir())?;
+    let (specs, events) = event_specs(&found);
+    let enc = crate::events::encoder(None, &[])?;
+    let list = crate::events::parse_all(&enc, &specs)?;
+    let command = matches!(target, Target::Command(_));
+    let mut rec = RecordPlan::new(list, target.clone());
+    rec.options = RecordOptions {
+        command,
+        ..RecordOptions::default()
+    };
+    config::configure(&mut rec.events, &rec.options);
+    for e in &mut rec.events.events {
+        // The allocation samples written at the end find their event by its id.
+        e.attr.sample_type |= sample::IDENTIFIER;
+    }
+    rec.configure = false;
+    rec.session = SessionOptions {
+        data_pages: crate::sampling::ring_pages(Some("1M"))?,
+        inherit: true,
+        duration: a.record.duration,
+    };
+    let output = crate::sampling::open_output(&data, stop)?;
+    let allocs = bpf::Summed::load().map_err(|e| {
+        anyhow::anyhow!(ExitWith(
+            1,
+            format!(
+                "the BPF engine cannot run here: {e} (hwprof memory needs root, or CAP_BPF and CAP_PERFMON)"
+            )
+        ))
+    })?;
+    let mut recorder = crate::sampling::open_recorder(rec, false, None)?;
+    let in_tracefs = events.iter().all(|&(_, entry, _)| {
+        recorder
+            .entries()
+            .get(entry)
+            .is_some_and(|e| e.attr.type_ == types::TRACEPOINT)
+    });
+    if !in_tracefs {
+        anyhow::bail!(ExitWith(
+            1,
+            "the allocator's uprobes could not be defined in tracefs (its uprobe_events), which the BPF programs attach to: mount tracefs at /sys/kernel/tracing and run as root".into()
+        ));
+    }
+    let mut summed = bpf::Summed::attach(
+        allocs,
+        &mut recorder,
+        &events,
+        command,
+        a.leaks,
+        a.min_age.unwrap_or(0),
+    )
+    .context("attaching the BPF programs")?;
+    let done = recorder.run_with_extra(output, stop, None, &mut summed)?;
+    crate::sampling::warn_lost(&done);
+    let code = done.exit_code();
+    let kept = summed.data.take().unwrap_or_default();
+    warn_dropped(&kept.dropped);
+    let ages = std::mem::take(&mut summed.ages);
+    let age = |pid: u32, chain: &[u64]| ages.get(&(pid, chain.to_vec())).copied();
+    let what = What {
+        leaks: a.leaks,
+        attached: !command,
+        min_age_ns: a.min_age.unwrap_or(0),
+        allocator: &found,
+    };
+    draw(&a, &data, early, &what, &age)?;
+    drop(scratch);
+    Ok(code)
+}
+
+fn target_of(a: &MemoryArgs) -> anyhow::Result<Target> {
+    let words = TargetWords {
+        several: "give one -p",
+        missing: "nothing to trace: give a command after --, or -p PID (e.g. `hwprof memory -- ./app`)",
+    };
+    let rules = Rules {
+        live_ids: true,
+        ..Rules::default()
+    };
+    let t = crate::args::target(&a.record.flags(), rules, &words)?;
+    if t.processes().len() > 1 {
+        return usage("give one -p: each process may call another allocator");
+    }
+    Ok(t)
+}
+
+/// The program whose allocator is probed: the command's (found in `$PATH` as the
+/// shell would), or the attached process's executable.
+fn program_of(target: &Target) -> anyhow::Result<PathBuf> {
+    if let Some(&pid) = target.processes().first() {
+        return std::fs::read_link(format!("/proc/{pid}/exe")).with_context(|| {
+            format!("reading /proc/{pid}/exe (which program process {pid} runs)")
+        });
+    }
+    let Target::Command(argv) = target else {
+        return usage("nothing to trace: give a command after --, or -p PID");
+    };
+    let Some(cmd) = argv.first() else {
+        return usage("nothing to trace: give a command after --, or -p PID");
+    };
+    if cmd.contains('/') {
+        return Ok(PathBuf::from(cmd));
+    }
+    hwprof_pmu::probe::in_path(cmd).ok_or_else(|| {
+        anyhow::anyhow!(ExitWith(
+            127,
+            format!("{}: command not found in $PATH", escape(cmd))
+        ))
+    })
+}
+
+/// The recording's events: a `dummy` for the mapping and task records, then a uprobe
+/// (and but for free a uretprobe) per allocator function; and where each function's
+/// are.
+fn event_specs(a: &Allocator) -> (Vec<String>, Vec<bpf::FuncEvents>) {
+    let mut specs = vec!["dummy".to_string()];
+    let mut events = Vec::new();
+    let path = a.path.display().to_string();
+    for (role, sym) in &a.symbols {
+        let entry = specs.len();
+        specs.push(format!("uprobe:{path}:{sym}"));
+        let ret = (*role != Role::Free).then(|| {
+            specs.push(format!("uretprobe:{path}:{sym}"));
+            specs.len() - 1
+        });
+        events.push((*role, entry, ret));
+    }
+    (specs, events)
+}
+
+/// Says what did not fit the kernel's maps.
+fn warn_dropped(d: &hwprof_bpf::AllocDropped) {
+    let parts: Vec<String> = [
+        (d.calls, "calls not paired (no room for their thread)"),
+        (
+            d.outstanding,
+            "blocks not kept (no room among the live blocks: missing from --leaks)",
+        ),
+        (d.sites, "allocations not summed (no room for their stack)"),
+        (
+            d.stacks.collisions + d.stacks.other,
+            "allocations without their stack (the stack map was full)",
+        ),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{} {what}", thousands(*n)))
+    .collect();
+    if !parts.is_empty() {
+        eprintln!(
+            "hwprof: warning: the kernel's maps were full: {}: the figures are lower bounds",
+            parts.join("; ")
+        );
+    }
+}
+
+/// What was traced, for the titles.
+struct What<'a> {
+    leaks: bool,
+    attached: bool,
+    min_age_ns: u64,
+    allocator: &'a Allocator,
+}
+
+/// Where the output goes: stdout for `-o -`, or `--folded`/`--report` without `-o`.
+fn to_stdout(a: &MemoryArgs) -> bool {
+    a.output.as_os_str() == "-" || ((a.folded || a.report) && a.output.as_os_str() == MEMORY_OUT)
+}
+
+/// `1.5 GiB`, `3.0 MiB`, `64.0 KiB`, `100 B`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
+}
+
+/// `1.234 s`, `56.7 ms`, `890 µs`.
+pub fn human_ns(ns: u64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.3} s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{} µs", ns / 1000)
+    }
+}
+
+/// Draws the recording `data` to `-o` (or stdout), into `early`.
+fn draw(
+    a: &MemoryArgs,
+    data: &Path,
+    early: Option<hwprof_sampler::outfile::Output>,
+    what: &What<'_>,
+    age: alloc::Age<'_>,
+) -> anyhow::Result<()> {
+    let opts = SymOptions {
+        inline: true,
+        kernel: false,
+        user: true,
+        merge: false,
+        symfs: a.record.symfs.clone(),
+    };
+    let pd = crate::input::open(data)?;
+    let (event, _) = alloc::event(pd.attrs())
+        .with_context(|| format!("{} has no allocation samples", data.display()))?;
+    let profile = alloc::profile(&pd, &opts, event, age)
+        .with_context(|| format!("symbolizing {}", data.display()))?;
+    crate::input::notices(&profile);
+    let event = u32::try_from(event).unwrap_or(u32::MAX);
+    let fopts = FoldOptions {
+        inline: true,
+        kernel: false,
+    };
+    let (weight, unit) = match a.weight {
+        MemoryWeight::Bytes => (Weight::Period, "bytes"),
+        MemoryWeight::Count => (
+            Weight::Samples,
+            if what.leaks { "blocks" } else { "allocations" },
+        ),
+    };
+    let folded = fold::fold(&profile, event, weight, fopts);
+    let bytes: u64 = profile
+        .samples
+        .iter()
+        .filter(|s| s.event == event)
+        .map(|s| s.period)
+        .sum();
+    let count: u64 = profile
+        .samples
+        .iter()
+        .filter(|s| s.event == event)
+        .map(|s| s.count)
+        .sum();
+    let title = title(what, bytes, count);
+    if folded.is_empty() && !a.report {
+        anyhow::bail!(ExitWith(
+            1,
+            if what.leaks {
+                format!("{title}: nothing to draw")
+            } else {
+                format!(
+                    "no allocations seen through {} (is it the allocator the program calls? --allocator names another)",
+                    found_words(what.allocator)
+                )
+            }
+        ));
+    }
+    let out_bytes = if a.report {
+        let t = alloc::table(&profile, event, fopts, 20, 10);
+        report::table(&t, &title, what.leaks).into_bytes()
+    } else if a.folded {
+        folded.to_text().into_bytes()
+    } else {
+        let r = Render {
+            title: title.clone(),
+            subtitle: Some(subtitle(what, unit)),
+            count_name: unit.to_string(),
+            sources: &folded.sources,
+        };
+        svg::render(folded.lines(), &r).context("drawing the flame graph")?
+    };
+    if to_stdout(a) {
+        write_output(Path::new("-"), early, &out_bytes)?;
+    } else {
+        write_output(&a.output, early, &out_bytes)?;
+        let wrote = format!("{} ({title})", a.output.display());
+        eprintln!("hwprof: wrote {}", escape(&wrote));
+    }
+    Ok(())
+}
+
+/// The allocator's functions and file, in a few words.
+fn found_words(a: &Allocator) -> String {
+    let names: Vec<&str> = a.symbols.iter().map(|(_, s)| s.as_str()).collect();
+    format!("{} of {}", names.join(", "), a.path.display())
+}
+
+fn title(what: &What<'_>, bytes: u64, count: u64) -> String {
+    if what.leaks {
+        let when = if what.attached {
+            "at the end"
+        } else {
+            "at exit"
+        };
+        let older = if what.min_age_ns > 0 {
+            format!(" (blocks older than {})", human_ns(what.min_age_ns))
+        } else {
+            String::new()
+        };
+        format!(
+            "Still allocated {when}{older}: {} ({} bytes) in {}",
+            human_bytes(bytes),
+            thousands(bytes),
+            crate::render::plural(count, "block")
+        )
+    } else {
+        format!(
+            "Allocated: {} ({} bytes) in {}",
+            human_bytes(bytes),
+            thousands(bytes),
+            crate::render::plural(count, "allocation")
+        )
+    }
+}
+
+fn subtitle(what: &What<'_>, unit: &str) -> String {
+    let view = if what.leaks {
+        "still allocated, by allocating stack"
+    } else {
+        "allocated, by allocating stack"
+    };
+    format!(
+        "width = {unit} {view} (uprobes on {})",
+        found_words(what.allocator)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_ages_read_as_people_write_them() {
+        assert_eq!(human_bytes(100), "100 B");
+        assert_eq!(human_bytes(65_536), "64.0 KiB");
+        assert_eq!(human_bytes(3 << 20), "3.0 MiB");
+        assert_eq!(human_ns(1_500_000_000), "1.500 s");
+        assert_eq!(human_ns(2_500_000), "2.5 ms");
+    }
+}

@@ -1,0 +1,57 @@
+//! `hwprof memory --report`: the functions and stacks that allocated the most bytes
+//! (or hold the most, with `--leaks`), with their allocations (blocks) and, for the
+//! leaks, the oldest block's age. Stacks are printed whole, leaf first, as bcc's
+//! memleak prints them.
+
+use hwprof_analysis::alloc::Table;
+use hwprof_analysis::percent as pct;
+
+use super::human_ns;
+use crate::render::thousands;
+
+/// The table.
+pub fn table(t: &Table, title: &str, leaks: bool) -> String {
+    let count = if leaks { "blocks" } else { "allocs" };
+    let age = |a: Option<u64>| match (leaks, a) {
+        (false, _) => String::new(),
+        (true, Some(ns)) => format!("  {:>10}", human_ns(ns)),
+        (true, None) => format!("  {:>10}", "-"),
+    };
+    let age_head = if leaks {
+        format!("  {:>10}", "oldest")
+    } else {
+        String::new()
+    };
+    let mut s = format!(
+        "# {title}\n#\n# Functions by bytes (inclusive)\n{:>16}  {:>6}  {:>12}{age_head}  function\n",
+        "bytes", "%", count
+    );
+    for r in &t.functions {
+        s.push_str(&format!(
+            "{:>16}  {:>5.1}%  {:>12}{}  {}\n",
+            thousands(r.bytes),
+            pct(r.bytes, t.bytes),
+            thousands(r.count),
+            age(r.oldest_ns),
+            r.what
+        ));
+    }
+    s.push_str(&format!(
+        "\n# Stacks by bytes (leaf first)\n{:>16}  {:>6}  {:>12}{age_head}\n",
+        "bytes", "%", count
+    ));
+    for r in &t.stacks {
+        let comm = r.what.first().map_or("?", String::as_str);
+        s.push_str(&format!(
+            "{:>16}  {:>5.1}%  {:>12}{}  [{comm}]\n",
+            thousands(r.bytes),
+            pct(r.bytes, t.bytes),
+            thousands(r.count),
+            age(r.oldest_ns)
+        ));
+        for f in r.what.iter().skip(1).rev() {
+            s.push_str(&format!("{:>18}{f}\n", ""));
+        }
+    }
+    s
+}
