@@ -101,6 +101,8 @@ pub struct Table {
     pub files: BTreeMap<String, Stats>,
     /// Per syscall.
     pub syscalls: BTreeMap<String, Stats>,
+    /// Per (file, syscall).
+    pub file_syscalls: BTreeMap<(String, String), Stats>,
 }
 
 impl Table {
@@ -110,6 +112,9 @@ impl Table {
         for s in [
             self.files.entry(file.to_string()).or_default(),
             self.syscalls.entry(syscall.to_string()).or_default(),
+            (self.file_syscalls)
+                .entry((file.to_string(), syscall.to_string()))
+                .or_default(),
         ] {
             s.calls += calls;
             s.bytes += bytes;
@@ -123,6 +128,9 @@ impl Table {
         for s in [
             self.files.entry(file.to_string()).or_default(),
             self.syscalls.entry(syscall.to_string()).or_default(),
+            (self.file_syscalls)
+                .entry((file.to_string(), syscall.to_string()))
+                .or_default(),
         ] {
             // An auto-resizing histogram only fails on counts overflowing u64.
             let _ = s.hist.record_n(value, n);

@@ -175,6 +175,9 @@ fn file_name(t: &FdTables, tgid: u32, fd: i32, generation: u32) -> String {
     }
 }
 
+/// A sample to write: process, thread, syscall, fd, generation, user stack, ns, calls.
+type Drawn<'a> = (u32, u32, u32, i32, u32, &'a [u64], u64, u64);
+
 impl Extra for Traced {
     fn name(&self) -> String {
         IO_TIME.to_string()
@@ -237,7 +240,7 @@ impl Extra for Traced {
                 .durations(&sc, &file, hdr_value(h.index), h.count);
         }
         // The samples: each slow call with --threshold, else each sum.
-        let mut samples: Vec<(u32, u32, u32, i32, u32, &[u64], u64, u64)> = Vec::new();
+        let mut samples: Vec<Drawn<'_>> = Vec::new();
         if self.threshold {
             for s in &data.slow {
                 samples.push((s.tgid, s.tid, s.nr, s.fd, s.generation, &s.user, s.ns, 1));

@@ -20,9 +20,9 @@ pub fn duration(ns: u64) -> String {
     }
 }
 
-fn rows(s: &mut String, what: &str, rows: &std::collections::BTreeMap<String, Stats>) {
-    let mut v: Vec<(&String, &Stats)> = rows.iter().collect();
-    v.sort_by(|a, b| b.1.ns.cmp(&a.1.ns).then(a.0.cmp(b.0)));
+fn rows<'a>(s: &mut String, what: &str, rows: impl Iterator<Item = (String, &'a Stats)>) {
+    let mut v: Vec<(String, &Stats)> = rows.collect();
+    v.sort_by(|a, b| b.1.ns.cmp(&a.1.ns).then(a.0.cmp(&b.0)));
     s.push_str(&format!(
         "{:>10} {:>14} {:>7} {:>12} {:>11} {:>11} {:>11}  {what}\n",
         "calls", "bytes", "errors", "total", "p50", "p99", "max"
@@ -44,7 +44,7 @@ fn rows(s: &mut String, what: &str, rows: &std::collections::BTreeMap<String, St
                 0 => "-".to_string(),
                 _ => duration(st.hist.max()),
             },
-            crate::render::escape(name)
+            crate::render::escape(&name)
         ));
     }
 }
@@ -57,9 +57,19 @@ pub fn text(
     title: &str,
 ) -> String {
     let mut s = format!("# {title}\n#\n# Files and sockets, by time inside calls on them\n");
-    rows(&mut s, "file", &t.files);
+    rows(&mut s, "file", t.files.iter().map(|(k, v)| (k.clone(), v)));
     s.push_str("\n# System calls\n");
-    rows(&mut s, "syscall", &t.syscalls);
+    rows(
+        &mut s,
+        "syscall",
+        t.syscalls.iter().map(|(k, v)| (k.clone(), v)),
+    );
+    s.push_str("\n# Files by system call\n");
+    rows(
+        &mut s,
+        "syscall file",
+        (t.file_syscalls.iter()).map(|((f, sc), v)| (format!("{sc} {f}"), v)),
+    );
     if !slow.is_empty() {
         s.push_str(&format!(
             "\n# Slow calls ({} in all; the {} slowest)\n",
@@ -67,7 +77,7 @@ pub fn text(
             SLOW_LISTED.min(slow.len())
         ));
         let mut v: Vec<&(String, String, u64, u32, i64)> = slow.iter().collect();
-        v.sort_by(|a, b| b.2.cmp(&a.2));
+        v.sort_by_key(|c| std::cmp::Reverse(c.2));
         for (sc, file, ns, tid, ret) in v.into_iter().take(SLOW_LISTED) {
             s.push_str(&format!(
                 "{:>12}  tid {tid:<8} {sc}({}) = {ret}\n",
