@@ -129,6 +129,15 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
         a.min_age.unwrap_or(0),
     )
     .context("attaching the BPF programs")?;
+    if let Some(pid) = pids.first() {
+        summed.announce = Some(format!(
+            "tracing the allocations of process {pid}: {}",
+            match a.record.duration {
+                Some(d) => format!("for {:.1} s, or until it exits or Ctrl-C", d.as_secs_f64()),
+                None => "until it exits or Ctrl-C".to_string(),
+            }
+        ));
+    }
     let done = recorder.run_with_extra(output, stop, None, &mut summed)?;
     crate::sampling::warn_lost(&done);
     let code = done.exit_code();
@@ -189,8 +198,8 @@ fn program_of(target: &Target) -> anyhow::Result<PathBuf> {
 }
 
 /// The recording's events: a `dummy` for the mapping and task records, then a uprobe
-/// (and but for free a uretprobe) per allocator function; and where each function's
-/// are.
+/// (and but for free a uretprobe) per allocator function, and C++'s operator new as
+/// malloc (see [`Allocator::operator_new`]); and where each function's are.
 fn event_specs(a: &Allocator) -> (Vec<String>, Vec<bpf::FuncEvents>) {
     let mut specs = vec!["dummy".to_string()];
     let mut events = Vec::new();
@@ -203,6 +212,15 @@ fn event_specs(a: &Allocator) -> (Vec<String>, Vec<bpf::FuncEvents>) {
             specs.len() - 1
         });
         events.push((*role, entry, ret));
+    }
+    if let Some((lib, names)) = &a.operator_new {
+        let lib = lib.display();
+        for n in names {
+            let entry = specs.len();
+            specs.push(format!("uprobe:{lib}:{n}"));
+            specs.push(format!("uretprobe:{lib}:{n}"));
+            events.push((Role::Malloc, entry, Some(entry + 1)));
+        }
     }
     (specs, events)
 }
@@ -359,7 +377,11 @@ fn draw(
 /// The allocator's functions and file, in a few words.
 fn found_words(a: &Allocator) -> String {
     let names: Vec<&str> = a.symbols.iter().map(|(_, s)| s.as_str()).collect();
-    format!("{} of {}", names.join(", "), a.path.display())
+    let new = match &a.operator_new {
+        Some((lib, _)) => format!(" and operator new of {}", lib.display()),
+        None => String::new(),
+    };
+    format!("{} of {}{new}", names.join(", "), a.path.display())
 }
 
 fn title(what: &What<'_>, bytes: u64, count: u64) -> String {

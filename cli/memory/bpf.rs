@@ -28,6 +28,9 @@ pub struct Summed {
     leaks: bool,
     min_age_ns: u64,
     gate_error: Option<hwprof_bpf::Error>,
+    /// Said on stderr as the window of an attached process opens (memleak's
+    /// "Attaching to pid N"): the target may go on.
+    pub announce: Option<String>,
     /// When the window closed (CLOCK_MONOTONIC ns): the end the blocks' ages count to.
     closed: Option<u64>,
     /// What the kernel kept (after [`Extra::finish`]; its sites moved into the file).
@@ -74,6 +77,7 @@ impl Summed {
             leaks,
             min_age_ns,
             gate_error: None,
+            announce: None,
             closed: None,
             data: None,
             ages: HashMap::new(),
@@ -104,7 +108,11 @@ impl Extra for Summed {
     fn edge(&mut self, edge: Edge) {
         let r = match edge {
             Edge::Start if self.command => Ok(()),
-            Edge::Start => self.gate.open(),
+            Edge::Start => self.gate.open().inspect(|()| {
+                if let Some(a) = &self.announce {
+                    eprintln!("hwprof: {a}");
+                }
+            }),
             Edge::End => {
                 self.closed = Some(hwprof_bpf::now_ns());
                 self.gate.close()

@@ -13,8 +13,10 @@
  * Each block keeps when it was allocated, for its age. The programs count inside the
  * window of `gate` (HWPROF_GATE: they run on every hit of the uprobes' perf events,
  * enabled or not): the entries and free check it, a return pairs what its entry took.
- * One call in progress per thread: an allocator does not call another through its
- * public symbol (glibc's realloc and calloc call _int_malloc).
+ * One call timed per thread: a call made inside another (C++'s operator new calls
+ * malloc, and both are probed: the stack at operator new's return names its caller,
+ * which libstdc++'s frames, without frame pointers, would hide) is counted in the
+ * outer one's `depth` and left out; the outer one's return pairs with its entry.
  *
  * Bounded: every map has max_entries (`outstanding` allocates its entries as they come,
  * not at load); what did not fit is counted in `dropped`. */
@@ -36,6 +38,7 @@ struct pending {
     __u64 size;
     __u64 old;    /* realloc's pointer, freed when it succeeds */
     __u64 memptr; /* posix_memalign's, where it stores the pointer */
+    __u64 depth;  /* allocator calls in progress inside this one */
 };
 
 struct allocation {
@@ -105,6 +108,11 @@ static __always_inline int begin(__u64 size, __u64 old, __u64 memptr)
     if (!hwprof_armed())
         return 0;
     __u64 id = bpf_get_current_pid_tgid();
+    struct pending *in = bpf_map_lookup_elem(&pending, &id);
+    if (in) {
+        __sync_fetch_and_add(&in->depth, 1); /* inside another: its return pairs */
+        return 0;
+    }
     struct pending p = {.size = size, .old = old, .memptr = memptr};
     if (bpf_map_update_elem(&pending, &id, &p, BPF_ANY) != 0)
         hwprof_drop(DROP_PENDING);
@@ -194,12 +202,17 @@ static __always_inline int allocated_now(struct pt_regs *ctx, __u64 id, __u64 si
     return 0;
 }
 
-/* Takes thread id's call in progress into `c`; 0 when it has none. */
+/* Takes thread id's call in progress into `c`; 0 when it has none, or when this is
+ * the return of a call inside it. */
 static __always_inline int take_pending(__u64 id, struct pending *c)
 {
     struct pending *p = bpf_map_lookup_elem(&pending, &id);
     if (!p)
         return 0;
+    if (p->depth) {
+        p->depth--; /* the thread's own: nothing else touches it */
+        return 0;
+    }
     *c = *p;
     bpf_map_delete_elem(&pending, &id);
     return 1;

@@ -91,7 +91,23 @@ pub struct Allocator {
     pub symbols: Vec<(Role, String)>,
     /// How it was chosen.
     pub found: Found,
+    /// C++'s `operator new`s, taken as mallocs, and the library that defines them
+    /// (libstdc++): the stack at their return names the function that called `new`,
+    /// which the frames of a library built without frame pointers would hide; the
+    /// `malloc` inside each is left out (the kernel counts it as nested).
+    pub operator_new: Option<(PathBuf, Vec<String>)>,
 }
+
+/// C++'s allocating `operator new`s (Itanium ABI): `new(size_t)`, `new[](size_t)`, their
+/// `nothrow` and aligned forms; the size is the first argument of each.
+pub const OPERATOR_NEW: [&str; 6] = [
+    "_Znwm",
+    "_Znam",
+    "_ZnwmRKSt9nothrow_t",
+    "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t",
+    "_ZnamSt11align_val_t",
+];
 
 /// ELF files read here are headers and tables; a bigger `.dynamic` is not one.
 const DYNAMIC_MAX: u64 = 1 << 20;
@@ -164,6 +180,7 @@ pub fn parse(spec: &str, program: Option<&Path>, pids: &[i32]) -> Result<Allocat
         path,
         symbols,
         found: Found::Given,
+        operator_new: None,
     })
 }
 
@@ -199,27 +216,11 @@ pub fn find(program: &Path, pids: &[i32]) -> Result<Allocator, String> {
         }
     }
     queue.push_front((program.to_path_buf(), exe));
-    let mut looked = 0;
+    // Every object, in the loader's order: the first that defines malloc binds every
+    // malloc call; the first that defines operator new, every `new`.
+    let mut objects: Vec<(PathBuf, Elf)> = Vec::new();
     while let Some((path, elf)) = queue.pop_front() {
-        looked += 1;
-        if elf.defines("malloc") && elf.defines("free") {
-            let found = if file_name(&path).starts_with("libc.so") || file_name(&path) == "libc" {
-                Found::Libc
-            } else {
-                Found::Replaced
-            };
-            let symbols = Role::ALL
-                .into_iter()
-                .filter(|r| elf.defines(r.name()))
-                .map(|r| (r, r.name().to_string()))
-                .collect();
-            return Ok(Allocator {
-                path,
-                symbols,
-                found,
-            });
-        }
-        if looked >= MAX_LIBRARIES {
+        if objects.len() >= MAX_LIBRARIES {
             break;
         }
         for needed in &elf.needed {
@@ -235,6 +236,39 @@ pub fn find(program: &Path, pids: &[i32]) -> Result<Allocator, String> {
                 queue.push_back((p, e));
             }
         }
+        objects.push((path, elf));
+    }
+    let operator_new = objects
+        .iter()
+        .find(|(_, e)| e.defines(OPERATOR_NEW[0]))
+        .map(|(p, e)| {
+            let names = OPERATOR_NEW
+                .iter()
+                .filter(|n| e.defines(n))
+                .map(|n| n.to_string())
+                .collect();
+            (p.clone(), names)
+        });
+    if let Some((path, elf)) = objects
+        .into_iter()
+        .find(|(_, e)| e.defines("malloc") && e.defines("free"))
+    {
+        let found = if file_name(&path).starts_with("libc.so") {
+            Found::Libc
+        } else {
+            Found::Replaced
+        };
+        let symbols = Role::ALL
+            .into_iter()
+            .filter(|r| elf.defines(r.name()))
+            .map(|r| (r, r.name().to_string()))
+            .collect();
+        return Ok(Allocator {
+            path,
+            symbols,
+            found,
+            operator_new,
+        });
     }
     let program_words = if order.len() == 1 {
         format!(
