@@ -13,6 +13,8 @@
 #   benches/compare_perf.sh offcpu    off-CPU recording overhead on a sleep/wake-heavy workload, and
 #                                     the tracing cost on a pipe ping-pong: hwprof's BPF and perf-event
 #                                     engines against bpftrace and perf record (alone: offcpu-trace)
+#   benches/compare_perf.sh io-trace  syscall tracing cost: hwprof io's BPF engine against a bpftrace
+#                                     raw_syscalls script on a write/read loop
 #   benches/compare_perf.sh bench     harness cost per run of `hwprof bench -r N` vs `perf stat -r N`
 #   benches/compare_perf.sh memory    peak RSS of report, flamegraph and script on recordings of
 #                                     2, 20 and 200 s: flat for hwprof, growing for perf
@@ -53,7 +55,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|report|flamegraph|probe|probe-trace|offcpu|offcpu-trace|bench|memory|dwarf|all" >&2
+    echo "usage: $0 stat|record|script|report|flamegraph|probe|probe-trace|offcpu|offcpu-trace|io-trace|bench|memory|dwarf|all" >&2
     exit 2
 }
 
@@ -859,6 +861,101 @@ bench_dwarf() {
     echo "dwarf record: hwprof $(ratio "$hwr" "$bare")x bare, perf $(ratio "$pfr" "$bare")x bare; bytes per sample hwprof/perf = $(ratio "$(stat -c %s "$WORK/rec_hw.data")" "$(stat -c %s "$WORK/rec_pf.data")")x of the files (same workload, -F, -m)"
 }
 
+# Tracing cost where every event is a syscall: a loop of IO_PAIRS (default 1000000)
+# 1-byte write/read pairs on a pipe (2 x IO_PAIRS syscalls), bare, under a bpftrace script
+# on raw_syscalls:sys_enter/sys_exit (per-tid start, syscall and user stack; ns summed
+# per (stack, syscall) in a map: what `hwprof io` keeps, without its per-fd names and
+# histograms) and under hwprof io on its BPF engine. As offcpu-trace: the target's own
+# wall and CPU time (inside each tool), each tool's own CPU and hwprof's peak RSS beside.
+bench_io_trace() {
+    find_hwprof
+    command -v bpftrace >/dev/null || die "bpftrace not found: apt-get install bpftrace"
+    [[ -x /usr/bin/time ]] || die "/usr/bin/time not found: apt-get install time"
+    local n=${N_IO:-5} k=${IO_PAIRS:-1000000}
+    cat >"$WORK/io_loop.c" <<'EOF'
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((noinline)) void pairs(int *p, long n)
+{
+    char c = 'x';
+    for (long i = 0; i < n; i++)
+        if (write(p[1], &c, 1) != 1 || read(p[0], &c, 1) != 1)
+            exit(1);
+}
+int main(int argc, char **argv)
+{
+    int p[2];
+    if (argc < 2 || pipe(p) != 0)
+        return 2;
+    pairs(p, atol(argv[1]));
+    return 0;
+}
+EOF
+    cc -O1 -g -fno-omit-frame-pointer -o "$WORK/io_loop" "$WORK/io_loop.c" || die "cannot compile io_loop"
+    cat >"$WORK/io.bt" <<'EOF'
+tracepoint:raw_syscalls:sys_enter /comm == "io_loop"/
+{
+  @start[tid] = nsecs; @nr[tid] = args->id; @st[tid] = ustack;
+}
+tracepoint:raw_syscalls:sys_exit /@start[tid]/
+{
+  @ns[@st[tid], @nr[tid]] = sum(nsecs - @start[tid]);
+  delete(@start[tid]); delete(@nr[tid]); delete(@st[tid]);
+}
+END { clear(@start); clear(@nr); clear(@st); }
+EOF
+    local inner=(/usr/bin/time -f '%e %U %S' -o "$WORK/inner.t" "$WORK/io_loop" "$k")
+    local v i tool own tw tu ts
+    local variants=(bare bpftrace hw_bpf)
+    for v in "${variants[@]}"; do : >"$WORK/$v.io"; done
+    : >"$WORK/hw_bpf.rss"
+    for ((i = 0; i < n; i++)); do
+        for v in "${variants[@]}"; do
+            tool="0 0"
+            case $v in
+            bare) "${inner[@]}" >/dev/null || die "io_loop failed" ;;
+            bpftrace)
+                with_bpftrace "$WORK/io.bt" "${inner[@]}"
+                tool=$(cat "$WORK/tool.t")
+                ;;
+            hw_bpf)
+                /usr/bin/time -f '%U %S %M' -o "$WORK/tool.t" "$HWPROF" io --engine bpf \
+                    --report -o "$WORK/io.report" -- "${inner[@]}" >/dev/null 2>&1 ||
+                    die "hwprof io --engine bpf failed"
+                grep -q "  read pipe:" "$WORK/io.report" || die "hwprof io: no reads of the pipe"
+                awk '{ print $3 }' "$WORK/tool.t" >>"$WORK/hw_bpf.rss"
+                tool=$(awk '{ print $1, $2 }' "$WORK/tool.t")
+                ;;
+            esac
+            read -r tw tu ts <"$WORK/inner.t"
+            own=$(own_cpu "$v" "$tool" "$tu" "$ts")
+            echo "$tw $own $(awk -v a="$tu" -v b="$ts" 'BEGIN { printf "%.3f", a + b }')" >>"$WORK/$v.io"
+        done
+    done
+    echo "== syscall tracing cost: io_loop $k write/read pairs on a pipe ($((2 * k)) syscalls), $n runs each, interleaved"
+    printf '%-62s %10s %8s %12s %8s %12s\n' variant "target s" "vs bare" "target CPU s" "vs bare" "tool CPU s"
+    local bare_w bare_c mean_wall mean_cpu mean_tcpu
+    bare_w=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/bare.io")
+    bare_c=$(awk '{ s += $3; n++ } END { printf "%.3f", s / n }' "$WORK/bare.io")
+    local -A label=(
+        [bare]="bare"
+        [bpftrace]="bpftrace, raw_syscalls script (sum per stack, syscall)"
+        [hw_bpf]="hwprof io --engine bpf (sums, fds, histograms)"
+    )
+    local -A walls=() cpus=()
+    for v in "${variants[@]}"; do
+        mean_wall=$(awk '{ s += $1; n++ } END { printf "%.3f", s / n }' "$WORK/$v.io")
+        mean_cpu=$(awk '{ s += $2; n++ } END { printf "%.3f", s / n }' "$WORK/$v.io")
+        mean_tcpu=$(awk '{ s += $3; n++ } END { printf "%.3f", s / n }' "$WORK/$v.io")
+        printf '%-62s %10s %8s %12s %8s %12s\n' "${label[$v]}" "$mean_wall" "$(ratio "$mean_wall" "$bare_w")" \
+            "$mean_tcpu" "$(ratio "$mean_tcpu" "$bare_c")" "$mean_cpu"
+        walls[$v]=$mean_wall
+        cpus[$v]=$mean_tcpu
+    done
+    echo "io tracing, target wall: hwprof bpf $(ratio "${walls[hw_bpf]}" "$bare_w")x bare, bpftrace $(ratio "${walls[bpftrace]}" "$bare_w")x bare, hwprof bpf / bpftrace $(ratio "${walls[hw_bpf]}" "${walls[bpftrace]}")"
+    echo "io tracing, target CPU: hwprof bpf / bpftrace $(ratio "${cpus[hw_bpf]}" "${cpus[bpftrace]}"); hwprof io peak RSS $(sort -n "$WORK/hw_bpf.rss" | tail -1) KiB"
+}
+
 # samples_in FILE: sample records in a perf.data file (read by hwprof script).
 samples_in() {
     "$HWPROF" script -i "$1" --format jsonl 2>/dev/null | grep -c '"type":"sample"' || true
@@ -893,6 +990,8 @@ case "$1" in
         echo
         bench_offcpu_trace
         echo
+        bench_io_trace
+        echo
         bench_harness
         echo
         bench_memory
@@ -906,6 +1005,7 @@ case "$1" in
         bench_offcpu_trace
         ;;
     offcpu-trace) bench_offcpu_trace ;;
+    io-trace) bench_io_trace ;;
     flamegraph) bench_flamegraph ;;
     probe)
         bench_probe
