@@ -164,6 +164,17 @@ fn check(what: &str, report: &str, own_line: &str, zero: &Path) {
     );
 }
 
+/// `hwprof io --engine ENGINE [extra] --report -- io_reads ZERO`, which must succeed.
+fn io_reads(engine: &str, extra: &[&str], zero: &Path) -> Run {
+    let exe = wl("io_reads");
+    let mut args = vec!["io", "--engine", engine];
+    args.extend(extra);
+    args.extend(["--report", "--", &exe, zero.to_str().expect("utf-8")]);
+    let run = hwprof(&args);
+    run.assert_ok();
+    run
+}
+
 fn bpf_ok() -> bool {
     match hwprof_bpf::Engine::check() {
         Ok(()) => true,
@@ -182,18 +193,8 @@ fn a_command_on_both_engines() {
     if !require_tracefs("hwprof io --engine perf") || !bpf_ok() {
         return;
     }
-    let exe = wl("io_reads");
     for engine in ENGINES {
-        let run = hwprof(&[
-            "io",
-            "--engine",
-            engine,
-            "--report",
-            "--",
-            &exe,
-            zero.to_str().expect("utf-8"),
-        ]);
-        run.assert_ok();
+        let run = io_reads(engine, &[], &zero);
         check(&format!("{engine} -- CMD"), &run.stdout, &run.stderr, &zero);
     }
 }
@@ -284,20 +285,8 @@ fn a_threshold_keeps_only_the_slow_calls() {
     if !require_tracefs("hwprof io --engine perf") || !bpf_ok() {
         return;
     }
-    let exe = wl("io_reads");
     for engine in ENGINES {
-        let run = hwprof(&[
-            "io",
-            "--engine",
-            engine,
-            "--threshold",
-            "50ms",
-            "--report",
-            "--",
-            &exe,
-            zero.to_str().expect("utf-8"),
-        ]);
-        run.assert_ok();
+        let run = io_reads(engine, &["--threshold", "50ms"], &zero);
         let (ino, ..) = own(&run.stderr);
         let pipe = format!("pipe:[{ino}]");
         // The first read may wait less than 50 ms on a loaded machine only if the child

@@ -109,13 +109,7 @@ impl Table {
     /// Adds `calls` calls of `syscall` on `file` with their totals (durations apart:
     /// [`Table::durations`]).
     pub fn add(&mut self, syscall: &str, file: &str, calls: u64, bytes: u64, errors: u64, ns: u64) {
-        for s in [
-            self.files.entry(file.to_string()).or_default(),
-            self.syscalls.entry(syscall.to_string()).or_default(),
-            (self.file_syscalls)
-                .entry((file.to_string(), syscall.to_string()))
-                .or_default(),
-        ] {
+        for s in self.rows(syscall, file) {
             s.calls += calls;
             s.bytes += bytes;
             s.errors += errors;
@@ -123,15 +117,21 @@ impl Table {
         }
     }
 
-    /// Adds `n` durations of `value` ns of `syscall` on `file` to their histograms.
-    pub fn durations(&mut self, syscall: &str, file: &str, value: u64, n: u64) {
-        for s in [
+    /// The rows a call of `syscall` on `file` counts in: its file's, its syscall's and
+    /// theirs.
+    fn rows(&mut self, syscall: &str, file: &str) -> [&mut Stats; 3] {
+        [
             self.files.entry(file.to_string()).or_default(),
             self.syscalls.entry(syscall.to_string()).or_default(),
             (self.file_syscalls)
                 .entry((file.to_string(), syscall.to_string()))
                 .or_default(),
-        ] {
+        ]
+    }
+
+    /// Adds `n` durations of `value` ns of `syscall` on `file` to their histograms.
+    pub fn durations(&mut self, syscall: &str, file: &str, value: u64, n: u64) {
+        for s in self.rows(syscall, file) {
             // An auto-resizing histogram only fails on counts overflowing u64.
             let _ = s.hist.record_n(value, n);
         }
