@@ -13,15 +13,17 @@ mod report;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use hwprof_analysis::alloc;
+use std::collections::HashMap;
+
+use hwprof_analysis::alloc::{self, pair, pair::Probe};
 use hwprof_analysis::fold::{self, FoldOptions, Weight};
 use hwprof_pmu::attr::{sample, types};
 use hwprof_pmu::probe::allocator::{self, Allocator, Found, Role};
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::target::{Rules, Target};
 use hwprof_sampler::config::{self, CallGraph, RecordOptions};
-use hwprof_sampler::recorder::RecordPlan;
-use hwprof_sampler::session::SessionOptions;
+use hwprof_sampler::recorder::{RecordPlan, Sink};
+use hwprof_sampler::session::{Edge, SessionOptions};
 use hwprof_symbolize::Options as SymOptions;
 
 use crate::args::{Engine, MEMORY_OUT, MemoryArgs, MemoryWeight, TargetWords};
@@ -33,25 +35,17 @@ use crate::render::{escape, thousands};
 /// Runs `hwprof memory`; returns the exit code (the traced command's, when one ran).
 pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
     let target = target_of(&a)?;
-    match a.record.call_graph.as_deref().map(CallGraph::parse) {
-        None | Some(Ok(CallGraph::Fp)) => {}
-        Some(Ok(CallGraph::Dwarf { .. })) => {
-            return usage(
-                "--call-graph dwarf is not available for memory: the allocating stacks are taken in the kernel by frame pointers (--call-graph fp)",
-            );
-        }
+    let mode = match a.record.call_graph.as_deref().map(CallGraph::parse) {
+        None => CallGraph::Fp,
         Some(Ok(CallGraph::Lbr)) => {
             return usage(
-                "--call-graph lbr does not apply to uprobes (LBR samples only hardware events): use fp",
+                "--call-graph lbr does not apply to uprobes (LBR samples only hardware events): use fp or dwarf",
             );
         }
+        Some(Ok(m)) => m,
         Some(Err(e)) => return usage(format!("--call-graph: {e}")),
-    }
-    if a.engine == Engine::Perf {
-        return usage(
-            "hwprof memory runs on the BPF engine only (the live blocks are kept in the kernel): leave out --engine perf",
-        );
-    }
+    };
+    let dwarf = matches!(mode, CallGraph::Dwarf { .. });
     let pids = target.processes().to_vec();
     let program = program_of(&target)?;
     let found = match &a.allocator {
@@ -65,6 +59,7 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
             escape(&found.path.display().to_string())
         );
     }
+    let in_kernel = engine(&a, dwarf)?;
     // The output first, so a wrong -o fails before the command starts.
     let dest = if to_stdout(&a) {
         Path::new("-")
@@ -85,6 +80,7 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
     let mut rec = RecordPlan::new(list, target.clone());
     rec.options = RecordOptions {
         command,
+        call_graph: in_kernel.is_none().then_some(mode),
         ..RecordOptions::default()
     };
     config::configure(&mut rec.events, &rec.options);
@@ -92,21 +88,54 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
         // The allocation samples written at the end find their event by its id.
         e.attr.sample_type |= sample::IDENTIFIER;
     }
+    if in_kernel.is_none() {
+        sample_calls(&mut rec, &events, dwarf);
+    }
     rec.configure = false;
     rec.session = SessionOptions {
-        data_pages: crate::sampling::ring_pages(Some("1M"))?,
+        data_pages: crate::sampling::ring_pages(Some(if in_kernel.is_some() {
+            "1M"
+        } else if dwarf {
+            "16M"
+        } else {
+            "4M"
+        }))?,
         inherit: true,
         duration: a.record.duration,
     };
     let output = crate::sampling::open_output(&data, stop)?;
-    let allocs = bpf::Summed::load().map_err(|e| {
-        anyhow::anyhow!(ExitWith(
-            1,
-            format!(
-                "the BPF engine cannot run here: {e} (hwprof memory needs root, or CAP_BPF and CAP_PERFMON)"
-            )
-        ))
-    })?;
+    let what = What {
+        leaks: a.leaks,
+        attached: !command,
+        min_age_ns: a.min_age.unwrap_or(0),
+        allocator: &found,
+        perf: in_kernel.is_none(),
+    };
+    let announce = pids.first().map(|pid| {
+        format!(
+            "hwprof: tracing the allocations of process {pid}: {}",
+            match a.record.duration {
+                Some(d) => format!("for {:.1} s, or until it exits or Ctrl-C", d.as_secs_f64()),
+                None => "until it exits or Ctrl-C".to_string(),
+            }
+        )
+    });
+    let Some(allocs) = in_kernel else {
+        // Every call through the ring, paired when drawn; the stack copies stay raw
+        // (unwinding while recording would drop the registers the pairing reads).
+        let recorder = crate::sampling::open_recorder(rec, false, None)?;
+        let done = recorder.run_sink_with_edges(Sink::PerfData(output), stop, &mut |e| {
+            if let (Edge::Start, Some(a)) = (e, &announce) {
+                eprintln!("{a}");
+            }
+        })?;
+        crate::sampling::warn_lost(&done);
+        let code = done.exit_code();
+        let probes = probes(&events);
+        draw(&a, &data, early, &what, Source::Paired(&probes))?;
+        drop(scratch);
+        return Ok(code);
+    };
     let mut recorder = crate::sampling::open_recorder(rec, false, None)?;
     let in_tracefs = events.iter().all(|&(_, entry, _)| {
         recorder
@@ -129,15 +158,7 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
         a.min_age.unwrap_or(0),
     )
     .context("attaching the BPF programs")?;
-    if let Some(pid) = pids.first() {
-        summed.announce = Some(format!(
-            "tracing the allocations of process {pid}: {}",
-            match a.record.duration {
-                Some(d) => format!("for {:.1} s, or until it exits or Ctrl-C", d.as_secs_f64()),
-                None => "until it exits or Ctrl-C".to_string(),
-            }
-        ));
-    }
+    summed.announce = announce;
     let done = recorder.run_with_extra(output, stop, None, &mut summed)?;
     crate::sampling::warn_lost(&done);
     let code = done.exit_code();
@@ -145,15 +166,71 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
     warn_dropped(&kept.dropped);
     let ages = std::mem::take(&mut summed.ages);
     let age = |pid: u32, chain: &[u64]| ages.get(&(pid, chain.to_vec())).copied();
-    let what = What {
-        leaks: a.leaks,
-        attached: !command,
-        min_age_ns: a.min_age.unwrap_or(0),
-        allocator: &found,
-    };
-    draw(&a, &data, early, &what, &age)?;
+    draw(&a, &data, early, &what, Source::Summed(&age))?;
     drop(scratch);
     Ok(code)
+}
+
+/// The BPF programs, loaded, when `--engine` and the stacks let them run: `None` for
+/// the perf-event path (asked for; needed for DWARF stacks; or, with `auto`, BPF
+/// unavailable here, which a note says).
+fn engine(a: &MemoryArgs, dwarf: bool) -> anyhow::Result<Option<hwprof_bpf::alloc::Allocs>> {
+    match (a.engine, dwarf) {
+        (Engine::Perf, _) | (Engine::Auto, true) => return Ok(None),
+        (Engine::Bpf, true) => {
+            return usage(
+                "--engine bpf takes frame-pointer stacks: --call-graph dwarf copies each allocation's stack to user space; use --engine perf",
+            );
+        }
+        _ => {}
+    }
+    match bpf::Summed::load() {
+        Ok(k) => Ok(Some(k)),
+        Err(e) if a.engine == Engine::Auto => {
+            eprintln!(
+                "hwprof: note: {}: sampling every allocator call with perf events instead (more overhead; --engine perf skips this attempt)",
+                escape(&e.to_string())
+            );
+            Ok(None)
+        }
+        Err(e) => Err(anyhow::anyhow!(ExitWith(1, format!("--engine bpf: {e}")))),
+    }
+}
+
+/// The perf-event path's samples: each entry with the argument registers only, each
+/// return with its value and the allocating stack (frame pointers, or DWARF's
+/// registers and stack copy).
+fn sample_calls(rec: &mut RecordPlan, events: &[bpf::FuncEvents], dwarf: bool) {
+    use hwprof_analysis::alloc::pair::reg;
+    let returns: Vec<usize> = events.iter().filter_map(|e| e.2).collect();
+    let entries: Vec<usize> = events.iter().map(|e| e.1).collect();
+    for (i, e) in rec.events.events.iter_mut().enumerate() {
+        let at = &mut e.attr;
+        at.exclude_callchain_kernel = true;
+        if entries.contains(&i) {
+            at.sample_type &= !(sample::CALLCHAIN | sample::STACK_USER);
+            at.sample_type |= sample::REGS_USER;
+            at.sample_regs_user = reg::ARGS;
+            at.sample_stack_user = 0;
+        } else if returns.contains(&i) {
+            at.sample_type |= sample::REGS_USER;
+            if !dwarf {
+                at.sample_regs_user = reg::RET;
+            }
+        }
+    }
+}
+
+/// The role of each uprobe event of the recording, by event index.
+fn probes(events: &[bpf::FuncEvents]) -> HashMap<usize, Probe> {
+    let mut m = HashMap::new();
+    for &(role, entry, ret) in events {
+        m.insert(entry, Probe::Entry(role));
+        if let Some(r) = ret {
+            m.insert(r, Probe::Return(role));
+        }
+    }
+    m
 }
 
 fn target_of(a: &MemoryArgs) -> anyhow::Result<Target> {
@@ -257,6 +334,17 @@ struct What<'a> {
     attached: bool,
     min_age_ns: u64,
     allocator: &'a Allocator,
+    /// On the perf-event path.
+    perf: bool,
+}
+
+/// Where the allocations are in the recording.
+enum Source<'a> {
+    /// Summed in the kernel: the `allocated-bytes`/`leaked-bytes` samples, and each
+    /// leaked stack's oldest block.
+    Summed(alloc::Age<'a>),
+    /// The calls, one sample each, paired when drawn (events by index).
+    Paired(&'a HashMap<usize, Probe>),
 }
 
 /// Where the output goes: stdout for `-o -`, or `--folded`/`--report` without `-o`.
@@ -296,7 +384,7 @@ fn draw(
     data: &Path,
     early: Option<hwprof_sampler::outfile::Output>,
     what: &What<'_>,
-    age: alloc::Age<'_>,
+    source: Source<'_>,
 ) -> anyhow::Result<()> {
     let opts = SymOptions {
         inline: true,
@@ -306,12 +394,37 @@ fn draw(
         symfs: a.record.symfs.clone(),
     };
     let pd = crate::input::open(data)?;
-    let (event, _) = alloc::event(pd.attrs())
-        .with_context(|| format!("{} has no allocation samples", data.display()))?;
-    let profile = alloc::profile(&pd, &opts, event, age)
-        .with_context(|| format!("symbolizing {}", data.display()))?;
+    let symbolizing = || format!("symbolizing {}", data.display());
+    let (profile, event) = match source {
+        Source::Summed(age) => {
+            let (event, _) = alloc::event(pd.attrs())
+                .with_context(|| format!("{} has no allocation samples", data.display()))?;
+            let p = alloc::profile(&pd, &opts, event, age).with_context(symbolizing)?;
+            (p, u32::try_from(event).unwrap_or(u32::MAX))
+        }
+        Source::Paired(probes) => {
+            let paired = pair::pair(&pd, probes, what.leaks, what.min_age_ns)
+                .with_context(|| format!("reading {}", data.display()))?;
+            if paired.unfollowed > 0 && what.leaks {
+                eprintln!(
+                    "hwprof: note: {} of posix_memalign not in the leaks: on the perf engine their pointer (stored in memory) is not recorded; --engine bpf reads it",
+                    crate::render::plural(paired.unfollowed, "block")
+                );
+            }
+            // Every kept sample is weighed as the first return event.
+            let event = probes
+                .iter()
+                .filter(|(_, p)| matches!(p, Probe::Return(_)))
+                .map(|(i, _)| *i)
+                .min()
+                .unwrap_or(0);
+            let event = u32::try_from(event).unwrap_or(u32::MAX);
+            let p = pair::profile(&pd, &opts, probes, event, &paired, what.leaks)
+                .with_context(symbolizing)?;
+            (p, event)
+        }
+    };
     crate::input::notices(&profile);
-    let event = u32::try_from(event).unwrap_or(u32::MAX);
     let fopts = FoldOptions {
         inline: true,
         kernel: false,
@@ -418,8 +531,13 @@ fn subtitle(what: &What<'_>, unit: &str) -> String {
     } else {
         "allocated, by allocating stack"
     };
+    let how = if what.perf {
+        "every call sampled"
+    } else {
+        "paired in the kernel"
+    };
     format!(
-        "width = {unit} {view} (uprobes on {})",
+        "width = {unit} {view} (uprobes on {}, {how})",
         found_words(what.allocator)
     )
 }

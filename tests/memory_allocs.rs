@@ -18,6 +18,10 @@ use common::{
     through, wl,
 };
 
+/// The BPF engine pairs in the kernel; the perf engine samples every call and pairs
+/// here: the same answers.
+const ENGINES: [&str; 2] = ["bpf", "perf"];
+
 const CHURN: u64 = 65_536_000;
 const LEAK: u64 = 3_145_728;
 const GROW: u64 = 4096 * 136;
@@ -72,58 +76,68 @@ fn a_c_program_s_known_answers() {
         return;
     }
     let exe = wl("alloc_known");
-    let run = memory(&["--folded", "--", &exe]);
-    assert_eq!(
-        answers(&run.stdout, c_names),
-        (CHURN, LEAK, GROW),
-        "allocated bytes of churn, leak_here, grow:\n{}",
-        run.dump()
-    );
-    let run = memory(&["--folded", "--weight", "count", "--", &exe]);
-    assert_eq!(
-        answers(&run.stdout, c_names),
-        (1000, 3, 16),
-        "allocations:\n{}",
-        run.dump()
-    );
-    let run = memory(&["--leaks", "--folded", "--", &exe]);
-    assert_eq!(
-        answers(&run.stdout, c_names),
-        (0, LEAK, 0),
-        "still allocated at exit:\n{}",
-        run.dump()
-    );
-    // The report: the title's total, leak_here's row with 3 blocks and an age.
-    let run = memory(&["--leaks", "--report", "--", &exe]);
-    let out = &run.stdout;
+    for engine in ENGINES {
+        let e = ["--engine", engine];
+        let run = memory(&[&e[..], &["--folded", "--", &exe]].concat());
+        assert_eq!(
+            answers(&run.stdout, c_names),
+            (CHURN, LEAK, GROW),
+            "--engine {engine}: allocated bytes of churn, leak_here, grow:\n{}",
+            run.dump()
+        );
+        let run = memory(&[&e[..], &["--folded", "--weight", "count", "--", &exe]].concat());
+        assert_eq!(
+            answers(&run.stdout, c_names),
+            (1000, 3, 16),
+            "--engine {engine}: allocations:\n{}",
+            run.dump()
+        );
+        let run = memory(&[&e[..], &["--leaks", "--folded", "--", &exe]].concat());
+        assert_eq!(
+            answers(&run.stdout, c_names),
+            (0, LEAK, 0),
+            "--engine {engine}: still allocated at exit:\n{}",
+            run.dump()
+        );
+        // The report: the title's total, leak_here's row with 3 blocks and an age.
+        let run = memory(&[&e[..], &["--leaks", "--report", "--", &exe]].concat());
+        let out = &run.stdout;
+        assert!(
+            out.lines()
+                .next()
+                .is_some_and(|l| l.starts_with("# Still allocated at exit: ")),
+            "{out}"
+        );
+        let row = out
+            .lines()
+            .find(|l| l.trim_end().ends_with(" leak_here"))
+            .unwrap_or_else(|| panic!("--engine {engine}: no leak_here row:\n{out}"));
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[0], "3,145,728", "{row}");
+        assert_eq!(cols[2], "3", "{row}");
+        assert!(["s", "ms", "µs"].contains(&cols[4]), "an age: {row}");
+        // --min-age longer than the program ran: nothing is old enough.
+        let run = memory(
+            &[
+                &e[..],
+                &["--leaks", "--min-age", "1h", "--report", "--", &exe],
+            ]
+            .concat(),
+        );
+        assert!(
+            run.stdout.starts_with("# Still allocated at exit (blocks older than 3600.000 s): 0 B (0 bytes) in 0 blocks"),
+            "--engine {engine}: nothing an hour old:\n{}",
+            run.dump()
+        );
+    }
+    // DWARF stacks (perf engine): whole stacks through libc's frameless code.
+    let run = memory(&["--call-graph", "dwarf", "--folded", "--", &exe]);
+    let f = parse_folded(&run.stdout);
+    assert_eq!(through(&f, "churn"), CHURN, "{}", run.dump());
     assert!(
-        out.lines()
-            .next()
-            .is_some_and(|l| l.starts_with("# Still allocated at exit: ")),
-        "{out}"
-    );
-    let row = out
-        .lines()
-        .find(|l| l.trim_end().ends_with(" leak_here"))
-        .unwrap_or_else(|| panic!("no leak_here row:\n{out}"));
-    let cols: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cols[0], "3,145,728", "{row}");
-    assert_eq!(cols[2], "3", "{row}");
-    assert!(["s", "ms", "µs"].contains(&cols[4]), "an age: {row}");
-    // --min-age longer than the program ran: nothing is old enough.
-    let run = hwprof(&[
-        "memory",
-        "--leaks",
-        "--min-age",
-        "1h",
-        "--folded",
-        "--",
-        &exe,
-    ]);
-    assert_eq!(
-        answers(&run.stdout, c_names),
-        (0, 0, 0),
-        "nothing an hour old:\n{}",
+        f.iter()
+            .any(|(st, _)| st.contains(";_start;") && st.contains(";printf;")),
+        "printf's buffer, under _start: {}",
         run.dump()
     );
 }
@@ -189,18 +203,20 @@ fn the_same_answers_attached_with_p() {
     if !bpf_ok("hwprof memory -p") {
         return;
     }
-    let out = attached(&["--folded"]);
-    assert_eq!(
-        answers(&out, c_names),
-        (CHURN, LEAK, GROW),
-        "allocated, attached:\n{out}"
-    );
-    let out = attached(&["--leaks", "--folded"]);
-    assert_eq!(
-        answers(&out, c_names),
-        (0, LEAK, 0),
-        "still allocated at the end, attached:\n{out}"
-    );
+    for engine in ENGINES {
+        let out = attached(&["--engine", engine, "--folded"]);
+        assert_eq!(
+            answers(&out, c_names),
+            (CHURN, LEAK, GROW),
+            "--engine {engine}: allocated, attached:\n{out}"
+        );
+        let out = attached(&["--engine", engine, "--leaks", "--folded"]);
+        assert_eq!(
+            answers(&out, c_names),
+            (0, LEAK, 0),
+            "--engine {engine}: still allocated at the end, attached:\n{out}"
+        );
+    }
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! [`crate::fold::Weight::Period`] for bytes, [`crate::fold::Weight::Samples`] for
 //! allocations); [`table`] makes the `--report` rows, with each stack's oldest block.
 
+pub mod pair;
+
 use std::collections::HashMap;
 
 use hwprof_sampler::perfdata::reader::{EventAttr, PerfData};

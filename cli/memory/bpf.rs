@@ -110,7 +110,7 @@ impl Extra for Summed {
             Edge::Start if self.command => Ok(()),
             Edge::Start => self.gate.open().inspect(|()| {
                 if let Some(a) = &self.announce {
-                    eprintln!("hwprof: {a}");
+                    eprintln!("{a}");
                 }
             }),
             Edge::End => {

@@ -423,6 +423,17 @@ impl Recorder {
         self.run_with(sink, stop, None, None, &mut |_| {})
     }
 
+    /// [`Recorder::run`], calling `edges` at the window's edges (see
+    /// [`Session::run_with_edges`]): where a caller says when tracing begins.
+    pub fn run_sink_with_edges(
+        self,
+        sink: Sink<'_>,
+        stop: &Stop,
+        edges: &mut dyn FnMut(crate::session::Edge),
+    ) -> Result<Recorded, Box<RunError>> {
+        self.run_with(sink, stop, None, None, edges)
+    }
+
     /// [`Recorder::run`] into a callback, calling `edges` at the window's edges (see
     /// [`Session::run_with_edges`]): where a BPF program attached to the events opens
     /// and closes its own window.

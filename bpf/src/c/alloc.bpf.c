@@ -171,8 +171,13 @@ int alloc_posix_memalign(struct pt_regs *ctx)
 static __always_inline int allocated_now(struct pt_regs *ctx, __u64 id, __u64 size, __u64 old,
                                          __u64 ptr)
 {
-    if (!ptr)
-        return 0; /* failed: nothing allocated, realloc's block kept */
+    if (!ptr) {
+        /* Failed: nothing allocated, realloc's block kept; but realloc(p, 0) frees p
+         * (glibc's REALLOC_ZERO_BYTES_FREES) and returns NULL. */
+        if (old && !size)
+            forget(old);
+        return 0;
+    }
     if (old)
         forget(old);
     add(COUNT_ALLOCS, 1);
