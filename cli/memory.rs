@@ -46,6 +46,12 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
         Some(Err(e)) => return usage(format!("--call-graph: {e}")),
     };
     let dwarf = matches!(mode, CallGraph::Dwarf { .. });
+    if hwprof_pmu::sys::euid() != 0 {
+        anyhow::bail!(ExitWith(
+            1,
+            "hwprof memory needs root: the allocator's uprobes are defined in tracefs and opened through the kernel's uprobe PMU, which only root (CAP_SYS_ADMIN) may, whatever kernel.perf_event_paranoid says; run it as root".into()
+        ));
+    }
     let pids = target.processes().to_vec();
     let program = program_of(&target)?;
     let found = match &a.allocator {

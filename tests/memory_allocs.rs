@@ -535,6 +535,17 @@ fn bad_input_gets_one_line() {
     assert!(none.stderr.contains("nothing to trace"), "{}", none.dump());
     let age = hwprof(&["memory", "--min-age", "5s", "--", "true"]);
     assert_eq!(age.code(), 2, "--min-age needs --leaks: {}", age.dump());
-    let dwarf = hwprof(&["memory", "--call-graph", "lbr", "--", "true"]);
-    assert_eq!(dwarf.code(), 2, "{}", dwarf.dump());
+    let lbr = hwprof(&["memory", "--call-graph", "lbr", "--", "true"]);
+    assert_eq!(lbr.code(), 2, "{}", lbr.dump());
+    // Not root: one line that says so (not the perf_event_paranoid advice, which
+    // does not apply to uprobes).
+    if let Some(nobody) = common::Nobody::new("memory") {
+        let run = nobody.run(None, &["memory", "-o", "out/m.svg", "--", "true"]);
+        assert_eq!(run.code(), 1, "{}", run.dump());
+        assert!(
+            run.stderr.contains("needs root") && run.stderr.lines().count() == 1,
+            "{}",
+            run.dump()
+        );
+    }
 }
