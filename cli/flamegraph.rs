@@ -503,6 +503,7 @@ fn record_and_draw(a: &FlamegraphArgs, stop: &Stop) -> anyhow::Result<u8> {
         branch_flag.as_deref(),
         false,
         true,
+        None,
         stop,
     )?
     .exit_code();

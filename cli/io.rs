@@ -80,6 +80,7 @@ pub fn run(a: IoArgs, stop: &Stop) -> anyhow::Result<u8> {
         duration: a.record.duration,
     };
     if let Some(mut traced) = engine(&a, &target, dwarf)? {
+        traced.announce = crate::sampling::announce(&target, "I/O system calls", a.record.duration);
         // The side-band records come with a dummy event.
         let events = crate::events::parse_all(&enc, &["dummy".to_string()])?;
         let mut rec = RecordPlan::new(events, target.clone());

@@ -117,20 +117,12 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
         allocator: &found,
         perf: in_kernel.is_none(),
     };
-    let announce = pids.first().map(|pid| {
-        format!(
-            "hwprof: tracing the allocations of process {pid}: {}",
-            match a.record.duration {
-                Some(d) => format!("for {:.1} s, or until it exits or Ctrl-C", d.as_secs_f64()),
-                None => "until it exits or Ctrl-C".to_string(),
-            }
-        )
-    });
+    let announce = crate::sampling::announce(&target, "allocations", a.record.duration);
     let Some(allocs) = in_kernel else {
         // Every call through the ring, paired when drawn; the stack copies stay raw
         // (unwinding while recording would drop the registers the pairing reads).
         let recorder = crate::sampling::open_recorder(rec, false, None)?;
-        let done = recorder.run_sink_with_edges(Sink::PerfData(output), stop, &mut |e| {
+        let done = recorder.run_all(Sink::PerfData(output), stop, None, None, &mut |e| {
             if let (Edge::Start, Some(a)) = (e, &announce) {
                 eprintln!("{a}");
             }

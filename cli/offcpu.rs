@@ -187,7 +187,7 @@ fn record_and_draw(
         // The truncated stacks are said once, by the recording (it knows the copies'
         // size).
         None => (
-            crate::sampling::record(rec, output, false, None, false, true, stop)?,
+            crate::sampling::record(rec, output, false, None, false, true, None, stop)?,
             Vec::new(),
         ),
     };

@@ -89,6 +89,7 @@ pub fn run(mut a: RecordCommandArgs, stop: &Stop) -> anyhow::Result<u8> {
         branch_flag.as_deref(),
         a.keep_raw_stacks,
         true,
+        None,
         stop,
     )?;
     if !a.quiet && !a.no_summary {

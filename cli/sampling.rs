@@ -11,6 +11,7 @@ use hwprof_sampler::outfile::Output;
 use hwprof_sampler::recorder::{
     Diagnosis, OpenError, RecordPlan, Recorded, Recorder, Refused, Sink,
 };
+use hwprof_sampler::session::Edge;
 use hwprof_symbolize::unwind::fp::{self, CutStacks, FpWatch, FramePointers};
 use hwprof_symbolize::unwind::{Arch, online::OnlineUnwinder};
 
@@ -144,6 +145,9 @@ pub fn open_output(path: &std::path::Path, stop: &Stop) -> anyhow::Result<Output
 /// when records were lost. DWARF user stacks are unwound while recording (the file
 /// holds callchains) unless `raw_stacks`; how many ended truncated is said when
 /// `say_truncated` (a command that draws the file next says it there, once).
+/// `announce`: said on stderr as the events are enabled (that an attached process is
+/// traced from now on).
+#[allow(clippy::too_many_arguments)]
 pub fn record(
     rec: RecordPlan,
     output: Output,
@@ -151,8 +155,14 @@ pub fn record(
     branch_flag: Option<&str>,
     raw_stacks: bool,
     say_truncated: bool,
+    announce: Option<&str>,
     stop: &Stop,
 ) -> anyhow::Result<Recorded> {
+    let mut edges = |e: Edge| {
+        if let (Edge::Start, Some(a)) = (e, announce) {
+            eprintln!("{a}");
+        }
+    };
     let dwarf_size = match rec.options.call_graph {
         Some(CallGraph::Dwarf { stack_size }) => Some(stack_size),
         _ => None,
@@ -162,7 +172,8 @@ pub fn record(
     let done = match (unwind, Arch::host()) {
         (true, Some(arch)) => {
             let mut u = OnlineUnwinder::new(recorder.decoder(), arch);
-            let done = recorder.run_rewriting(Sink::PerfData(output), stop, &mut u)?;
+            let done =
+                recorder.run_all(Sink::PerfData(output), stop, Some(&mut u), None, &mut edges)?;
             let st = u.stats();
             if st.truncated > 0 && !quiet && say_truncated {
                 eprintln!(
@@ -188,17 +199,18 @@ pub fn record(
                     std::env::consts::ARCH
                 ),
             );
-            recorder.run(Sink::PerfData(output), stop)?
+            recorder.run_all(Sink::PerfData(output), stop, None, None, &mut edges)?
         }
         (false, Some(arch)) if FpWatch::applies(recorder.entries()) => {
             let mut w = FpWatch::new(recorder.decoder());
-            let done = recorder.run_rewriting(Sink::PerfData(output), stop, &mut w)?;
+            let done =
+                recorder.run_all(Sink::PerfData(output), stop, Some(&mut w), None, &mut edges)?;
             if !quiet && let Some(c) = w.cut_here(arch) {
                 note_cut_stacks(&c);
             }
             done
         }
-        (false, _) => recorder.run(Sink::PerfData(output), stop)?,
+        (false, _) => recorder.run_all(Sink::PerfData(output), stop, None, None, &mut edges)?,
     };
     warn_lost(&done);
     Ok(done)
@@ -366,6 +378,34 @@ pub fn branch_flag(filter: Option<&str>, any: bool, call_graph: Option<&str>) ->
     call_graph
         .filter(|c| c.trim().eq_ignore_ascii_case("lbr"))
         .map(|_| "--call-graph lbr".to_string())
+}
+
+/// What `hwprof memory` and `hwprof io` say on stderr as the window of an attached
+/// process opens (as memleak's "Attaching to pid N"): that it may go on. `None` for a
+/// command (traced from its exec).
+pub fn announce(
+    target: &Target,
+    what: &str,
+    duration: Option<std::time::Duration>,
+) -> Option<String> {
+    let pids = target.processes();
+    if pids.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+    let until = match duration {
+        Some(d) => format!("for {:.1} s, or until it exits or Ctrl-C", d.as_secs_f64()),
+        None => "until it exits or Ctrl-C".to_string(),
+    };
+    Some(format!(
+        "hwprof: tracing the {what} of {} {}: {until}",
+        if pids.len() == 1 {
+            "process"
+        } else {
+            "processes"
+        },
+        list.join(",")
+    ))
 }
 
 #[cfg(test)]

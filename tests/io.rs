@@ -199,18 +199,6 @@ fn a_command_on_both_engines() {
     }
 }
 
-/// hwprof's perf-event fds are open (it has attached).
-fn attached(hwprof_pid: i32) -> bool {
-    std::fs::read_dir(format!("/proc/{hwprof_pid}/fd"))
-        .map(|d| {
-            d.flatten().any(|e| {
-                std::fs::read_link(e.path())
-                    .is_ok_and(|t| t.to_string_lossy().contains("perf_event"))
-            })
-        })
-        .unwrap_or(false)
-}
-
 fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let t = Instant::now();
     while t.elapsed() < limit {
@@ -241,14 +229,9 @@ fn attach(zero: &Path, args: &[&str]) -> (Background, Background) {
     );
     let mut cmd = Command::new(hwprof_bin());
     cmd.arg("io").args(args).args(["-p", &pid.to_string()]);
-    let h = Background::spawn(&mut cmd);
-    let hp = h.pid();
-    assert!(
-        eventually(Duration::from_secs(30), || attached(hp)),
-        "hwprof io did not attach"
-    );
-    // The events are enabled just after they are opened.
-    std::thread::sleep(Duration::from_millis(500));
+    let mut h = Background::spawn(&mut cmd);
+    // hwprof says when it traces the process (memleak's "Attaching to pid").
+    h.wait_for_stderr("tracing the I/O system calls of process");
     (target, h)
 }
 

@@ -178,18 +178,7 @@ fn attached(args: &[&str]) -> String {
     );
     // hwprof says when its window opened (memleak's "Attaching to pid"): read stderr up
     // to that line, then let the target go.
-    let err = h.child.stderr.take().expect("stderr piped");
-    let mut r = std::io::BufReader::new(err);
-    let mut said = String::new();
-    loop {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut r, &mut line).expect("read stderr");
-        assert!(n > 0, "hwprof ended before tracing: {said}");
-        said.push_str(&line);
-        if line.contains("tracing the allocations of process") {
-            break;
-        }
-    }
+    let said = h.wait_for_stderr("tracing the allocations of process");
     assert!(signal(pid, libc::SIGCONT));
     let (status, out, rest) = h
         .wait_timeout(Duration::from_secs(60))

@@ -41,6 +41,14 @@ fn each_command_takes_exactly_its_flags() {
             "-o -p --call-graph --duration --engine --hist --json --output --pid --stacks --symfs --threshold",
         ),
         (
+            "memory",
+            "-o -p --allocator --call-graph --data-file --duration --engine --folded --leaks --min-age --output --pid --report --symfs --weight",
+        ),
+        (
+            "io",
+            "-a -o -p --all-cpus --call-graph --data-file --duration --engine --folded --output --pid --report --symfs --threshold",
+        ),
+        (
             "bench",
             "-e -i -r --baseline --baseline-dir --compare --confidence --event --event-file --gate --ignore-failure --json --markdown --runs --save --show-output --threshold --warmup",
         ),

@@ -46,6 +46,9 @@ pub struct Traced {
     pub dropped: IoDropped,
     /// Names the process model could not keep.
     pub names_dropped: u64,
+    /// Said on stderr as an attached process's tracing begins
+    /// ([`crate::sampling::announce`]).
+    pub announce: Option<String>,
 }
 
 impl Traced {
@@ -78,6 +81,7 @@ impl Traced {
             slow_dropped: 0,
             dropped: IoDropped::default(),
             names_dropped: 0,
+            announce: None,
         })
     }
 
@@ -197,6 +201,10 @@ impl Extra for Traced {
                 .as_mut()
                 .ok_or_else(|| io::Error::other("the syscall programs are gone"))?;
             io.add_tgid(pid, true).map_err(io::Error::other)?;
+        }
+        // The programs run since `Traced::start`: an attached process is traced.
+        if let Some(a) = &self.announce {
+            eprintln!("{a}");
         }
         Ok(())
     }

@@ -69,6 +69,7 @@ pub fn record(
         e.attr.freq = false;
     }
     rec.configure = false;
+    let announce = crate::sampling::announce(&target, "I/O system calls", session.duration);
     rec.session = session;
     let pids: Vec<u32> = match &target {
         Target::Pids(p) => p.iter().filter_map(|&p| u32::try_from(p).ok()).collect(),
@@ -83,7 +84,16 @@ pub fn record(
         let done = Arc::clone(&done);
         std::thread::spawn(move || poll(&pids, &done))
     };
-    let recorded = crate::sampling::record(rec, output, false, None, false, true, stop);
+    let recorded = crate::sampling::record(
+        rec,
+        output,
+        false,
+        None,
+        false,
+        true,
+        announce.as_deref(),
+        stop,
+    );
     done.store(true, Ordering::Relaxed);
     let seen = poller.join().unwrap_or_default();
     Ok((recorded?.exit_code(), seen))

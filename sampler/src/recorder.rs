@@ -423,17 +423,6 @@ impl Recorder {
         self.run_with(sink, stop, None, None, &mut |_| {})
     }
 
-    /// [`Recorder::run`], calling `edges` at the window's edges (see
-    /// [`Session::run_with_edges`]): where a caller says when tracing begins.
-    pub fn run_sink_with_edges(
-        self,
-        sink: Sink<'_>,
-        stop: &Stop,
-        edges: &mut dyn FnMut(crate::session::Edge),
-    ) -> Result<Recorded, Box<RunError>> {
-        self.run_with(sink, stop, None, None, edges)
-    }
-
     /// [`Recorder::run`] into a callback, calling `edges` at the window's edges (see
     /// [`Session::run_with_edges`]): where a BPF program attached to the events opens
     /// and closes its own window.
@@ -518,6 +507,20 @@ impl Recorder {
             Some(extra),
             &mut |_| {},
         )
+    }
+
+    /// The general form of the `run` methods: into `sink`, records passed through
+    /// `rewrite` when given, `extra`'s samples at the end of a perf.data file when
+    /// given, `edges` called at the window's edges.
+    pub fn run_all(
+        self,
+        sink: Sink<'_>,
+        stop: &Stop,
+        rewrite: Option<&mut dyn Rewrite>,
+        extra: Option<&mut dyn Extra>,
+        edges: &mut dyn FnMut(crate::session::Edge),
+    ) -> Result<Recorded, Box<RunError>> {
+        self.run_with(sink, stop, rewrite, extra, edges)
     }
 
     fn run_with(

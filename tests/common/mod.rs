@@ -318,6 +318,8 @@ pub fn perf<S: AsRef<str>>(args: &[S]) -> Run {
 pub struct Background {
     pub child: Child,
     pub cmdline: String,
+    /// The rest of stderr after [`Background::wait_for_stderr`], read on a thread.
+    late_err: Option<thread::JoinHandle<String>>,
 }
 
 impl Background {
@@ -331,7 +333,11 @@ impl Background {
         let child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("spawn `{cmdline}`: {e}"));
-        Background { child, cmdline }
+        Background {
+            child,
+            cmdline,
+            late_err: None,
+        }
     }
 
     pub fn pid(&self) -> i32 {
@@ -361,6 +367,35 @@ impl Background {
         });
     }
 
+    /// Reads stderr up to and including the first line that contains `needle` (what
+    /// `hwprof memory` and `hwprof io` say as they begin tracing an attached process),
+    /// and returns what it read; the rest is read on a thread, and
+    /// [`Background::wait_timeout`] returns it.
+    pub fn wait_for_stderr(&mut self, needle: &str) -> String {
+        let err = self.child.stderr.take().expect("stderr piped");
+        let mut r = BufReader::new(err);
+        let mut said = String::new();
+        loop {
+            let mut line = String::new();
+            let n = r.read_line(&mut line).expect("read stderr");
+            assert!(
+                n > 0,
+                "`{}` closed stderr before saying {needle:?}: {said}",
+                self.cmdline
+            );
+            said.push_str(&line);
+            if line.contains(needle) {
+                break;
+            }
+        }
+        self.late_err = Some(thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = r.read_to_string(&mut rest);
+            rest
+        }));
+        said
+    }
+
     /// True while the process has not exited (it is not reaped by this).
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -379,6 +414,9 @@ impl Background {
                 }
                 if let Some(mut e) = self.child.stderr.take() {
                     let _ = e.read_to_string(&mut err);
+                }
+                if let Some(late) = self.late_err.take() {
+                    err = late.join().unwrap_or_default();
                 }
                 return Some((st, out, err));
             }
