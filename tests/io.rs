@@ -357,3 +357,73 @@ fn no_program_is_left_after_sigterm_or_sigkill_and_the_target_is_untouched() {
         );
     }
 }
+
+/// A thread's, a forked child's and an exec'd program's reads are all traced, on both
+/// engines, and the program reads what it reads untraced.
+#[test]
+fn threads_forks_and_exec_are_followed_and_untouched() {
+    let Some((_dir, zero)) = zero_dir() else {
+        return;
+    };
+    if !require_tracefs("hwprof io --engine perf") || !bpf_ok() {
+        return;
+    }
+    let exe = wl("io_family");
+    let z = zero.to_str().expect("utf-8");
+    let bare = Command::new(&exe).arg(z).output().expect("io_family runs");
+    assert!(bare.status.success(), "{bare:?}");
+    let bare_out = String::from_utf8_lossy(&bare.stdout).into_owned();
+    assert_eq!(bare_out, "thread 262144\nchild 131072\nexec 65536\n");
+    for engine in ENGINES {
+        let out = scratch_path(&format!("io_family_{engine}.txt"));
+        let run = hwprof(&[
+            "io",
+            "--engine",
+            engine,
+            "--report",
+            "-o",
+            out.to_str().expect("utf-8"),
+            "--",
+            &exe,
+            z,
+        ]);
+        run.assert_ok();
+        assert_eq!(run.stdout, bare_out, "{engine}: the program's own output");
+        let report = std::fs::read_to_string(&out).expect("the report");
+        // Every read, in each process (the loader's reads of libc in the two programs
+        // besides): on the perf engine, fds that live less than its /proc polls are
+        // named `fd N` (docs/io.md), so the file is checked on the BPF engine.
+        let reads = report
+            .lines()
+            .skip_while(|l| !l.starts_with("# System calls"))
+            .find(|l| l.ends_with("  read"))
+            .and_then(|l| {
+                l.split_whitespace()
+                    .next()?
+                    .replace(',', "")
+                    .parse::<u64>()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{engine}: no read row\n{report}"));
+        assert!(
+            (112..=116).contains(&reads),
+            "{engine}: 64 + 32 + 16 reads, and the loader's: {reads}\n{report}"
+        );
+        if engine == "bpf" {
+            let (calls, bytes, _) = row(&report, "read", z)
+                .unwrap_or_else(|| panic!("{engine}: no read {z}:\n{report}"));
+            assert_eq!(
+                (calls, bytes),
+                (112, 112 * 4096),
+                "{engine}: 64 + 32 + 16 reads of {z}\n{report}"
+            );
+        }
+        let frames: Vec<String> = stacks(&report).into_iter().flat_map(|(_, f)| f).collect();
+        for f in ["in_thread", "in_child", "after_exec"] {
+            assert!(
+                frames.iter().any(|x| x == f),
+                "{engine}: {f}'s reads in the stacks\n{report}"
+            );
+        }
+    }
+}
