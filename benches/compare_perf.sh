@@ -13,6 +13,9 @@
 #   benches/compare_perf.sh offcpu    off-CPU recording overhead on a sleep/wake-heavy workload, and
 #                                     the tracing cost on a pipe ping-pong: hwprof's BPF and perf-event
 #                                     engines against bpftrace and perf record (alone: offcpu-trace)
+#   benches/compare_perf.sh memory-trace  allocator tracing cost: 1M malloc/free pairs bare, under
+#                                     hwprof memory, a bpftrace script doing the same, and heaptrack;
+#                                     the tools' CPU and peak RSS, and the RSS again at 4M pairs
 #   benches/compare_perf.sh io-trace  syscall tracing cost: hwprof io's BPF engine against a bpftrace
 #                                     raw_syscalls script on a write/read loop
 #   benches/compare_perf.sh bench     harness cost per run of `hwprof bench -r N` vs `perf stat -r N`
@@ -40,6 +43,8 @@
 #   MEM_SECS="2 20 200"  recording lengths (s) of the memory comparison
 #   N_PING=5 PING_ROUNDS=100000 PING_PIN=0  the tracing-cost ping-pong (PING_PIN=1: on CPU 0)
 #   N_PROBE_TRACE=3 N_CALLS=600000  the probe-cost runs and the probed calls in each
+#   N_MEM_TRACE=5 MEM_PAIRS=1000000  memory-trace: runs per variant, malloc/free pairs in each;
+#   N_MEM_BIG=1 MEM_PAIRS_BIG=4000000  then runs per tool at MEM_PAIRS_BIG pairs (peak RSS)
 #   N_DWARF=3      runs per variant of the dwarf comparisons; DWARF_F=4000, DWARF_PAGES=16
 #
 # Runs are interleaved (A B A B ...) so that drift (frequency, cache, other load) hits
@@ -55,7 +60,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|report|flamegraph|probe|probe-trace|offcpu|offcpu-trace|io-trace|bench|memory|dwarf|all" >&2
+    echo "usage: $0 stat|record|script|report|flamegraph|probe|probe-trace|offcpu|offcpu-trace|memory-trace|io-trace|bench|memory|dwarf|all" >&2
     exit 2
 }
 
@@ -497,21 +502,31 @@ bench_probe() {
 
 # with_bpftrace SCRIPT CMD...: runs CMD (its output dropped) while bpftrace runs SCRIPT,
 # attached first, then stops bpftrace with SIGINT: its output is in $WORK/bt.out, its CPU
-# time ("user sys") in $WORK/tool.t.
+# time ("user sys") in $WORK/tool.t, its peak RSS (KiB) in $WORK/tool.rss.
 with_bpftrace() {
     local script=$1 bt w
     shift
-    /usr/bin/time -f '%U %S' -o "$WORK/tool.t" bpftrace "$script" >"$WORK/bt.out" 2>&1 &
+    /usr/bin/time -f '%U %S %M' -o "$WORK/tool.rt" bpftrace "$script" >"$WORK/bt.out" 2>&1 &
     bt=$!
     for ((w = 0; w < 100; w++)); do
         grep -q Attaching "$WORK/bt.out" 2>/dev/null && break
         sleep 0.1
     done
+    # A script whose BEGIN prints "ready" is waited for until it does: bpftrace runs
+    # BEGIN once every probe is attached (libc's uprobes take it 0.5 s and more).
+    if grep -q 'BEGIN { printf("ready' "$script"; then
+        for ((w = 0; w < 300; w++)); do
+            grep -qx ready "$WORK/bt.out" 2>/dev/null && break
+            sleep 0.1
+        done
+    fi
     sleep 0.5
     "$@" >/dev/null || die "$* failed under bpftrace"
     # time(1) ignores SIGINT while it waits: the signal goes to bpftrace.
     pkill -INT -P "$bt" bpftrace || true
     wait "$bt" || true
+    awk '{ print $1, $2 }' "$WORK/tool.rt" >"$WORK/tool.t"
+    awk '{ print $3 }' "$WORK/tool.rt" >"$WORK/tool.rss"
 }
 
 # own_cpu VARIANT "TOOL_USER TOOL_SYS" TARGET_USER TARGET_SYS: a tool's own CPU seconds:
@@ -719,6 +734,166 @@ EOF
     done
     echo "offcpu tracing, target wall: hwprof bpf $(ratio "${walls[hw_bpf]}" "$bare_w")x bare, bpftrace $(ratio "${walls[bpftrace]}" "$bare_w")x bare, hwprof bpf / bpftrace $(ratio "${walls[hw_bpf]}" "${walls[bpftrace]}")"
     echo "offcpu tracing, target CPU (where a BPF program's time is charged): hwprof bpf $(ratio "${cpus[hw_bpf]}" "$bare_c")x bare, bpftrace $(ratio "${cpus[bpftrace]}" "$bare_c")x bare, hwprof bpf / bpftrace $(ratio "${cpus[hw_bpf]}" "${cpus[bpftrace]}")"
+}
+
+# Tracing cost where every event is an allocator call: a C loop of MEM_PAIRS (default
+# 1000000) malloc(64)/free pairs (-O1, frame pointers; an asm barrier keeps each pair)
+# that times its own loop (CLOCK_MONOTONIC) and reads its own CPU (getrusage) into a
+# file, bare, under a bpftrace script doing what hwprof memory does in the kernel
+# (uprobe + uretprobe on libc's malloc, uprobe on free, the size paired per tid, bytes
+# summed per user stack, a map of the live pointers with size and time, deleted on
+# free; nothing printed per event), under hwprof memory (BPF engine, frame-pointer
+# stacks) and under heaptrack (LD_PRELOAD: every call recorded in-process and written
+# through a pipe to heaptrack_interpret). Runs interleaved; each run's answer checked.
+# Beside the target's loop time and CPU: each tool's own CPU (its rusage less the
+# target's) and peak RSS (/usr/bin/time %M: the largest process of the tool's tree),
+# then the peak RSS again at MEM_PAIRS_BIG (default 4000000) pairs: hwprof's must not
+# grow with the calls (the live blocks are kept in the kernel's maps, not in hwprof).
+# bpftrace 0.17 puts its uprobes on libc for every process (-p and -c do not filter
+# them; the comm predicate does), hwprof on the target's processes only.
+bench_memory_trace() {
+    find_hwprof
+    command -v bpftrace >/dev/null || die "bpftrace not found: apt-get install bpftrace"
+    command -v heaptrack >/dev/null || die "heaptrack not found: apt-get install heaptrack"
+    [[ -x /usr/bin/time ]] || die "/usr/bin/time not found: apt-get install time"
+    local n=${N_MEM_TRACE:-5} k=${MEM_PAIRS:-1000000} big=${MEM_PAIRS_BIG:-4000000} nbig=${N_MEM_BIG:-1}
+    cat >"$WORK/alloc_loop.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <time.h>
+__attribute__((noinline)) void pairs(long n)
+{
+    for (long i = 0; i < n; i++) {
+        void *p = malloc(64);
+        __asm__ volatile("" : : "r"(p) : "memory");
+        free(p);
+    }
+}
+int main(int argc, char **argv)
+{
+    struct timespec a, b;
+    struct rusage ru;
+    if (argc < 3)
+        return 2;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    pairs(atol(argv[1]));
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    getrusage(RUSAGE_SELF, &ru);
+    FILE *f = fopen(argv[2], "w");
+    if (!f)
+        return 1;
+    fprintf(f, "%.6f %.6f %.6f\n", (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9,
+            ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+            ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+    return fclose(f) != 0;
+}
+EOF
+    cc -O1 -g -fno-omit-frame-pointer -o "$WORK/alloc_loop" "$WORK/alloc_loop.c" || die "cannot compile alloc_loop"
+    local libc
+    libc=$(ldd "$WORK/alloc_loop" | awk '$1 ~ /^libc\.so/ { print $3 }')
+    [[ -n $libc ]] || die "alloc_loop links no libc.so"
+    cat >"$WORK/mem.bt" <<EOF
+BEGIN { printf("ready\\n"); }
+uprobe:$libc:malloc /comm == "alloc_loop"/ { @size[tid] = arg0; }
+uretprobe:$libc:malloc /@size[tid]/
+{
+  @bytes[ustack] = sum(@size[tid]);
+  @live[retval] = (@size[tid], nsecs);
+  delete(@size[tid]);
+}
+uprobe:$libc:free /comm == "alloc_loop"/ { delete(@live[arg0]); }
+END { clear(@size); clear(@live); }
+EOF
+    # memory_trace_run VARIANT PAIRS: one run; appends "loop_s own_cpu_s target_cpu_s
+    # command_s peak_kib" to $WORK/VARIANT.PAIRS.mem (command_s: 0 for bpftrace, which
+    # runs beside the target).
+    memory_trace_run() {
+        local v=$1 pairs=$2 tool tw tu ts tu2 ts2 own cmd rss
+        local inner=("$WORK/alloc_loop" "$pairs" "$WORK/inner.t")
+        rm -f "$WORK/inner.t"
+        case $v in
+        bare)
+            /usr/bin/time -f '%e %U %S %M' -o "$WORK/tool.t" "${inner[@]}" || die "alloc_loop failed"
+            ;;
+        bpftrace)
+            with_bpftrace "$WORK/mem.bt" "${inner[@]}"
+            grep -q "]: $((pairs * 64))\$" "$WORK/bt.out" ||
+                die "bpftrace did not sum $((pairs * 64)) bytes: $(tail -3 "$WORK/bt.out")"
+            echo "0 $(cat "$WORK/tool.t") $(cat "$WORK/tool.rss")" >"$WORK/tool.t"
+            ;;
+        hwprof)
+            /usr/bin/time -f '%e %U %S %M' -o "$WORK/tool.t" "$HWPROF" memory --folded \
+                -o "$WORK/mem.folded" -- "${inner[@]}" >/dev/null 2>&1 || die "hwprof memory failed"
+            grep -q ";pairs $((pairs * 64))\$" "$WORK/mem.folded" ||
+                die "hwprof memory did not sum $((pairs * 64)) bytes in pairs: $(grep pairs "$WORK/mem.folded")"
+            ;;
+        heaptrack)
+            rm -f "$WORK"/ht.*
+            /usr/bin/time -f '%e %U %S %M' -o "$WORK/tool.t" heaptrack -o "$WORK/ht" "${inner[@]}" \
+                >"$WORK/ht.out" 2>&1 || die "heaptrack failed: $(tail -3 "$WORK/ht.out")"
+            awk -v k="$pairs" '/^[[:space:]]*allocations:/ { n = $2 } END { exit !(n >= k) }' "$WORK/ht.out" ||
+                die "heaptrack did not see $pairs allocations: $(grep allocations: "$WORK/ht.out")"
+            ;;
+        esac
+        [[ -s $WORK/inner.t ]] || die "$v: alloc_loop wrote no times"
+        read -r tw tu ts <"$WORK/inner.t"
+        read -r cmd tu2 ts2 rss <"$WORK/tool.t"
+        tool="$tu2 $ts2"
+        own=$(own_cpu "$v" "$tool" "$tu" "$ts")
+        echo "$tw $own $(awk -v a="$tu" -v b="$ts" 'BEGIN { printf "%.3f", a + b }') $cmd $rss" >>"$WORK/$v.$pairs.mem"
+    }
+    local variants=(bare bpftrace hwprof heaptrack) v i
+    for v in "${variants[@]}"; do : >"$WORK/$v.$k.mem" && : >"$WORK/$v.$big.mem"; done
+    for ((i = 0; i < n; i++)); do
+        for v in "${variants[@]}"; do memory_trace_run "$v" "$k"; done
+    done
+    for ((i = 0; i < nbig; i++)); do
+        for v in bpftrace hwprof heaptrack; do memory_trace_run "$v" "$big"; done
+    done
+    # col FILE N: mean, median, min and max of column N.
+    col() {
+        awk -v c="$2" '{ print $c }' "$1" | sort -g |
+            awk '{ v[NR] = $1; s += $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.4f %.4f %.4f %.4f", s / NR, m, v[1], v[NR] }'
+    }
+    local -A label=(
+        [bare]="bare"
+        [bpftrace]="bpftrace: malloc uprobe+uretprobe, free uprobe, maps"
+        [hwprof]="hwprof memory (BPF engine, fp stacks)"
+        [heaptrack]="heaptrack -o FILE (LD_PRELOAD)"
+    )
+    echo "== allocator tracing cost: alloc_loop $k malloc(64)/free pairs, $n runs each, interleaved"
+    echo "   (target loop s: mean, median [min - max]; ns/pair over bare from the means; command s: the whole"
+    echo "    tool run, start-up and output included; tool CPU s: its rusage less the target's)"
+    printf '%-54s %31s %8s %9s %10s %9s %9s %10s\n' variant "target loop s" "vs bare" "ns/pair" "target CPU" "command s" "tool CPU" "peak KiB"
+    local mean med lo hi bare_w cpu tcpu cmd rss
+    read -r bare_w _ <<<"$(col "$WORK/bare.$k.mem" 1)"
+    local -A walls=() meds=() owns=() rsss=()
+    for v in "${variants[@]}"; do
+        read -r mean med lo hi <<<"$(col "$WORK/$v.$k.mem" 1)"
+        read -r cpu _ <<<"$(col "$WORK/$v.$k.mem" 2)"
+        read -r tcpu _ <<<"$(col "$WORK/$v.$k.mem" 3)"
+        read -r cmd _ <<<"$(col "$WORK/$v.$k.mem" 4)"
+        read -r _ _ _ rss <<<"$(col "$WORK/$v.$k.mem" 5)"
+        [[ $v == bpftrace ]] && cmd=-
+        printf '%-54s %31s %8s %9s %10s %9s %9s %10s\n' "${label[$v]}" "$mean $med [$lo - $hi]" \
+            "$(ratio "$mean" "$bare_w")" \
+            "$(awk -v t="$mean" -v b="$bare_w" -v k="$k" 'BEGIN { printf "%.0f", (t - b) * 1e9 / k }')" \
+            "$tcpu" "$cmd" "$cpu" "${rss%.*}"
+        walls[$v]=$mean meds[$v]=$med owns[$v]=$cpu rsss[$v]=${rss%.*}
+    done
+    echo "memory tracing, target loop: hwprof $(ratio "${walls[hwprof]}" "$bare_w")x bare, bpftrace $(ratio "${walls[bpftrace]}" "$bare_w")x, heaptrack $(ratio "${walls[heaptrack]}" "$bare_w")x; hwprof/bpftrace $(ratio "${walls[hwprof]}" "${walls[bpftrace]}") (medians $(ratio "${meds[hwprof]}" "${meds[bpftrace]}")), hwprof/heaptrack $(ratio "${walls[hwprof]}" "${walls[heaptrack]}") (medians $(ratio "${meds[hwprof]}" "${meds[heaptrack]}"))"
+    echo "memory tracing, tool CPU: hwprof/bpftrace $(ratio "${owns[hwprof]}" "${owns[bpftrace]}"), hwprof/heaptrack $(ratio "${owns[hwprof]}" "${owns[heaptrack]}"); peak RSS hwprof/bpftrace $(ratio "${rsss[hwprof]}" "${rsss[bpftrace]}"), hwprof/heaptrack $(ratio "${rsss[hwprof]}" "${rsss[heaptrack]}")"
+    ((nbig > 0)) || return 0
+    echo "== peak RSS (KiB, max of the runs) by pairs: $k ($n runs) and $big ($nbig)"
+    printf '%-54s %12s %12s %8s %14s\n' variant "$k" "$big" growth "target loop s"
+    local a b
+    for v in bpftrace hwprof heaptrack; do
+        read -r _ _ _ a <<<"$(col "$WORK/$v.$k.mem" 5)"
+        read -r _ _ _ b <<<"$(col "$WORK/$v.$big.mem" 5)"
+        read -r mean _ <<<"$(col "$WORK/$v.$big.mem" 1)"
+        printf '%-54s %12s %12s %8s %14s\n' "${label[$v]}" "${a%.*}" "${b%.*}" "$(ratio "$b" "$a")" "$mean"
+    done
 }
 
 # The harness itself: what one measured run costs beyond the command, for the same
@@ -990,6 +1165,8 @@ case "$1" in
         echo
         bench_offcpu_trace
         echo
+        bench_memory_trace
+        echo
         bench_io_trace
         echo
         bench_harness
@@ -1005,6 +1182,7 @@ case "$1" in
         bench_offcpu_trace
         ;;
     offcpu-trace) bench_offcpu_trace ;;
+    memory-trace) bench_memory_trace ;;
     io-trace) bench_io_trace ;;
     flamegraph) bench_flamegraph ;;
     probe)
