@@ -188,6 +188,23 @@ pub const PERF_DATA: Options = outfile::Options::PERF_DATA;
 /// Reports: SVG, folded stacks, counts, baselines.
 pub const REPORT: Options = outfile::Options::REPORT;
 
+/// What a command that records and then draws (offcpu, io, memory) writes to: its
+/// drawing's output, opened first so that a wrong `-o` fails before the command starts
+/// (stdout when `to_stdout`: the command's own stdout then goes to stderr), and where
+/// the recording goes (`keep`, its `--data-file`, else a private scratch directory,
+/// 0700, removed when the [`ScratchDir`] is dropped).
+pub fn record_then_draw(
+    output: &Path,
+    to_stdout: bool,
+    keep: Option<&Path>,
+    stop: &Stop,
+) -> anyhow::Result<(Option<Output>, PathBuf, Option<ScratchDir>)> {
+    let dest = if to_stdout { Path::new("-") } else { output };
+    let early = open_for_target(dest, &REPORT, stop)?;
+    let (data, scratch) = recording_path(keep, &std::env::temp_dir())?;
+    Ok((Some(early), data, scratch))
+}
+
 /// Writes `bytes` to `path` ([`crate::destination`], reports' mode; `-` is stdout), into
 /// `early` when the output was opened before recording.
 pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> anyhow::Result<()> {

@@ -51,18 +51,12 @@ pub fn run(a: IoArgs, stop: &Stop) -> anyhow::Result<u8> {
             "nothing to trace: give a command after --, or -p PID, or -a (e.g. `hwprof io -- ./app`)",
         );
     }
-    let dest = if to_stdout(&a) {
-        Path::new("-")
-    } else {
-        a.output.as_path()
-    };
-    let early = Some(crate::destination::open_for_target(
-        dest,
-        &crate::destination::REPORT,
+    let (early, data, scratch) = crate::destination::record_then_draw(
+        &a.output,
+        to_stdout(&a),
+        a.record.data_file.as_deref(),
         stop,
-    )?);
-    let (data, scratch) =
-        crate::destination::recording_path(a.record.data_file.as_deref(), &std::env::temp_dir())?;
+    )?;
     let target = crate::sampling::target(&a.record.flags())?;
     let enc = crate::events::encoder(None, &[])?;
     // Frame pointers on the BPF engine (it finds the frameless syscall wrapper's caller

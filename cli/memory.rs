@@ -67,18 +67,12 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
     }
     let in_kernel = engine(&a, dwarf)?;
     // The output first, so a wrong -o fails before the command starts.
-    let dest = if to_stdout(&a) {
-        Path::new("-")
-    } else {
-        a.output.as_path()
-    };
-    let early = Some(crate::destination::open_for_target(
-        dest,
-        &crate::destination::REPORT,
+    let (early, data, scratch) = crate::destination::record_then_draw(
+        &a.output,
+        to_stdout(&a),
+        a.record.data_file.as_deref(),
         stop,
-    )?);
-    let (data, scratch) =
-        crate::destination::recording_path(a.record.data_file.as_deref(), &std::env::temp_dir())?;
+    )?;
     let (specs, events) = event_specs(&found);
     let enc = crate::events::encoder(None, &[])?;
     let list = crate::events::parse_all(&enc, &specs)?;
@@ -123,7 +117,7 @@ pub fn run(a: MemoryArgs, stop: &Stop) -> anyhow::Result<u8> {
         // (unwinding while recording would drop the registers the pairing reads).
         let recorder = crate::sampling::open_recorder(rec, false, None)?;
         let done = recorder.run_all(Sink::PerfData(output), stop, None, None, &mut |e| {
-            if let (Edge::Start, Some(a)) = (e, &announce) {
+            if let (Edge::Enabled, Some(a)) = (e, &announce) {
                 eprintln!("{a}");
             }
         })?;
@@ -365,17 +359,6 @@ pub fn human_bytes(b: u64) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
-/// `1.234 s`, `56.7 ms`, `890 µs`.
-pub fn human_ns(ns: u64) -> String {
-    if ns >= 1_000_000_000 {
-        format!("{:.3} s", ns as f64 / 1e9)
-    } else if ns >= 1_000_000 {
-        format!("{:.1} ms", ns as f64 / 1e6)
-    } else {
-        format!("{} µs", ns / 1000)
-    }
-}
-
 /// Draws the recording `data` to `-o` (or stdout), into `early`.
 fn draw(
     a: &MemoryArgs,
@@ -503,7 +486,10 @@ fn title(what: &What<'_>, bytes: u64, count: u64) -> String {
             "at exit"
         };
         let older = if what.min_age_ns > 0 {
-            format!(" (blocks older than {})", human_ns(what.min_age_ns))
+            format!(
+                " (blocks older than {})",
+                crate::render::human_us(what.min_age_ns / 1000)
+            )
         } else {
             String::new()
         };
@@ -549,7 +535,5 @@ mod tests {
         assert_eq!(human_bytes(100), "100 B");
         assert_eq!(human_bytes(65_536), "64.0 KiB");
         assert_eq!(human_bytes(3 << 20), "3.0 MiB");
-        assert_eq!(human_ns(1_500_000_000), "1.500 s");
-        assert_eq!(human_ns(2_500_000), "2.5 ms");
     }
 }

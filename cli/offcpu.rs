@@ -46,18 +46,12 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     // The output first, so a wrong -o fails before the command starts (stdout: the
     // command's own stdout goes to stderr); the recording goes to a private scratch
     // directory (0700), removed at the end.
-    let dest = if to_stdout(&a) {
-        Path::new("-")
-    } else {
-        a.output.as_path()
-    };
-    let early = Some(crate::destination::open_for_target(
-        dest,
-        &crate::destination::REPORT,
+    let (early, data, scratch) = crate::destination::record_then_draw(
+        &a.output,
+        to_stdout(&a),
+        a.record.data_file.as_deref(),
         stop,
-    )?);
-    let (data, scratch) =
-        crate::destination::recording_path(a.record.data_file.as_deref(), &std::env::temp_dir())?;
+    )?;
     // As `hwprof record --switch-events -g -m 2M -o DATA`: cpu-clock samples say when a
     // thread runs (they end its block, see `pair`) and are the on-CPU side of --wall;
     // each event samples at its default (every switch, cpu-clock at 4000 Hz).

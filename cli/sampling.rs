@@ -159,7 +159,7 @@ pub fn record(
     stop: &Stop,
 ) -> anyhow::Result<Recorded> {
     let mut edges = |e: Edge| {
-        if let (Edge::Start, Some(a)) = (e, announce) {
+        if let (Edge::Enabled, Some(a)) = (e, announce) {
             eprintln!("{a}");
         }
     };

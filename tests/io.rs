@@ -12,7 +12,7 @@ mod common;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
@@ -199,17 +199,6 @@ fn a_command_on_both_engines() {
     }
 }
 
-fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
 /// `io_reads ZERO wait`, stopped before its I/O, and hwprof io `args` attached to it.
 fn attach(zero: &Path, args: &[&str]) -> (Background, Background) {
     let mut target = Background::spawn(
@@ -218,13 +207,7 @@ fn attach(zero: &Path, args: &[&str]) -> (Background, Background) {
     target.wait_for_line("ready");
     let pid = target.pid();
     assert!(
-        eventually(Duration::from_secs(10), || {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                s.rsplit(')')
-                    .next()
-                    .is_some_and(|r| r.trim_start().starts_with('T'))
-            })
-        }),
+        eventually(Duration::from_secs(10), || stopped(pid)),
         "io_reads did not stop"
     );
     let mut cmd = Command::new(hwprof_bin());
@@ -288,23 +271,6 @@ fn a_threshold_keeps_only_the_slow_calls() {
             run.stdout
         );
     }
-}
-
-/// The BPF programs hwprof holds (ids of `/proc/PID/fdinfo` entries with `prog_id`).
-fn program_ids_of(pid: i32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-        .filter_map(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("prog_id:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .collect::<std::collections::BTreeSet<u32>>()
-        .into_iter()
-        .collect()
 }
 
 /// After SIGTERM (the report is still written) or SIGKILL of hwprof io attached on the
@@ -407,7 +373,8 @@ fn threads_forks_and_exec_are_followed_and_untouched() {
             .unwrap_or_else(|| panic!("{engine}: no read row\n{report}"));
         assert!(
             (112..=116).contains(&reads),
-            "{engine}: 64 + 32 + 16 reads, and the loader's: {reads}\n{report}"
+            "{engine}: 64 + 32 + 16 reads, and the loader's: {reads}\n{report}\n{}",
+            run.stderr
         );
         if engine == "bpf" {
             let (calls, bytes, _) = row(&report, "read", z)

@@ -11,11 +11,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{
-    Background, Why, hwprof, hwprof_bin, parse_folded, require_tracefs, scratch_path, signal, skip,
-    through, wl,
+    Background, Why, eventually, hwprof, hwprof_bin, parse_folded, program_ids_of, require_tracefs,
+    scratch_path, signal, skip, stopped, through, wl,
 };
 
 /// The BPF engine pairs in the kernel; the perf engine samples every call and pairs
@@ -140,25 +140,6 @@ fn a_c_program_s_known_answers() {
         "printf's buffer, under _start: {}",
         run.dump()
     );
-}
-
-/// Process `pid`'s state letter is `T` (stopped).
-fn stopped(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('T'))
-    })
-}
-
-fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
 }
 
 /// `hwprof memory ARGS -p PID` on `alloc_known stop`, resumed once hwprof says it
@@ -445,21 +426,6 @@ fn definitions_of(pid: i32) -> Vec<String> {
     text.lines()
         .filter(|l| l.contains(&group))
         .map(str::to_string)
-        .collect()
-}
-
-/// The BPF programs whose fds process `pid` holds.
-fn program_ids_of(pid: i32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-        .filter_map(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("prog_id:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
         .collect()
 }
 

@@ -76,20 +76,6 @@ fn definitions_on(bin: &str) -> Vec<String> {
         .collect()
 }
 
-/// Polls until `cond` holds or `limit` passes; returns whether it held.
-fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    loop {
-        if cond() {
-            return true;
-        }
-        if start.elapsed() > limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Asserts the program ran normally under hwprof: its output, exit 0, no fork error.
 fn assert_program_ran(run: &Run) {
     assert!(
@@ -528,22 +514,6 @@ fn without_a_writable_tracefs_the_fallback_keeps_fork_working() {
         .collect();
     assert_eq!(value, [1.0], "the main thread's call only: {counts}");
     assert!(definitions_on(&bin).is_empty());
-}
-
-/// The BPF programs a process holds, by the kernel's ids (`prog_id` in the fdinfo of
-/// its BPF program fds).
-fn program_ids_of(pid: i32) -> Vec<u32> {
-    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return Vec::new();
-    };
-    dir.filter_map(Result::ok)
-        .filter_map(|e| fs::read_to_string(e.path()).ok())
-        .filter_map(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("prog_id:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .collect()
 }
 
 /// `hwprof probe --engine bpf` on a command that calls the function every 10 ms: after

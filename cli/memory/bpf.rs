@@ -108,11 +108,13 @@ impl Extra for Summed {
     fn edge(&mut self, edge: Edge) {
         let r = match edge {
             Edge::Start if self.command => Ok(()),
-            Edge::Start => self.gate.open().inspect(|()| {
+            Edge::Start => self.gate.open(),
+            Edge::Enabled => {
                 if let Some(a) = &self.announce {
                     eprintln!("{a}");
                 }
-            }),
+                Ok(())
+            }
             Edge::End => {
                 self.closed = Some(hwprof_bpf::now_ns());
                 self.gate.close()

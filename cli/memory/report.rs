@@ -6,7 +6,6 @@
 use hwprof_analysis::alloc::Table;
 use hwprof_analysis::percent as pct;
 
-use super::human_ns;
 use crate::render::thousands;
 
 /// The table.
@@ -14,7 +13,7 @@ pub fn table(t: &Table, title: &str, leaks: bool) -> String {
     let count = if leaks { "blocks" } else { "allocs" };
     let age = |a: Option<u64>| match (leaks, a) {
         (false, _) => String::new(),
-        (true, Some(ns)) => format!("  {:>10}", human_ns(ns)),
+        (true, Some(ns)) => format!("  {:>10}", crate::render::human_us(ns / 1000)),
         (true, None) => format!("  {:>10}", "-"),
     };
     let age_head = if leaks {

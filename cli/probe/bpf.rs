@@ -119,6 +119,7 @@ impl Attached {
             let r = match e {
                 Edge::Start if self.command => Ok(()),
                 Edge::Start => g.open(),
+                Edge::Enabled => Ok(()),
                 Edge::End => g.close(),
             };
             if let Err(err) = r {

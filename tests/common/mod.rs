@@ -440,6 +440,45 @@ impl Drop for Background {
 // Skipping
 // ---------------------------------------------------------------------------
 
+/// Polls until `cond` holds or `limit` passes; returns whether it held.
+pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` is stopped (its state letter is `T`).
+pub fn stopped(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('T'))
+    })
+}
+
+/// The ids of the BPF programs whose fds process `pid` holds (each once).
+pub fn program_ids_of(pid: i32) -> Vec<u32> {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| fs::read_to_string(e.path()).ok())
+        .filter_map(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("prog_id:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .collect::<std::collections::BTreeSet<u32>>()
+        .into_iter()
+        .collect()
+}
+
 /// True when `perf` runs.
 pub fn perf_available() -> bool {
     static OK: OnceLock<bool> = OnceLock::new();

@@ -96,12 +96,14 @@ pub const FINISHED_ROUND: [u8; 8] = {
     [t[0], t[1], t[2], t[3], 0, 0, 8, 0]
 };
 
-/// Why the loop stopped.
 /// An edge of a session's window (see [`Session::run_with_edges`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Edge {
     /// The events are about to be enabled, or the command to `exec`.
     Start,
+    /// The events were just enabled (or the command let go to its `exec`): what
+    /// happens in the target from now on is seen (where a tracer says so).
+    Enabled,
     /// The events were just disabled (a command has ended, or was ended).
     End,
 }
@@ -137,7 +139,8 @@ impl Session {
 
     /// [`Session::run`], calling `edges` at the window's edges: [`Edge::Start`] just
     /// before the events are enabled (or the command let go to its `exec`, which enables
-    /// them), [`Edge::End`] just after they are disabled, before anything is closed.
+    /// them), [`Edge::Enabled`] just after, [`Edge::End`] just after they are disabled,
+    /// before anything is closed.
     /// What counts beside the events (a BPF program on them, which runs whether they
     /// are enabled or not) opens and closes its own window there.
     pub fn run_with_edges<F>(
@@ -192,6 +195,7 @@ impl Session {
         stats.started = Some(start);
         edges(Edge::Start);
         self.start_target()?;
+        edges(Edge::Enabled);
         let deadline = self.opts.duration.map(|d| start + d);
 
         let mut ready: Vec<(u64, bool)> = Vec::with_capacity(self.rings.len() + pidfds.len());
