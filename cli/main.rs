@@ -43,14 +43,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
         Err(e) => {
-            let text = e.to_string();
-            let first = text
-                .lines()
-                .next()
-                .unwrap_or("bad arguments")
-                .trim_start_matches("error: ");
-            let first = render::escape(first);
-            eprintln!("hwprof: {first} (see `hwprof --help`)");
+            let line = clap_line(&e.to_string());
+            eprintln!("hwprof: {} (see `hwprof --help`)", render::escape(&line));
             return ExitCode::from(2);
         }
     };
@@ -64,6 +58,24 @@ fn main() -> ExitCode {
             ExitCode::from(exit_code_of(&err))
         }
     }
+}
+
+/// clap's error in one line: its first, with the list that follows when it ends in a
+/// colon (`the following required arguments were not provided:` then `  --leaks`).
+fn clap_line(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines
+        .next()
+        .unwrap_or("bad arguments")
+        .trim_start_matches("error: ");
+    if !first.ends_with(':') {
+        return first.to_string();
+    }
+    let list: Vec<&str> = lines
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    format!("{first} {}", list.join(", "))
 }
 
 fn run(cli: args::Cli) -> anyhow::Result<u8> {
@@ -118,4 +130,22 @@ fn stop_on_signals() -> anyhow::Result<Stop> {
         signal_hook::low_level::pipe::register(sig, waker).context(installing())?;
     }
     Ok(stop)
+}
+
+#[cfg(test)]
+mod clap_tests {
+    use super::clap_line;
+
+    #[test]
+    fn clap_errors_keep_the_names_they_list() {
+        let text = "error: the following required arguments were not provided:\n  --leaks\n\nUsage: hwprof memory --leaks --min-age <DURATION> [CMD]...\n";
+        assert_eq!(
+            clap_line(text),
+            "the following required arguments were not provided: --leaks"
+        );
+        assert_eq!(
+            clap_line("error: unexpected argument '--x' found\n\nUsage: ..."),
+            "unexpected argument '--x' found"
+        );
+    }
 }

@@ -445,8 +445,9 @@ fn draw(
         ));
     }
     let out_bytes = if a.report {
-        let t = alloc::table(&profile, event, fopts, 20, 10);
-        report::table(&t, &title, what.leaks).into_bytes()
+        let by_count = a.weight == MemoryWeight::Count;
+        let t = alloc::table(&profile, event, fopts, by_count, 20, 10);
+        report::table(&t, &title, what.leaks, by_count).into_bytes()
     } else if a.folded {
         folded.to_text().into_bytes()
     } else {
@@ -468,7 +469,8 @@ fn draw(
     Ok(())
 }
 
-/// The allocator's functions and file, in a few words.
+/// The allocator's functions and file, in a few words (all of them, for the error
+/// that says none was called).
 fn found_words(a: &Allocator) -> String {
     let names: Vec<&str> = a.symbols.iter().map(|(_, s)| s.as_str()).collect();
     let new = match &a.operator_new {
@@ -476,6 +478,27 @@ fn found_words(a: &Allocator) -> String {
         None => String::new(),
     };
     format!("{} of {}{new}", names.join(", "), a.path.display())
+}
+
+/// The allocator in the few words a subtitle has room for: how many functions, and
+/// the files' names.
+fn short_words(a: &Allocator) -> String {
+    let name = |p: &Path| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |f| f.to_string_lossy().into_owned(),
+        )
+    };
+    let n = a.symbols.len();
+    let mut w = format!(
+        "{n} allocator {} of {}",
+        crate::render::noun(n as u64, "function"),
+        name(&a.path)
+    );
+    if let Some((lib, _)) = &a.operator_new {
+        w.push_str(&format!(" and operator new of {}", name(lib)));
+    }
+    w
 }
 
 fn title(what: &What<'_>, bytes: u64, count: u64) -> String {
@@ -494,17 +517,19 @@ fn title(what: &What<'_>, bytes: u64, count: u64) -> String {
             String::new()
         };
         format!(
-            "Still allocated {when}{older}: {} ({} bytes) in {}",
+            "Still allocated {when}{older}: {} ({} bytes) in {} {}",
             human_bytes(bytes),
             thousands(bytes),
-            crate::render::plural(count, "block")
+            thousands(count),
+            crate::render::noun(count, "block")
         )
     } else {
         format!(
-            "Allocated: {} ({} bytes) in {}",
+            "Allocated: {} ({} bytes) in {} {}",
             human_bytes(bytes),
             thousands(bytes),
-            crate::render::plural(count, "allocation")
+            thousands(count),
+            crate::render::noun(count, "allocation")
         )
     }
 }
@@ -522,7 +547,7 @@ fn subtitle(what: &What<'_>, unit: &str) -> String {
     };
     format!(
         "width = {unit} {view} (uprobes on {}, {how})",
-        found_words(what.allocator)
+        short_words(what.allocator)
     )
 }
 

@@ -490,6 +490,11 @@ fn bad_input_gets_one_line() {
     assert!(none.stderr.contains("nothing to trace"), "{}", none.dump());
     let age = hwprof(&["memory", "--min-age", "5s", "--", "true"]);
     assert_eq!(age.code(), 2, "--min-age needs --leaks: {}", age.dump());
+    assert!(
+        age.stderr.contains("--leaks"),
+        "names what is missing: {}",
+        age.dump()
+    );
     let lbr = hwprof(&["memory", "--call-graph", "lbr", "--", "true"]);
     assert_eq!(lbr.code(), 2, "{}", lbr.dump());
     // Not root: one line that says so (not the perf_event_paranoid advice, which

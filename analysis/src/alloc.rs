@@ -101,8 +101,16 @@ fn add<T>(r: &mut Row<T>, bytes: u64, count: u64, age: Option<u64>) {
 }
 
 /// The heaviest `functions` functions and `stacks` stacks of event `event`'s samples of
-/// `p` (a [`profile`]), labelled as their folded lines are.
-pub fn table(p: &Profile, event: u32, opts: FoldOptions, functions: usize, stacks: usize) -> Table {
+/// `p` (a [`profile`]), by bytes or, `by_count`, by allocations, labelled as their
+/// folded lines are.
+pub fn table(
+    p: &Profile,
+    event: u32,
+    opts: FoldOptions,
+    by_count: bool,
+    functions: usize,
+    stacks: usize,
+) -> Table {
     let mut t = Table::default();
     let mut by_stack: HashMap<Vec<String>, Row<Vec<String>>> = HashMap::new();
     let mut by_fn: HashMap<String, Row<String>> = HashMap::new();
@@ -133,11 +141,26 @@ pub fn table(p: &Profile, event: u32, opts: FoldOptions, functions: usize, stack
         });
         add(r, s.period, s.count, s.weight);
     }
+    let key = |bytes: u64, count: u64| {
+        if by_count {
+            (count, bytes)
+        } else {
+            (bytes, count)
+        }
+    };
     let mut f: Vec<Row<String>> = by_fn.into_values().collect();
-    f.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.what.cmp(&b.what)));
+    f.sort_by(|a, b| {
+        key(b.bytes, b.count)
+            .cmp(&key(a.bytes, a.count))
+            .then_with(|| a.what.cmp(&b.what))
+    });
     f.truncate(functions);
     let mut st: Vec<Row<Vec<String>>> = by_stack.into_values().collect();
-    st.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.what.cmp(&b.what)));
+    st.sort_by(|a, b| {
+        key(b.bytes, b.count)
+            .cmp(&key(a.bytes, a.count))
+            .then_with(|| a.what.cmp(&b.what))
+    });
     st.truncate(stacks);
     t.functions = f;
     t.stacks = st;

@@ -8,9 +8,24 @@ use hwprof_analysis::percent as pct;
 
 use crate::render::thousands;
 
-/// The table.
-pub fn table(t: &Table, title: &str, leaks: bool) -> String {
+/// The table, by bytes or (`by_count`, `--weight count`) by allocations; the `%`
+/// column is of that.
+pub fn table(t: &Table, title: &str, leaks: bool, by_count: bool) -> String {
     let count = if leaks { "blocks" } else { "allocs" };
+    let by = if !by_count {
+        "bytes"
+    } else if leaks {
+        "blocks"
+    } else {
+        "allocations"
+    };
+    let share = |bytes: u64, n: u64| {
+        if by_count {
+            pct(n, t.count)
+        } else {
+            pct(bytes, t.bytes)
+        }
+    };
     let age = |a: Option<u64>| match (leaks, a) {
         (false, _) => String::new(),
         (true, Some(ns)) => format!("  {:>10}", crate::render::human_us(ns / 1000)),
@@ -22,21 +37,21 @@ pub fn table(t: &Table, title: &str, leaks: bool) -> String {
         String::new()
     };
     let mut s = format!(
-        "# {title}\n#\n# Functions by bytes (inclusive)\n{:>16}  {:>6}  {:>12}{age_head}  function\n",
+        "# {title}\n#\n# Functions by {by} (inclusive)\n{:>16}  {:>6}  {:>12}{age_head}  function\n",
         "bytes", "%", count
     );
     for r in &t.functions {
         s.push_str(&format!(
             "{:>16}  {:>5.1}%  {:>12}{}  {}\n",
             thousands(r.bytes),
-            pct(r.bytes, t.bytes),
+            share(r.bytes, r.count),
             thousands(r.count),
             age(r.oldest_ns),
             r.what
         ));
     }
     s.push_str(&format!(
-        "\n# Stacks by bytes (leaf first)\n{:>16}  {:>6}  {:>12}{age_head}\n",
+        "\n# Stacks by {by} (leaf first)\n{:>16}  {:>6}  {:>12}{age_head}\n",
         "bytes", "%", count
     ));
     for r in &t.stacks {
@@ -44,7 +59,7 @@ pub fn table(t: &Table, title: &str, leaks: bool) -> String {
         s.push_str(&format!(
             "{:>16}  {:>5.1}%  {:>12}{}  [{comm}]\n",
             thousands(r.bytes),
-            pct(r.bytes, t.bytes),
+            share(r.bytes, r.count),
             thousands(r.count),
             age(r.oldest_ns)
         ));
