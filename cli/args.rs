@@ -129,6 +129,12 @@ pub struct StatArgs {
     /// JSON lines output, one object per event.
     #[arg(short = 'j', long = "json")]
     pub json: bool,
+    /// The keys of -j's objects: hwprof's (`value`, `unit` ns, `pct_running`...), or
+    /// perf's (`counter-value`, `unit` msec, `event-runtime`, `pcnt-running`,
+    /// `metric-value`, `metric-unit`, as `perf stat -j` prints them, for its scripts);
+    /// `perf` implies -j.
+    #[arg(long = "json-keys", value_name = "hwprof|perf", value_parser = ["hwprof", "perf"], conflicts_with = "sep")]
+    pub json_keys: Option<String>,
     /// Write the counts to FILE (atomically) instead of stderr; `-` is stdout, and the
     /// command's own stdout then goes to stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]

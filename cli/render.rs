@@ -17,6 +17,9 @@ pub enum Format {
     Csv(String),
     /// One JSON object per event.
     Json,
+    /// One JSON object per event, with `perf stat -j`'s keys, order and value forms
+    /// (`counter-value` as text, clocks in msec, `event-runtime`, `pcnt-running`...).
+    PerfJson,
 }
 
 pub use hwprof_pmu::stat::Line;
@@ -123,6 +126,7 @@ pub fn lines(w: &mut dyn Write, fmt: &Format, ts: Option<f64>, lines: &[Line]) -
             Format::Human => human_line(w, ts, l)?,
             Format::Csv(sep) => csv_line(w, sep, ts, l)?,
             Format::Json => json_line(w, ts, l)?,
+            Format::PerfJson => perf_json_line(w, ts, l)?,
         }
     }
     Ok(())
@@ -233,6 +237,55 @@ fn json_line(w: &mut dyn Write, ts: Option<f64>, l: &Line) -> io::Result<()> {
         o["status"] = json!("not counted");
     }
     writeln!(w, "{o}")
+}
+
+/// A line as `perf stat -j` (6.1) prints it: `{"counter-value" : "0.531750", "unit" :
+/// "msec", "event" : "task-clock", "event-runtime" : 531750, "pcnt-running" : 100.00,
+/// "metric-value" : 0.441198, "metric-unit" : "CPUs utilized"}`, after `"interval"`
+/// (`-I`) and `"cpu"` (`-A`), with `"variance"` (`-r`) after the event; counts that are
+/// not there are `"<not supported>"` or `"<not counted>"`.
+fn perf_json_line(w: &mut dyn Write, ts: Option<f64>, l: &Line) -> io::Result<()> {
+    let text = |s: &str| serde_json::Value::from(s).to_string();
+    let mut f: Vec<String> = Vec::with_capacity(9);
+    if let Some(t) = ts {
+        f.push(format!("\"interval\" : {t:.9}"));
+    }
+    if let Some(c) = l.cpu {
+        f.push(format!("\"cpu\" : \"{c}\""));
+    }
+    let clock = is_clock(&l.event);
+    let value = match (status_text(l), l.value) {
+        (Some(t), _) => t.to_string(),
+        (None, Some(v)) if clock => format!("{:.6}", v / 1e6),
+        (None, Some(v)) => format!("{v:.6}"),
+        (None, None) => String::new(),
+    };
+    f.push(format!("\"counter-value\" : {}", text(&value)));
+    let unit = if clock && l.count.is_some() {
+        "msec"
+    } else {
+        ""
+    };
+    f.push(format!("\"unit\" : {}", text(unit)));
+    f.push(format!("\"event\" : {}", text(&l.event)));
+    if let Some(sd) = l.stddev_pct {
+        f.push(format!("\"variance\" : {sd:.2}"));
+    }
+    let c = l.count.unwrap_or_default();
+    let counted = status_text(l).is_none();
+    f.push(format!(
+        "\"event-runtime\" : {}",
+        if counted { c.running } else { 0 }
+    ));
+    let pct = if counted { c.pct_running() } else { 100.0 };
+    f.push(format!("\"pcnt-running\" : {pct:.2}"));
+    let (mv, mu) = match (&l.metric, counted) {
+        (Some(m), true) => (m.value, m.unit.to_string()),
+        _ => (0.0, String::new()),
+    };
+    f.push(format!("\"metric-value\" : {mv:.6}"));
+    f.push(format!("\"metric-unit\" : {}", text(&mu)));
+    writeln!(w, "{{{}}}", f.join(", "))
 }
 
 /// Timing of a finished measurement, for the human footer.

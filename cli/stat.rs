@@ -25,9 +25,11 @@ pub fn run(a: StatArgs, stop: &Stop) -> anyhow::Result<u8> {
     if a.topdown_level.is_some() || a.metrics_file.is_some() {
         return usage("--level and --metrics-file go with --topdown");
     }
-    let fmt = match (&a.sep, a.json) {
+    let perf_keys = a.json_keys.as_deref() == Some("perf");
+    let fmt = match (&a.sep, a.json || perf_keys) {
         (Some(s), _) if s.is_empty() => return usage("-x needs a non-empty separator"),
         (Some(s), _) => Format::Csv(s.clone()),
+        (None, true) if perf_keys => Format::PerfJson,
         (None, true) => Format::Json,
         (None, false) => Format::Human,
     };

@@ -1009,3 +1009,81 @@ fn a_breakpoint_on_a_pie_address_is_warned_about() {
     assert!(!r.stderr.contains("warning"), "{}", r.dump());
     assert!(bg.alive());
 }
+
+// ---------------------------------------------------------------------------
+// perf's JSON keys (--json-keys perf)
+// ---------------------------------------------------------------------------
+
+/// A line's keys in order, each with whether its value is a JSON string.
+fn keys_in_order(line: &str) -> Vec<(String, bool)> {
+    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("\" : ") {
+        let key_start = rest[..i].rfind('"').expect("a key's opening quote") + 1;
+        let key = rest[key_start..i].to_string();
+        out.push((key.clone(), v[&key].is_string()));
+        rest = &rest[i + 4..];
+    }
+    out
+}
+
+/// The same stat invocations through `perf stat -j` and `hwprof stat --json-keys perf`:
+/// each line has perf's keys in perf's order with the same JSON types, the same event
+/// names and the same `<not supported>`; task-clock's value is in msec for both.
+#[test]
+fn json_keys_perf_are_perf_stat_j_s() {
+    if !require_perf("perf stat -j") {
+        return;
+    }
+    let cases: [&[&str]; 4] = [
+        &["-e", "cycles,task-clock,context-switches", "--", "true"],
+        &["-I", "100", "-e", "task-clock", "--", "sleep", "0.25"],
+        &["-A", "-a", "-e", "task-clock", "--", "sleep", "0.05"],
+        &["-r", "3", "-e", "task-clock", "--", "true"],
+    ];
+    for args in cases {
+        let theirs = perf(&[&["stat", "-j"][..], args].concat());
+        let ours = hwprof(&[&["stat", "--json-keys", "perf"][..], args].concat());
+        ours.assert_ok();
+        let lines = |r: &Run| -> Vec<String> {
+            r.stderr
+                .lines()
+                .filter(|l| l.starts_with('{'))
+                .map(str::to_string)
+                .collect()
+        };
+        let (p, h) = (lines(&theirs), lines(&ours));
+        assert!(!p.is_empty(), "perf printed no JSON: {}", theirs.dump());
+        // -I prints one line per interval: the count of intervals may differ by one.
+        let n = p.len().min(h.len());
+        assert!(
+            p.len().abs_diff(h.len()) <= usize::from(args[0] == "-I"),
+            "{args:?}: perf {} lines, hwprof {}\n{}\n{}",
+            p.len(),
+            h.len(),
+            theirs.dump(),
+            ours.dump()
+        );
+        for (pl, hl) in p[..n].iter().zip(&h[..n]) {
+            assert_eq!(
+                keys_in_order(hl),
+                keys_in_order(pl),
+                "{args:?}\nperf:   {pl}\nhwprof: {hl}"
+            );
+            let (pv, hv): (Value, Value) = (
+                serde_json::from_str(pl).expect("json"),
+                serde_json::from_str(hl).expect("json"),
+            );
+            assert_eq!(hv["event"], pv["event"], "{pl}\n{hl}");
+            assert_eq!(hv["unit"], pv["unit"], "{pl}\n{hl}");
+            let special = |v: &Value| {
+                v["counter-value"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with('<'))
+            };
+            assert_eq!(special(&hv), special(&pv), "{pl}\n{hl}");
+        }
+        report!("stat {args:?}: {} lines with perf's keys", n);
+    }
+}

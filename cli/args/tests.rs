@@ -17,7 +17,7 @@ fn each_command_takes_exactly_its_flags() {
         ("encode", "-e --cpu --event --event-file --json"),
         (
             "stat",
-            "-A -C -I -a -e -i -j -o -p -r -t -x --all-cpus --cpu --duration --event --event-file --field-separator --interval-print --json --level --metrics-file --no-aggr --no-inherit --output --pid --repeat --tid --timeout --topdown",
+            "-A -C -I -a -e -i -j -o -p -r -t -x --all-cpus --cpu --duration --event --event-file --field-separator --interval-print --json --json-keys --level --metrics-file --no-aggr --no-inherit --output --pid --repeat --tid --timeout --topdown",
         ),
         (
             "record",
