@@ -59,6 +59,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// TopDown (TMA) metrics from counts measured elsewhere (`perf stat -x,` or `hwprof stat -j` output).
     Metrics(MetricsArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(CompletionsArgs),
+    /// Write man pages (hwprof.1 and hwprof-SUBCOMMAND.1) into DIR, or hwprof.1 on stdout.
+    Man(ManArgs),
     /// Memory-access profiles of PEBS load/store samples (like `perf mem report`).
     Mem(MemArgs),
     /// Cache-line contention: lines by HITM and stores, offsets, functions, threads (like `perf c2c report`).
@@ -722,6 +726,26 @@ impl RecordWords for ProbeWords {
     const SYMFS: Option<&'static str> = Some(SYMFS_HELP);
     const COMMAND: Option<&'static str> = Some("The command to run, after `--`");
     const COMMAND_LAST: bool = true;
+}
+
+/// Flags of `hwprof completions`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Install, e.g.: hwprof completions bash > ~/.local/share/bash-completion/completions/hwprof\n              hwprof completions zsh > ~/.zfunc/_hwprof\n              hwprof completions fish > ~/.config/fish/completions/hwprof.fish"
+)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// Flags of `hwprof man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The directory to write the pages into (e.g. ~/.local/share/man/man1); without
+    /// it, hwprof.1 goes to stdout.
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Flags of `hwprof mem`.

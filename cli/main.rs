@@ -9,6 +9,7 @@
 mod args;
 mod bench;
 mod c2c;
+mod completions;
 mod destination;
 mod encode;
 mod error;
@@ -109,6 +110,8 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Bench(a) => bench::run(a, &stop_on_signals()?),
         args::Command::Metrics(a) => metrics::run(a),
         args::Command::Mem(a) => mem::run(a),
+        args::Command::Completions(a) => completions::completions(&a),
+        args::Command::Man(a) => completions::man(&a),
         args::Command::C2c(a) => c2c::run(a),
     }
 }
