@@ -5,6 +5,7 @@
 //! of `hwprof_pmu::target`).
 
 mod choices;
+pub mod export;
 mod flag;
 mod group;
 pub mod io;
@@ -47,6 +48,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Draw an interactive SVG flame graph from a perf.data file, or record a command and draw it.
     Flamegraph(FlamegraphArgs),
+    /// Write a recording (or record a command) as a pprof, Firefox Profiler or speedscope profile.
+    Export(export::ExportArgs),
     /// Where threads wait: off-CPU time by stack (sched_switch), as a flame graph or table.
     Offcpu(OffcpuArgs),
     /// Count and time calls of a function with uprobes: exact counts, latency histogram, slow-call stacks.

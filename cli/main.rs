@@ -14,6 +14,7 @@ mod destination;
 mod encode;
 mod error;
 mod events;
+mod export;
 mod flamegraph;
 mod input;
 mod io;
@@ -103,6 +104,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
             };
             flamegraph::run(a, &stop)
         }
+        args::Command::Export(a) => export::run(a, stop_on_signals),
         args::Command::Offcpu(a) => offcpu::run(a, &stop_on_signals()?),
         args::Command::Probe(a) => probe::run(a, &stop_on_signals()?),
         args::Command::Io(a) => io::run(a, &stop_on_signals()?),

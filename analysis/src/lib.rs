@@ -6,6 +6,8 @@
 //!
 //! - [`branch`]: branch analysis from LBR, the rows of `hwprof report -b` (perf's
 //!   `--branch-stack` view) with mispredict shares and average cycles.
+//! - [`export`]: a recording as pprof, speedscope or Firefox Profiler files, every
+//!   dimension (CPU, off-CPU, allocations, I/O) a series in its unit.
 //! - [`fold`]: samples to folded stacks (`comm;main;f;g 42`), the boundary between
 //!   collecting and drawing, with one weight type ([`fold::Weight`]: samples, period,
 //!   sample weight, µs) for every flame graph; and the two-count lines of a
@@ -48,6 +50,7 @@ pub mod bench;
 pub mod branch;
 pub mod c2c;
 pub mod error;
+pub mod export;
 pub mod fold;
 pub mod io;
 pub mod mem;

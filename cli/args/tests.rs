@@ -33,6 +33,10 @@ fn each_command_takes_exactly_its_flags() {
             "-F -a -c -e -i -o -p --all --all-cpus --call-graph --count --data-file --diff --draw-event --duration --event --event-file --folded --freq --inline --input --kernel --mem --no-inline --no-kernel --off-cpu --output --pid --symfs --title --weight",
         ),
         (
+            "export",
+            "-F -a -c -e -i -o -p --all-cpus --call-graph --count --data-file --duration --event --event-file --format --freq --input --no-inline --no-kernel --output --pid --symfs",
+        ),
+        (
             "offcpu",
             "-a -o -p -t --all-cpus --call-graph --data-file --duration --engine --folded --min-block --no-kernel --output --pid --report --symfs --tid --wall",
         ),

@@ -1,0 +1,228 @@
+//! The Firefox Profiler's processed format, written by `fxprof-processed-profile` (the
+//! crate samply writes it with): one process per pid, one thread track per tid, named by
+//! its command, every sample at its time on the recording's timeline (0 = the first
+//! sample).
+//!
+//! What each series becomes, on the thread that recorded it:
+//! - the CPU samples of the first sampled event (`cpu-clock`...): samples with their
+//!   period as the CPU delta (the track's CPU graph), weight 1 per recorded sample;
+//! - off-CPU blocks ([`OFF_CPU`], [`OFFCPU_TIME`]) and I/O waits ([`IO_TIME`]):
+//!   samples with no CPU delta, as samply writes off-CPU time, their stacks under an
+//!   `[off-CPU]` or `[I/O]` leaf, weighted by their time in sampling intervals (the
+//!   first event's mean period, else 1 ms), so that one call tree adds CPU and waits;
+//!   a paired block sits at its switch-out, a sum from the kernel (no time of its own)
+//!   at the thread's last sample;
+//! - bytes ([`ALLOCATED_BYTES`], [`LEAKED_BYTES`]): allocation samples (the profiler's
+//!   allocation call trees), their size in bytes;
+//! - any other event (the other members of a group, tracepoints): a track of its own per
+//!   thread, `comm (event)`, weight 1 per sample.
+//!
+//! Frames are labels (the recording is symbolized here), in category `User` or
+//! `Kernel` (the waits' leaves in `Off-CPU` and `I/O`).
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use fxprof_processed_profile::{
+    CategoryColor, CategoryPairHandle, CpuDelta, Frame as FxFrame, FrameFlags, FrameInfo,
+    ProcessHandle, Profile as FxProfile, ReferenceTimestamp, SamplingInterval, StringHandle,
+    ThreadHandle, Timestamp,
+};
+use hwprof_symbolize::Sample;
+
+use super::{Export, OFF_CPU, Unit, frame_name, is_kernel};
+use crate::alloc::{ALLOCATED_BYTES, LEAKED_BYTES};
+use crate::io::IO_TIME;
+use crate::offcpu::OFFCPU_TIME;
+
+/// What an event's samples become.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// CPU samples on the thread's main track.
+    Cpu,
+    /// Waits on the main track, with this leaf label.
+    Wait(&'static str),
+    /// Allocation samples.
+    Bytes,
+    /// A track of its own.
+    Own,
+    /// Not exported.
+    None,
+}
+
+/// The role of each event of `e`.
+fn roles(e: &Export) -> Vec<Role> {
+    let p = &e.profile;
+    let mut cpu_taken = false;
+    (0..p.events.len() as u32)
+        .map(|ev| {
+            let Some(ser) = e.series.iter().find(|s| s.event == ev) else {
+                return Role::None;
+            };
+            let name = p.events.get(ev as usize).map_or("", |x| x.name.as_str());
+            match name.split(':').next().unwrap_or(name) {
+                OFF_CPU | OFFCPU_TIME => Role::Wait("[off-CPU]"),
+                IO_TIME => Role::Wait("[I/O]"),
+                ALLOCATED_BYTES | LEAKED_BYTES => Role::Bytes,
+                _ if !cpu_taken && ser.unit != Unit::Bytes => {
+                    cpu_taken = true;
+                    Role::Cpu
+                }
+                _ => Role::Own,
+            }
+        })
+        .collect()
+}
+
+/// The Firefox Profiler profile of `e` (built unmerged: every sample with its time);
+/// `product` names it.
+pub fn profile(e: &Export, product: &str) -> FxProfile {
+    let p = &e.profile;
+    let roles = roles(e);
+    let role = |s: &Sample| roles.get(s.event as usize).copied().unwrap_or(Role::None);
+    // Times: those beyond every real one are a sum's (perf's OFF_CPU_TIMESTAMP).
+    let real = |t: u64| t < crate::io::LABELLED_TIME;
+    let start = p
+        .samples
+        .iter()
+        .filter_map(|s| s.time)
+        .filter(|&t| real(t))
+        .min()
+        .unwrap_or(0);
+    let (mut cpu_period, mut cpu_count) = (0u64, 0u64);
+    for s in p.samples.iter().filter(|s| role(s) == Role::Cpu) {
+        cpu_period += s.period;
+        cpu_count += s.count;
+    }
+    let interval_ns = match e
+        .series
+        .iter()
+        .find(|s| roles.get(s.event as usize) == Some(&Role::Cpu))
+    {
+        Some(s) if s.unit == Unit::Nanoseconds && cpu_count > 0 => (cpu_period / cpu_count).max(1),
+        _ => 1_000_000,
+    };
+    let mut fx = FxProfile::new(
+        product,
+        ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
+        SamplingInterval::from_nanos(interval_ns),
+    );
+    let user: CategoryPairHandle = fx.add_category("User", CategoryColor::Yellow).into();
+    let kernel: CategoryPairHandle = fx.add_category("Kernel", CategoryColor::Orange).into();
+    let off: CategoryPairHandle = fx.add_category("Off-CPU", CategoryColor::Blue).into();
+    let io: CategoryPairHandle = fx.add_category("I/O", CategoryColor::Green).into();
+
+    // Samples by thread, in time order; each thread's last real time.
+    let mut order: Vec<(u32, u64, usize)> = p
+        .samples
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| role(s) != Role::None)
+        .map(|(i, s)| (s.tid, s.time.unwrap_or(u64::MAX), i))
+        .collect();
+    order.sort_unstable();
+    let mut last: HashMap<u32, u64> = HashMap::new();
+    for &(tid, t, _) in &order {
+        if real(t) {
+            last.insert(tid, t);
+        }
+    }
+    let mut processes: HashMap<u32, ProcessHandle> = HashMap::new();
+    let mut threads: HashMap<(u32, u32), ThreadHandle> = HashMap::new();
+    let mut names: Vec<Option<StringHandle>> = vec![None; p.frames.len()];
+    let mut frames: Vec<FrameInfo> = Vec::new();
+    for (tid, time, i) in order {
+        let Some(s) = p.samples.get(i) else { continue };
+        let r = role(s);
+        let zero = Timestamp::from_nanos_since_reference(0);
+        let comm = p.comm(s);
+        let process = *processes
+            .entry(s.pid)
+            .or_insert_with(|| fx.add_process(comm, s.pid, zero));
+        let track = match r {
+            Role::Own => s.event,
+            _ => u32::MAX,
+        };
+        let thread = *threads.entry((tid, track)).or_insert_with(|| {
+            let t = fx.add_thread(process, tid, zero, tid == s.pid && track == u32::MAX);
+            let name = match r {
+                Role::Own => {
+                    let ev = p
+                        .events
+                        .get(s.event as usize)
+                        .map_or("", |x| x.name.as_str());
+                    format!("{comm} ({ev})")
+                }
+                _ => comm.to_string(),
+            };
+            fx.set_thread_name(t, &name);
+            t
+        });
+        let at = if real(time) {
+            time
+        } else {
+            last.get(&tid).copied().unwrap_or(start)
+        };
+        let ts = Timestamp::from_nanos_since_reference(at.saturating_sub(start));
+        // Root first.
+        frames.clear();
+        for &fid in s.stack.iter().rev() {
+            let f = p.frame(fid);
+            let name = match names.get(fid as usize).copied().flatten() {
+                Some(h) => h,
+                None => {
+                    let h = fx.intern_string(&frame_name(f));
+                    if let Some(slot) = names.get_mut(fid as usize) {
+                        *slot = Some(h);
+                    }
+                    h
+                }
+            };
+            frames.push(FrameInfo {
+                frame: FxFrame::Label(name),
+                category_pair: if is_kernel(f) { kernel } else { user },
+                flags: FrameFlags::empty(),
+            });
+        }
+        if let Role::Wait(label) = r {
+            let h = fx.intern_string(label);
+            frames.push(FrameInfo {
+                frame: FxFrame::Label(h),
+                category_pair: if label == "[I/O]" { io } else { off },
+                flags: FrameFlags::empty(),
+            });
+        }
+        let stack = fx.intern_stack_frames(thread, frames.iter().cloned());
+        let weight = |v: u64| i32::try_from(v.max(1)).unwrap_or(i32::MAX);
+        match r {
+            Role::Cpu => {
+                let delta = match e.series.iter().find(|x| x.event == s.event) {
+                    Some(x) if x.unit == Unit::Nanoseconds => CpuDelta::from_nanos(s.period),
+                    _ => CpuDelta::ZERO,
+                };
+                fx.add_sample(thread, ts, stack, delta, weight(s.count));
+            }
+            Role::Wait(_) => {
+                fx.add_sample(
+                    thread,
+                    ts,
+                    stack,
+                    CpuDelta::ZERO,
+                    weight(s.period / interval_ns),
+                );
+            }
+            Role::Bytes => {
+                let bytes = i64::try_from(s.period).unwrap_or(i64::MAX);
+                fx.add_allocation_sample(thread, ts, stack, 0, bytes);
+            }
+            Role::Own => fx.add_sample(thread, ts, stack, CpuDelta::ZERO, weight(s.count)),
+            Role::None => {}
+        }
+    }
+    fx
+}
+
+/// Writes `e` as a Firefox Profiler (processed format) JSON file.
+pub fn write(e: &Export, product: &str, w: impl Write) -> std::io::Result<()> {
+    serde_json::to_writer(w, &profile(e, product)).map_err(std::io::Error::from)
+}
