@@ -368,6 +368,9 @@ pub enum SortKey {
     Dso,
     /// The function.
     Sym,
+    /// The source file and line of the sampled code (`file.c:12`, the innermost
+    /// inlined line).
+    Srcline,
 }
 
 #[derive(Debug, Args)]
@@ -423,6 +426,18 @@ pub struct ReportArgs {
         value_delimiter = ','
     )]
     pub branch_sort: Option<Vec<hwprof_analysis::branch::Key>>,
+    /// The call graph under each row (perf's -g): `caller` (root first, the default),
+    /// `callee` (leaf first), a threshold in percent (default 0.5, else --percent-limit),
+    /// perf's `graph,0.5,caller,function,percent` spelling.
+    #[arg(
+        short = 'g',
+        long = "call-graph",
+        value_name = "caller|callee|graph,0.5,caller",
+        num_args = 0..=1,
+        default_missing_value = "graph,caller",
+        conflicts_with_all = ["diff", "branch_stack"]
+    )]
+    pub call_graph: Option<String>,
 }
 
 /// What `hwprof report` takes of [`InputArgs`] (all of it).

@@ -8,6 +8,7 @@ mod branch;
 mod diff;
 #[cfg(test)]
 mod fixture;
+mod graph;
 mod text;
 
 use std::io::{self, Write};
@@ -63,12 +64,24 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
             }
         }
         None => {
+            let graph = match &a.call_graph {
+                Some(spec) => match graph::parse(spec, a.percent_limit) {
+                    Ok(g) => g,
+                    Err(e) => return usage(e),
+                },
+                None => None,
+            };
             let p = load(&a.input.file, &opts)?;
-            let tables = tables(&a, &filter, &a.input.file, &p)?;
+            let (events, tables) = tables(&a, &filter, &a.input.file, &p)?;
+            let graphs = match graph {
+                Some(g) => Some(graphs(&a, &filter, &p, &events, &tables, g)?),
+                None => None,
+            };
+            let graphs = graphs.as_deref();
             if a.json {
-                json_text(&text::json(&tables, p.lost, a.percent_limit))?
+                json_text(&text::json(&tables, p.lost, a.percent_limit, graphs))?
             } else {
-                text::tables(&tables, p.lost, &a.sort, hide_comm, a.percent_limit)
+                text::tables(&tables, p.lost, &a.sort, hide_comm, a.percent_limit, graphs)
             }
         }
     };
@@ -200,6 +213,7 @@ pub(crate) fn keys(sort: &[SortKey]) -> Keys {
         tid: sort.contains(&SortKey::Tid),
         dso: sort.contains(&SortKey::Dso),
         sym: sort.contains(&SortKey::Sym),
+        srcline: sort.contains(&SortKey::Srcline),
     }
 }
 
@@ -228,20 +242,43 @@ fn filters_text(filter: &Filter) -> String {
     .join(" ")
 }
 
-/// The tables of `--event` (or every event) of profile `p`.
+/// The tables of `--event` (or every event) of profile `p`, with their events.
 fn tables(
     a: &ReportArgs,
     filter: &Filter,
     path: &Path,
     p: &Profile,
-) -> anyhow::Result<Vec<EventTable>> {
+) -> anyhow::Result<(Vec<usize>, Vec<EventTable>)> {
     let events = select_events(a, path, p)?;
     let children = !a.no_children && (a.children || report::has_callchains(p, &events));
     let tables = report::tables(p, &events, keys(&a.sort), filter, children);
     if !filter.is_empty() && tables.iter().all(|t| t.kept_samples == 0) {
         return Err(no_match(filter, path));
     }
-    Ok(tables)
+    Ok((events, tables))
+}
+
+/// `-g`: the call graph of every shown row of each table (`events[i]`'s is `tables[i]`).
+fn graphs(
+    a: &ReportArgs,
+    filter: &Filter,
+    p: &Profile,
+    events: &[usize],
+    tables: &[EventTable],
+    opts: report::callgraph::GraphOptions,
+) -> anyhow::Result<Vec<Vec<report::callgraph::Graph>>> {
+    if !report::has_callchains(p, events) {
+        return usage(format!(
+            "-g draws call graphs, and {} has no callchains: record with -g (or --call-graph dwarf)",
+            a.input.file.display()
+        ));
+    }
+    let k = keys(&a.sort);
+    Ok(events
+        .iter()
+        .zip(tables)
+        .map(|(&e, t)| report::callgraph::graphs(p, e, t, k, filter, a.percent_limit, opts))
+        .collect())
 }
 
 /// The comparisons of the events both files have (or `--event`).

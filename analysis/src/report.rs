@@ -11,6 +11,7 @@
 //! [`Aggregator`] takes samples one at a time (a profile read as a stream), [`tables`]
 //! aggregates a whole [`Profile`] in one pass.
 
+pub mod callgraph;
 pub mod diff;
 pub mod top;
 
@@ -67,6 +68,9 @@ pub struct Row {
     pub dso: Option<String>,
     /// Symbol as perf shows it, `[.] func`, `[k] func`, `[.] 0x...` (with the `sym` key).
     pub sym: Option<String>,
+    /// Source file name and line of the sampled code, `file.c:12` (with the `srcline`
+    /// key; [`srcline_text`]).
+    pub srcline: Option<String>,
     /// Samples whose leaf is this row.
     pub samples: u64,
     /// Period of the samples whose leaf is this row.
@@ -132,6 +136,8 @@ pub struct Keys {
     pub dso: bool,
     /// The function.
     pub sym: bool,
+    /// The source line (`file.c:12`).
+    pub srcline: bool,
 }
 
 /// perf's symbol column: `[k] name` / `[.] name`, and for unresolved addresses the
@@ -149,8 +155,55 @@ pub fn symbol_text(f: &Frame) -> String {
     }
 }
 
-/// The key text of a frame for the dso and sym keys.
-type FrameKey = (Option<String>, Option<String>);
+/// perf's `srcline` key of a frame: the source file's name and the line, `file.c:12`;
+/// where DWARF has no line, the function's name (perf adds the offset in it, which a
+/// frame does not keep), else `module[0x…]` (perf's `dso[addr]`).
+pub fn srcline_text(f: &Frame) -> String {
+    match (&f.file, f.line, &f.function) {
+        (Some(file), Some(line), _) if line > 0 => {
+            let base = file.rsplit('/').next().unwrap_or(file);
+            format!("{base}:{line}")
+        }
+        (_, _, Some(name)) => name.clone(),
+        _ => format!("{}[{:#x}]", f.module_name(), f.module_offset),
+    }
+}
+
+/// The key text of a frame for the dso, sym and srcline keys.
+type FrameKey = (Option<String>, Option<String>, Option<String>);
+
+/// The frame key of a sample's Self row: the dso and sym of its first frame that is not
+/// inlined (as perf report counts), the srcline of its innermost frame (perf's srcline
+/// of the sampled ip).
+fn self_key(fk: &mut FrameKeys, frames: &[Frame], stack: &[u32]) -> u32 {
+    let leaf = stack
+        .iter()
+        .find(|&&id| frames.get(id as usize).is_some_and(|f| !f.inlined))
+        .or(stack.first())
+        .copied();
+    let Some(leaf) = leaf else {
+        return fk.empty;
+    };
+    let Some(key) = fk.of(leaf) else {
+        return fk.empty;
+    };
+    match stack.first() {
+        Some(&inner) if fk.keys_of.srcline && inner != leaf => {
+            let Some(src) = fk.of(inner) else {
+                return key;
+            };
+            if let Some(&k) = fk.pairs.get(&(key, src)) {
+                return k;
+            }
+            let (dso, sym, _) = fk.keys[key as usize].clone();
+            let srcline = fk.keys[src as usize].2.clone();
+            let k = fk.intern((dso, sym, srcline));
+            fk.pairs.insert((key, src), k);
+            k
+        }
+        _ => key,
+    }
+}
 
 /// Interned dso/sym keys of the frames known so far, plus the key of an empty stack.
 #[derive(Debug)]
@@ -163,6 +216,8 @@ struct FrameKeys {
     empty: u32,
     /// The keys, by id.
     keys: Vec<FrameKey>,
+    /// Self keys of (non-inlined leaf key, innermost frame key) pairs with `srcline`.
+    pairs: HashMap<(u32, u32), u32>,
 }
 
 impl FrameKeys {
@@ -173,10 +228,12 @@ impl FrameKeys {
             of_frame: Vec::new(),
             empty: 0,
             keys: Vec::new(),
+            pairs: HashMap::new(),
         };
         fk.empty = fk.intern((
             k.dso.then(|| "[unknown]".to_string()),
             k.sym.then(|| "[.] [unknown]".to_string()),
+            k.srcline.then(|| "[unknown]".to_string()),
         ));
         fk
     }
@@ -198,6 +255,7 @@ impl FrameKeys {
             let id = self.intern((
                 k.dso.then(|| f.module_name().to_string()),
                 k.sym.then(|| symbol_text(f)),
+                k.srcline.then(|| srcline_text(f)),
             ));
             self.of_frame.push(id);
         }
@@ -316,14 +374,7 @@ impl Aggregator {
             if k.tid { s.tid } else { NONE },
         ];
         // Self: the first frame that is not an inlined one.
-        let fk = &self.frame_keys;
-        let leaf = s
-            .stack
-            .iter()
-            .find(|&&id| frames.get(id as usize).is_some_and(|f| !f.inlined))
-            .or(s.stack.first())
-            .and_then(|&id| fk.of(id))
-            .unwrap_or(fk.empty);
+        let leaf = self_key(&mut self.frame_keys, frames, &s.stack);
         let r = self.row(base, leaf);
         self.counts[r][0] += s.count;
         self.counts[r][1] = self.counts[r][1].saturating_add(s.period);
@@ -347,7 +398,7 @@ impl Aggregator {
             .iter()
             .zip(&self.counts)
             .map(|(key, c)| {
-                let (dso, sym) = self
+                let (dso, sym, srcline) = self
                     .frame_keys
                     .keys
                     .get(key[3] as usize)
@@ -359,6 +410,7 @@ impl Aggregator {
                     tid: k.tid.then_some(key[2]),
                     dso,
                     sym,
+                    srcline,
                     samples: c[0],
                     period: c[1],
                     children_samples: c[2],
@@ -469,6 +521,7 @@ pub fn sort_rows(rows: &mut [Row], children: bool) {
             .then(a.tid.cmp(&b.tid))
             .then_with(|| a.dso.cmp(&b.dso))
             .then_with(|| a.sym.cmp(&b.sym))
+            .then_with(|| a.srcline.cmp(&b.srcline))
     });
 }
 

@@ -26,7 +26,7 @@ fn each_command_takes_exactly_its_flags() {
         ("script", "-i --format --header --input"),
         (
             "report",
-            "-b -i -s --branch-sort --branch-stack --children --comm --diff --event --input --json --no-children --no-inline --percent-limit --pid --sort --stdio --symfs --tid",
+            "-b -g -i -s --branch-sort --branch-stack --call-graph --children --comm --diff --event --input --json --no-children --no-inline --percent-limit --pid --sort --stdio --symfs --tid",
         ),
         (
             "flamegraph",

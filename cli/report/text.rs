@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
+use hwprof_analysis::report::callgraph::Graph;
 use hwprof_analysis::report::{EventTable, Row};
 
 use crate::args::SortKey;
@@ -65,6 +66,11 @@ fn pad(out: &mut String, text: &str, width: usize, right: bool, last: bool) {
 /// to its column's width, rows without trailing blanks. Cells are escaped
 /// ([`crate::render::escape`]): a comm, path or symbol cannot break a row.
 pub fn columns(out: &mut String, cols: &[Col]) {
+    columns_then(out, cols, |_, _| {});
+}
+
+/// [`columns`], calling `after(row, out)` after each row's line (`report -g`'s graphs).
+pub fn columns_then(out: &mut String, cols: &[Col], mut after: impl FnMut(usize, &mut String)) {
     let escaped: Vec<Col> = cols
         .iter()
         .map(|c| Col {
@@ -106,6 +112,7 @@ pub fn columns(out: &mut String, cols: &[Col]) {
             pad(out, cell, w, c.right, i + 1 == cols.len());
         }
         out.push('\n');
+        after(r, out);
     }
 }
 
@@ -171,6 +178,14 @@ pub fn key_columns<'a>(
                     .collect();
                 c
             }
+            SortKey::Srcline => {
+                let mut c = Col::new("Source:Line", false);
+                c.cells = rows
+                    .clone()
+                    .map(|r| r.srcline.clone().unwrap_or_default())
+                    .collect();
+                c
+            }
         };
         // A key given twice (`-s sym,sym`) makes one column.
         if !cols.iter().any(|c: &Col| c.header == col.header) {
@@ -187,13 +202,15 @@ fn opt_num(v: Option<u32>) -> String {
 }
 
 /// perf report's `--stdio` text for every table: the lost-samples line, then per event
-/// its sample count, event count, and rows.
+/// its sample count, event count, and rows; with `graphs` (one per shown row of each
+/// table, `report -g`), each row's call graph under it.
 pub fn tables(
     ts: &[EventTable],
     lost: u64,
     sort: &[SortKey],
     hide_comm: bool,
     limit: f64,
+    graphs: Option<&[Vec<Graph>]>,
 ) -> String {
     let mut out = String::new();
     let _ = write!(out, "#\n# Total Lost Samples: {lost}\n#\n");
@@ -232,7 +249,16 @@ pub fn tables(
         c.cells = rows.clone().map(|r| r.period.to_string()).collect();
         cols.push(c);
         cols.extend(key_columns(sort, hide_comm, rows));
-        columns(&mut out, &cols);
+        // perf leaves out a single root's first frame when the keys begin with sym.
+        let skip_first = sort.first() == Some(&SortKey::Sym);
+        match graphs.and_then(|g| g.get(i)) {
+            Some(gs) => columns_then(&mut out, &cols, |r, out| {
+                if let Some(g) = gs.get(r) {
+                    super::graph::draw(out, g, t.period, skip_first);
+                }
+            }),
+            None => columns(&mut out, &cols),
+        }
     }
     out
 }
@@ -259,16 +285,23 @@ pub fn key_fields(o: &mut Map<String, Value>, r: &Row) {
     if let Some(s) = &r.sym {
         o.insert("symbol".into(), json!(s));
     }
+    if let Some(s) = &r.srcline {
+        o.insert("srcline".into(), json!(s));
+    }
 }
 
-/// The JSON document of the tables (schema in docs/report.md).
-pub fn json(ts: &[EventTable], lost: u64, limit: f64) -> Value {
+/// The JSON document of the tables (schema in docs/report.md); with `graphs`, each row
+/// has its `callgraph`.
+pub fn json(ts: &[EventTable], lost: u64, limit: f64, graphs: Option<&[Vec<Graph>]>) -> Value {
     let events: Vec<Value> = ts
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
+            let gs = graphs.and_then(|g| g.get(i));
             let rows: Vec<Value> = t
                 .shown(limit)
-                .map(|r| {
+                .enumerate()
+                .map(|(k, r)| {
                     let mut o = Map::new();
                     o.insert("overhead".into(), json!(round4(t.pct(r.period))));
                     if t.children {
@@ -277,6 +310,9 @@ pub fn json(ts: &[EventTable], lost: u64, limit: f64) -> Value {
                     o.insert("samples".into(), json!(r.samples));
                     o.insert("period".into(), json!(r.period));
                     key_fields(&mut o, r);
+                    if let Some(g) = gs.and_then(|g| g.get(k)) {
+                        o.insert("callgraph".into(), super::graph::json(&g.roots, t.period));
+                    }
                     Value::Object(o)
                 })
                 .collect();
@@ -309,7 +345,7 @@ mod tests {
     fn table_layout_is_perfs() {
         let p = profile();
         let t = aggregate(&p, 0, &DEFAULT, false);
-        let text = tables(&[t], 3, &DEFAULT, false, 0.0);
+        let text = tables(&[t], 3, &DEFAULT, false, 0.0, None);
         let want = "\
 #
 # Total Lost Samples: 3
@@ -332,7 +368,7 @@ mod tests {
     fn children_columns_and_limit() {
         let p = profile();
         let t = aggregate(&p, 0, &[SortKey::Sym], true);
-        let text = tables(&[t], 0, &[SortKey::Sym], false, 50.0);
+        let text = tables(&[t], 0, &[SortKey::Sym], false, 50.0, None);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[6],
@@ -354,7 +390,7 @@ mod tests {
     fn json_fields() {
         let p = profile();
         let t = aggregate(&p, 0, &[SortKey::Comm, SortKey::Pid, SortKey::Sym], true);
-        let v = json(&[t], 3, 20.0);
+        let v = json(&[t], 3, 20.0, None);
         let e = &v["events"][0];
         assert_eq!(e["name"], "cpu-clock");
         assert_eq!(e["samples"], 6);

@@ -16,6 +16,7 @@ pub(crate) const DEFAULT: Keys = Keys {
     sym: true,
     pid: false,
     tid: false,
+    srcline: false,
 };
 
 #[test]
