@@ -24,6 +24,14 @@ pub use group::{InputArgs, InputWords, RecordArgs, RecordWords, SHORT_SYMFS_HELP
 pub use memory::{MEMORY_OUT, MemoryArgs, MemoryWeight};
 pub use value::{block_us, interval_ms, threshold_ns, timeout_ms};
 
+/// `--colors`: one of inferno's palette names.
+fn palette(s: &str) -> Result<inferno::flamegraph::color::Palette, String> {
+    s.parse().map_err(|_| {
+        "expected one of hot, mem, io, wakeup, java, js, perl, python, rust, red, green, blue, aqua, yellow, purple, orange".to_string()
+    })
+}
+
+
 /// hwprof: Linux hardware performance counters, PMU sampling and flame graphs.
 #[derive(Debug, Parser)]
 #[command(name = "hwprof", version, about, propagate_version = true)]
@@ -501,6 +509,27 @@ pub struct FlamegraphArgs {
     /// The graph's title (default: names the event, its unit and the total).
     #[arg(long = "title", value_name = "TEXT")]
     pub title: Option<String>,
+    /// Draw each stack leaf first (inferno's --reverse): the callers of the hottest
+    /// functions, merged at the leaves.
+    #[arg(long = "reverse")]
+    pub reverse: bool,
+    /// An icicle graph: the root at the top, stacks growing down (inferno's --inverted).
+    #[arg(long = "inverted")]
+    pub inverted: bool,
+    /// A flame chart: the x axis is time, each thread's samples in order, neighbours
+    /// with the same stack merged (inferno's --flamechart); with --folded, the lines in
+    /// time order.
+    #[arg(long = "flamechart", conflicts_with = "diff")]
+    pub flamechart: bool,
+    /// Leave out frames narrower than this percent of the graph (inferno's --minwidth;
+    /// default 0.01).
+    #[arg(long = "min-width", alias = "minwidth", value_name = "PERCENT")]
+    pub min_width: Option<f64>,
+    /// One of inferno's palettes (hot, mem, io, wakeup, java, js, perl, python, rust, red,
+    /// green, blue, aqua, yellow, purple, orange) instead of hwprof's colours by kind of
+    /// frame (kernel orange, inlined aqua, JIT green, code red).
+    #[arg(long = "colors", alias = "colours", value_name = "PALETTE", value_parser = palette)]
+    pub colors: Option<inferno::flamegraph::color::Palette>,
     /// Wall-clock view: on-CPU samples and off-CPU time in one graph, in µs, leaves tagged
     /// `[on]`/`[off]` (as `hwprof offcpu --wall`); the input needs cpu-clock and
     /// sched:sched_switch samples, as `hwprof record --off-cpu` records them.

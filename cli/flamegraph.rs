@@ -82,9 +82,44 @@ fn sym_options(a: &FlamegraphArgs) -> SymOptions {
         inline: !a.no_inline,
         kernel: !a.no_kernel,
         user: true,
-        merge: true,
+        // A flame chart keeps each sample's time.
+        merge: !a.flamechart,
         symfs: a.input.symfs.clone(),
     }
+}
+
+/// How the graph is drawn (`--reverse`, `--inverted`, `--flamechart`, `--min-width`,
+/// `--colors`).
+fn style_of(a: &FlamegraphArgs) -> svg::Style {
+    svg::Style {
+        reverse: a.reverse,
+        inverted: a.inverted,
+        flame_chart: a.flamechart,
+        min_width: a.min_width,
+        colors: a.colors,
+    }
+}
+
+/// The folded lines of event `ev` in time order (a flame chart's input): each sample's
+/// stack in the order of their times (the profile keeps them unmerged), neighbours with
+/// the same stack summed.
+fn flame_chart_lines(a: &FlamegraphArgs, p: &Profile, ev: u32) -> Vec<String> {
+    let mut samples: Vec<&hwprof_symbolize::Sample> =
+        p.samples.iter().filter(|s| s.event == ev).collect();
+    samples.sort_by_key(|s| s.time.unwrap_or(0));
+    let mut out: Vec<(String, u64)> = Vec::new();
+    for s in samples {
+        let w = a.weight.of(s);
+        if w == 0 {
+            continue;
+        }
+        let stack = fold::labels(p, s, fold_options(a)).join(";");
+        match out.last_mut() {
+            Some((last, n)) if *last == stack => *n += w,
+            _ => out.push((stack, w)),
+        }
+    }
+    out.into_iter().map(|(st, n)| format!("{st} {n}")).collect()
 }
 
 fn fold_options(a: &FlamegraphArgs) -> FoldOptions {
@@ -308,8 +343,12 @@ fn draw_file(
             a.output.clone()
         };
         let title = title_of(a, &profile, ev, &folded);
+        let chart = a.flamechart.then(|| flame_chart_lines(a, &profile, ev));
         if a.folded {
-            let text = folded.to_text();
+            let text = match &chart {
+                Some(lines) => lines.iter().map(|l| format!("{l}\n")).collect(),
+                None => folded.to_text(),
+            };
             if to_stdout {
                 let o = match stdout.take().or_else(|| early.take()) {
                     Some(o) => stdout.insert(o),
@@ -334,7 +373,12 @@ fn draw_file(
                 count_name: count_name_of(a, &profile, ev),
                 sources: &folded.sources,
             };
-            let bytes = svg::render(folded.lines(), &r).context("drawing the flame graph")?;
+            let style = style_of(a);
+            let bytes = match &chart {
+                Some(lines) => svg::render_styled(lines.iter().map(String::as_str), &r, &style),
+                None => svg::render_styled(folded.lines(), &r, &style),
+            }
+            .context("drawing the flame graph")?;
             let early = per_event_output(several, &out, &mut early, stop)?;
             write_output(&out, early, &bytes)?;
             eprintln!(

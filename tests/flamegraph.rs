@@ -545,3 +545,134 @@ fn one_step_graph_says_it_fell_back_to_cpu_clock() {
         r.dump()
     );
 }
+
+/// The frames of an SVG: (name, y), from inferno's `<title>NAME (...)</title>` and the
+/// `y` of the `<rect>` after it.
+fn frames_of(svg: &str) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for part in svg.split("<title>").skip(1) {
+        let Some((title, rest)) = part.split_once("</title>") else {
+            continue;
+        };
+        let name = title
+            .rsplit_once(" (")
+            .map_or(title, |(n, _)| n)
+            .to_string();
+        let y = rest
+            .split_once("y=\"")
+            .and_then(|(_, r)| r.split_once('"'))
+            .and_then(|(v, _)| v.parse::<f64>().ok());
+        if let Some(y) = y {
+            out.push((name, y));
+        }
+    }
+    out
+}
+
+/// inferno's drawing options (issue 24, point 5): --flamechart puts time on the x axis
+/// (phase_two's stacks, which run first, before phase_one's), --reverse draws the leaves next to the root,
+/// --inverted draws the root at the top, --min-width leaves narrow frames out, --colors
+/// takes one of inferno's palettes.
+#[test]
+fn inferno_s_drawing_options() {
+    let dir = fresh_dir("flame_styles");
+    let data = dir.join("phases.data");
+    hwprof(&[
+        "record",
+        "-g",
+        "-q",
+        "-o",
+        s(&data),
+        "--",
+        &wl("phases"),
+        "300",
+    ])
+    .assert_ok();
+    // Time order: every phase_two line (it runs first) comes before every phase_one
+    // line, the reverse of a sorted graph's order.
+    let chart = folded_of(&["-i", s(&data), "--flamechart"]);
+    let lines: Vec<&str> = chart.lines().collect();
+    let last_two = lines.iter().rposition(|l| l.contains(";phase_two"));
+    let first_one = lines.iter().position(|l| l.contains(";phase_one"));
+    match (last_two, first_one) {
+        (Some(a), Some(b)) => assert!(a < b, "phase_two's stacks after phase_one's:\n{chart}"),
+        _ => panic!("both phases in the chart:\n{chart}"),
+    }
+    // The same weight as the merged graph's, and no two neighbours with one stack.
+    let merged = parse_folded(&folded_of(&["-i", s(&data)]));
+    let chart_lines = parse_folded(&chart);
+    assert_eq!(total(&chart_lines), total(&merged), "the chart's weight");
+    assert!(
+        chart_lines.windows(2).all(|w| w[0].0 != w[1].0),
+        "neighbours with the same stack are merged:\n{chart}"
+    );
+    let draw = |extra: &[&str], name: &str| -> String {
+        let out = dir.join(name);
+        let mut args = vec!["flamegraph", "-i", s(&data), "-o", s(&out)];
+        args.extend_from_slice(extra);
+        hwprof(&args).assert_ok();
+        fs::read_to_string(&out).expect("svg")
+    };
+    let plain = frames_of(&draw(&[], "plain.svg"));
+    let root_y = |f: &[(String, f64)]| f.iter().find(|(n, _)| n == "all").map(|(_, y)| *y);
+    let y_of = |f: &[(String, f64)], name: &str| f.iter().find(|(n, _)| n == name).map(|(_, y)| *y);
+    let (r, m, p1) = (
+        root_y(&plain).expect("all"),
+        y_of(&plain, "main").expect("main"),
+        y_of(&plain, "phase_one").expect("phase_one"),
+    );
+    // A flame graph grows up: main above the root, phase_one above main.
+    assert!(p1 < m && m < r, "plain: all {r}, main {m}, phase_one {p1}");
+    let inv = frames_of(&draw(&["--inverted"], "inverted.svg"));
+    let (r, m) = (
+        root_y(&inv).expect("all"),
+        y_of(&inv, "main").expect("main"),
+    );
+    assert!(m > r, "an icicle grows down: all {r}, main {m}");
+    let rev = frames_of(&draw(&["--reverse"], "reverse.svg"));
+    // The lowest frame of a name (the one nearest the root).
+    let lowest = |f: &[(String, f64)], name: &str| {
+        f.iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, y)| *y)
+            .fold(None, |m: Option<f64>, y| Some(m.map_or(y, |m| m.max(y))))
+    };
+    let (r, p1, m) = (
+        root_y(&rev).expect("all"),
+        lowest(&rev, "phase_one").expect("phase_one"),
+        lowest(&rev, "main").expect("main"),
+    );
+    assert!(
+        p1 < r && m < p1,
+        "reversed: the leaf nearest the root, its caller above: all {r}, phase_one {p1}, main {m}"
+    );
+    let narrow = frames_of(&draw(&["--min-width", "5"], "narrow.svg"));
+    let names: Vec<&str> = narrow.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        narrow.len() < plain.len() && names.contains(&"main") && names.contains(&"phase_two"),
+        "--min-width 5 (percent) leaves the narrow frames out, not the wide ones: {names:?} of {}",
+        plain.len()
+    );
+    let blue = draw(&["--colors", "blue"], "blue.svg");
+    let fills: Vec<(u32, u32, u32)> = blue
+        .split("fill=\"rgb(")
+        .skip(1)
+        .filter_map(|p| {
+            let v: Vec<u32> = p
+                .split(')')
+                .next()?
+                .split(',')
+                .filter_map(|x| x.trim().parse().ok())
+                .collect();
+            (v.len() == 3).then(|| (v[0], v[1], v[2]))
+        })
+        // The text is black.
+        .filter(|&c| c != (0, 0, 0))
+        .collect();
+    assert!(
+        !fills.is_empty() && fills.iter().all(|&(r, _, b)| b > r),
+        "--colors blue: {fills:?}"
+    );
+    let bad = hwprof(&["flamegraph", "-i", s(&data), "--colors", "plaid"]);
+    assert_eq!(bad.code(), 2, "{}", bad.dump());
+}

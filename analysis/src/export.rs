@@ -118,13 +118,17 @@ fn series_of(ev: u32, name: &str, tracepoint: bool) -> Vec<Series> {
         value,
     };
     match base {
-        OFFCPU_TIME | OFF_CPU => vec![
+        OFFCPU_TIME => vec![
             one(name, Unit::Nanoseconds, Value::Period),
-            one(&format!("{name} blocks"), Unit::Count, Value::Weight),
+            one("offcpu-blocks", Unit::Count, Value::Weight),
+        ],
+        OFF_CPU => vec![
+            one(name, Unit::Nanoseconds, Value::Period),
+            one("off-cpu-blocks", Unit::Count, Value::Weight),
         ],
         IO_TIME => vec![
             one(name, Unit::Nanoseconds, Value::Period),
-            one(&format!("{name} calls"), Unit::Count, Value::Weight),
+            one("io-calls", Unit::Count, Value::Weight),
         ],
         ALLOCATED_BYTES => vec![
             one(name, Unit::Bytes, Value::Period),

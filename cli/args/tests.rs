@@ -30,7 +30,7 @@ fn each_command_takes_exactly_its_flags() {
         ),
         (
             "flamegraph",
-            "-F -a -c -e -i -o -p --all --all-cpus --call-graph --count --data-file --diff --draw-event --duration --event --event-file --folded --freq --inline --input --kernel --mem --no-inline --no-kernel --off-cpu --output --pid --symfs --title --weight",
+            "-F -a -c -e -i -o -p --all --all-cpus --call-graph --colors --count --data-file --diff --draw-event --duration --event --event-file --flamechart --folded --freq --inline --input --inverted --kernel --mem --min-width --no-inline --no-kernel --off-cpu --output --pid --reverse --symfs --title --weight",
         ),
         (
             "export",

@@ -167,13 +167,45 @@ pub struct Render<'a> {
     pub sources: &'a HashMap<String, String>,
 }
 
+/// How a graph is drawn, beyond what it shows: the flame graph options users know from
+/// inferno (`--reverse`, `--inverted`, `--flamechart`, `--minwidth`, `--colors`).
+#[derive(Clone, Debug, Default)]
+pub struct Style {
+    /// Each stack drawn leaf first (inferno's `--reverse`): the callers of the hot
+    /// functions, merged at the leaves.
+    pub reverse: bool,
+    /// An icicle graph: the root at the top (inferno's `--inverted`).
+    pub inverted: bool,
+    /// A flame chart: the x axis is time, stacks in the order given, unmerged but
+    /// for neighbours (inferno's `--flamechart`); the lines must come in time order.
+    pub flame_chart: bool,
+    /// Frames narrower than this percent of the graph are left out (inferno's
+    /// `--minwidth`, default 0.01).
+    pub min_width: Option<f64>,
+    /// One of inferno's palettes instead of hwprof's colours by kind of frame.
+    pub colors: Option<Palette>,
+}
+
 /// Renders sorted folded lines (`stack COUNT`) to SVG bytes.
 pub fn render<'l, I>(lines: I, r: &Render<'_>) -> io::Result<Vec<u8>>
 where
     I: IntoIterator<Item = &'l str> + Clone,
 {
+    render_styled(lines, r, &Style::default())
+}
+
+/// [`render`], drawn as `style` says (the lines in time order for a flame chart).
+pub fn render_styled<'l, I>(lines: I, r: &Render<'_>, style: &Style) -> io::Result<Vec<u8>>
+where
+    I: IntoIterator<Item = &'l str> + Clone,
+{
     let mut map = palette(lines.clone());
-    let svg = draw(lines, r, Some(&mut map))?;
+    let map = if style.colors.is_some() {
+        None
+    } else {
+        Some(&mut map)
+    };
+    let svg = draw(lines, r, map, style)?;
     finish(svg, r, false)
 }
 
@@ -183,18 +215,31 @@ pub fn render_diff<'l, I>(lines: I, r: &Render<'_>) -> io::Result<Vec<u8>>
 where
     I: IntoIterator<Item = &'l str>,
 {
-    let svg = draw(lines, r, None)?;
+    let svg = draw(lines, r, None, &Style::default())?;
     finish(svg, r, true)
 }
 
-fn draw<'l, I>(lines: I, r: &Render<'_>, map: Option<&mut PaletteMap>) -> io::Result<Vec<u8>>
+fn draw<'l, I>(
+    lines: I,
+    r: &Render<'_>,
+    map: Option<&mut PaletteMap>,
+    style: &Style,
+) -> io::Result<Vec<u8>>
 where
     I: IntoIterator<Item = &'l str>,
 {
     let mut opt = Options::default();
     // Only frames missing from the palette map (the root, `all`) get inferno's colour.
-    opt.colors = Palette::Multi(MultiPalette::Java);
+    opt.colors = style.colors.unwrap_or(Palette::Multi(MultiPalette::Java));
     opt.palette_map = map;
+    opt.reverse_stack_order = style.reverse;
+    if style.inverted {
+        opt.direction = flamegraph::Direction::Inverted;
+    }
+    opt.flame_chart = style.flame_chart;
+    if let Some(w) = style.min_width {
+        opt.min_width = w;
+    }
     opt.deterministic = true;
     opt.hash = false;
     opt.title = r.title.clone();
@@ -516,7 +561,8 @@ mod tests {
         ];
         lines.sort_unstable();
         let ours = String::from_utf8(render(lines, &plain("t")).unwrap()).unwrap();
-        let theirs = String::from_utf8(draw(lines, &plain("t"), None).unwrap()).unwrap();
+        let theirs =
+            String::from_utf8(draw(lines, &plain("t"), None, &Style::default()).unwrap()).unwrap();
         for f in ["main", "work", "copy_user", "inl", "jitted"] {
             assert_eq!(fill_of(&ours, f), fill_of(&theirs, f), "{f}");
         }

@@ -15,7 +15,8 @@
 //! - bytes ([`ALLOCATED_BYTES`], [`LEAKED_BYTES`]): allocation samples (the profiler's
 //!   allocation call trees), their size in bytes;
 //! - any other event (the other members of a group, tracepoints): a track of its own per
-//!   thread, `comm (event)`, weight 1 per sample.
+//!   thread, `comm (event)`, weight 1 per sample; but `sched:sched_switch` samples
+//!   paired into [`OFF_CPU`] are that off-CPU time, not a track.
 //!
 //! Frames are labels (the recording is symbolized here), in category `User` or
 //! `Kernel` (the waits' leaves in `Off-CPU` and `I/O`).
@@ -33,7 +34,7 @@ use hwprof_symbolize::Sample;
 use super::{Export, OFF_CPU, Unit, frame_name, is_kernel};
 use crate::alloc::{ALLOCATED_BYTES, LEAKED_BYTES};
 use crate::io::IO_TIME;
-use crate::offcpu::OFFCPU_TIME;
+use crate::offcpu::{OFFCPU_TIME, SCHED_SWITCH};
 
 /// What an event's samples become.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +55,8 @@ enum Role {
 fn roles(e: &Export) -> Vec<Role> {
     let p = &e.profile;
     let mut cpu_taken = false;
+    // The switches themselves are the paired off-CPU time's: no track of their own.
+    let paired = p.events.iter().any(|x| x.name == OFF_CPU);
     (0..p.events.len() as u32)
         .map(|ev| {
             let Some(ser) = e.series.iter().find(|s| s.event == ev) else {
@@ -64,6 +67,7 @@ fn roles(e: &Export) -> Vec<Role> {
                 OFF_CPU | OFFCPU_TIME => Role::Wait("[off-CPU]"),
                 IO_TIME => Role::Wait("[I/O]"),
                 ALLOCATED_BYTES | LEAKED_BYTES => Role::Bytes,
+                _ if paired && name.starts_with(SCHED_SWITCH) => Role::None,
                 _ if !cpu_taken && ser.unit != Unit::Bytes => {
                     cpu_taken = true;
                     Role::Cpu
