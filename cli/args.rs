@@ -516,9 +516,9 @@ pub struct FlamegraphArgs {
     /// An icicle graph: the root at the top, stacks growing down (inferno's --inverted).
     #[arg(long = "inverted")]
     pub inverted: bool,
-    /// A flame chart: the x axis is time, each thread's samples in order, neighbours
-    /// with the same stack merged (inferno's --flamechart); with --folded, the lines in
-    /// time order.
+    /// A flame chart: the x axis is time, the samples in the order of their times,
+    /// neighbours with the same stack merged (inferno's --flamechart); with --folded, the
+    /// lines in time order.
     #[arg(long = "flamechart", conflicts_with = "diff")]
     pub flamechart: bool,
     /// Leave out frames narrower than this percent of the graph (inferno's --minwidth;
