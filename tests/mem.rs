@@ -151,6 +151,12 @@ fn shares_agree_with_perf_mem_report() {
         check(p, perf_key, key, true);
     }
     check(p, "sym", "function", false);
+    // perf's sort keys name the same tables (`perf mem report --sort mem,...`).
+    assert_eq!(
+        hwprof_tables(p, "mem,locked,sym,symbol_daddr,dso_daddr"),
+        hwprof_tables(p, "level,lock,function,data,data-module"),
+        "perf's keys and hwprof's give the same tables"
+    );
 }
 
 /// Latency percentiles per level and function, and data symbols from the binary's

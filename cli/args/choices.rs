@@ -86,23 +86,30 @@ pub fn level() -> impl TypedValueParser<Value = mem::Level> {
     })
 }
 
-/// The tables of `mem report` (`-s`).
+/// The tables of `mem report` (`-s`); perf's `--sort` keys of `perf mem report` are
+/// accepted for the same tables (`mem`, `locked`, `symbol`, `symbol_daddr`, `dso_daddr`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum MemKey {
-    /// Where the access was served, as `perf mem` prints it ("L1 hit", "Local RAM hit").
+    /// Where the access was served, as `perf mem` prints it ("L1 hit", "Local RAM hit");
+    /// perf's `mem`.
+    #[value(alias = "mem")]
     Level,
     /// The snoop result ("None", "HitM").
     Snoop,
     /// The data TLB result ("L1 or L2 hit", "Walker miss").
     Tlb,
-    /// Locked access ("Yes", "No").
+    /// Locked access ("Yes", "No"); perf's `locked`.
+    #[value(alias = "locked")]
     Lock,
-    /// The function of the ip.
+    /// The function of the ip; perf's `symbol`/`sym`.
+    #[value(alias = "symbol", alias = "sym")]
     Function,
     /// The data symbol (without offset), or the data module for addresses no symbol
-    /// covers.
+    /// covers; perf's `symbol_daddr`.
+    #[value(alias = "symbol_daddr")]
     Data,
-    /// The module the data address is mapped from.
+    /// The module the data address is mapped from; perf's `dso_daddr`.
+    #[value(alias = "dso_daddr")]
     DataModule,
 }
 
