@@ -4,6 +4,7 @@
 //! (`value`: durations, `--symfs`), and targets ([`target`], over the one target parser
 //! of `hwprof_pmu::target`).
 
+pub mod annotate;
 mod choices;
 pub mod export;
 mod flag;
@@ -54,6 +55,8 @@ pub enum Command {
     Script(ScriptArgs),
     /// The top table of a perf.data file: overhead per comm, module and symbol (like `perf report`).
     Report(ReportArgs),
+    /// A function's samples by source line, with the addresses of each line (like `perf annotate --stdio`).
+    Annotate(annotate::AnnotateArgs),
     /// Draw an interactive SVG flame graph from a perf.data file, or record a command and draw it.
     Flamegraph(FlamegraphArgs),
     /// Write a recording (or record a command) as a pprof, Firefox Profiler or speedscope profile.

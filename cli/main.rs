@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+mod annotate;
 mod args;
 mod bench;
 mod c2c;
@@ -88,6 +89,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Record(a) => record::run(a, &stop_on_signals()?),
         args::Command::Script(a) => script::run(a),
         args::Command::Report(a) => report::run(a),
+        args::Command::Annotate(a) => annotate::run(a),
         args::Command::Flamegraph(a) if a.off_cpu => {
             let stop = if a.records() {
                 stop_on_signals()?

@@ -46,6 +46,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc;
+pub mod annotate;
 pub mod bench;
 pub mod branch;
 pub mod c2c;

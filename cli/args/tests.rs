@@ -28,6 +28,7 @@ fn each_command_takes_exactly_its_flags() {
             "report",
             "-b -g -i -s --branch-sort --branch-stack --call-graph --children --comm --diff --event --input --json --no-children --no-inline --percent-limit --pid --sort --stdio --symfs --tid",
         ),
+        ("annotate", "-i --event --input --stdio --symfs"),
         (
             "flamegraph",
             "-F -a -c -e -i -o -p --all --all-cpus --call-graph --colors --count --data-file --diff --draw-event --duration --event --event-file --flamechart --folded --freq --inline --input --inverted --kernel --mem --min-width --no-inline --no-kernel --off-cpu --output --pid --reverse --symfs --title --weight",

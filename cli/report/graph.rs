@@ -195,6 +195,29 @@ mod tests {
         }
     }
 
+    /// `-g` alone is perf's default; `-g caller`/`-g callee` take the next word, as
+    /// perf 6.1 does; the flags after it stay flags.
+    #[test]
+    fn dash_g_alone_and_with_a_value() {
+        use clap::Parser;
+        let g = |args: &[&str]| {
+            let mut all = vec!["hwprof", "report"];
+            all.extend_from_slice(args);
+            match crate::args::Cli::try_parse_from(all).map(|c| c.command) {
+                Ok(crate::args::Command::Report(r)) => r.call_graph,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(g(&["-g"]).as_deref(), Some("graph,caller"));
+        assert_eq!(g(&["-g", "--no-children"]).as_deref(), Some("graph,caller"));
+        assert_eq!(g(&["-g", "callee"]).as_deref(), Some("callee"));
+        assert_eq!(
+            g(&["--call-graph=graph,0.1,callee"]).as_deref(),
+            Some("graph,0.1,callee")
+        );
+        assert_eq!(g(&[]), None);
+    }
+
     #[test]
     fn parses_perfs_spellings() {
         let g = parse("graph,caller", 0.0).unwrap().unwrap();

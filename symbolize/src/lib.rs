@@ -41,6 +41,7 @@ pub mod debugfiles;
 pub mod elfcheck;
 pub mod error;
 pub mod intern;
+pub mod lines;
 pub mod kallsyms;
 pub mod locate;
 mod maps;

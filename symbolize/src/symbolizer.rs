@@ -66,14 +66,14 @@ struct SymSource {
 
 /// A `PT_LOAD` segment: `filesz` bytes at file offset `offset` are mapped at `vaddr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Segment {
+pub(crate) struct Segment {
     offset: u64,
     filesz: u64,
     vaddr: u64,
 }
 
 /// The `PT_LOAD` segments of an ELF file that have file contents.
-fn load_segments(elf: &Path) -> Vec<Segment> {
+pub(crate) fn load_segments(elf: &Path) -> Vec<Segment> {
     use object::read::ReadCache;
     use object::{Object, ObjectSegment};
     let Ok((file, _)) = hwprof_pmu::file::open(elf) else {
@@ -96,7 +96,7 @@ fn load_segments(elf: &Path) -> Vec<Segment> {
 }
 
 /// The virtual offset of file offset `off` in segments `segs`.
-fn file_to_virt(segs: &[Segment], off: u64) -> Option<u64> {
+pub(crate) fn file_to_virt(segs: &[Segment], off: u64) -> Option<u64> {
     segs.iter()
         .find(|s| off >= s.offset && off - s.offset < s.filesz)
         .map(|s| s.vaddr.wrapping_add(off - s.offset))
