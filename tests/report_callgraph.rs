@@ -344,3 +344,50 @@ fn graph_errors_are_one_line() {
     assert_eq!(r.code(), 2, "{}", r.dump());
     assert!(r.stderr.contains("no callchains"), "{}", r.dump());
 }
+
+/// `--json -g` carries the same tree as the text.
+#[test]
+fn json_carries_the_graph() {
+    let wl = wl("callgraph");
+    let file = record_hwprof("cg-json.data", &[&wl, "300"]);
+    let f = s(&file);
+    let args = ["--no-children", "-g", "callee"];
+    let text = parse_graphs(&hwprof_text(&file, &args), &same);
+    let mut a = vec!["report", "--json", "-i", &f];
+    a.extend(args);
+    let r = hwprof(&a);
+    r.assert_ok();
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    let mut json = Paths::new();
+    fn walk(nodes: &serde_json::Value, sym: &str, prefix: &str, out: &mut Paths) {
+        for n in nodes.as_array().into_iter().flatten() {
+            let frames: Vec<&str> = n["frames"]
+                .as_array()
+                .expect("frames")
+                .iter()
+                .map(|f| f.as_str().expect("a frame"))
+                .collect();
+            let path = format!("{prefix}{}", frames.join(";"));
+            let pct = n["percent"].as_f64().expect("percent");
+            out.insert((sym.to_string(), path.clone()), pct);
+            walk(&n["children"], sym, &format!("{path};"), out);
+        }
+    }
+    for row in v["events"][0]["rows"].as_array().expect("rows") {
+        let sym = row["symbol"].as_str().expect("symbol");
+        let sym = sym.split_once("] ").map_or(sym, |(_, s)| s);
+        walk(&row["callgraph"], sym, "", &mut json);
+    }
+    // The text leaves out the percentage of a run standing for its whole row.
+    let (a, b) = leaf_callers(&json);
+    assert!(a > 40.0 && b > 20.0, "{json:#?}");
+    for (k, v) in &text {
+        let w = json
+            .get(k)
+            .unwrap_or_else(|| panic!("{k:?} not in the JSON {json:#?}"));
+        assert!(
+            (v - w).abs() <= 0.01 || k.1 == k.0,
+            "{k:?}: text {v}, JSON {w}"
+        );
+    }
+}
