@@ -336,7 +336,8 @@ const DURATION_HELP: &str =
 /// Output formats of `hwprof script`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ScriptFormat {
-    /// One human-readable line per record (plus callchain / branch lines).
+    /// What `perf script` prints: one line per sample, then one per frame, symbolized
+    /// (or the record dump with `-D`).
     Text,
     /// One JSON object per record.
     Jsonl,
@@ -353,6 +354,20 @@ pub struct ScriptArgs {
     /// Print the file header, attrs and features before the records.
     #[arg(long = "header")]
     pub header: bool,
+    /// The fields of each sample, as perf's `-F`: `comm,tid,pid,time,cpu,event,period,
+    /// ip,sym,symoff,dso,addr,trace`, or `+field`/`-field` to add to or take from the
+    /// default.
+    #[arg(
+        short = 'F',
+        long = "fields",
+        value_name = "FIELDS",
+        allow_hyphen_values = true
+    )]
+    pub fields: Option<String>,
+    /// The record dump instead (every record, addresses as recorded: perf's
+    /// --dump-raw-trace, without its hex).
+    #[arg(short = 'D', long = "dump-raw-trace")]
+    pub dump: bool,
 }
 
 /// What `hwprof script` takes of [`InputArgs`].
@@ -361,6 +376,7 @@ pub enum ScriptWords {}
 
 impl InputWords for ScriptWords {
     const INPUT: &'static str = READ_HELP;
+    const SYMFS: Option<&'static str> = Some(SHORT_SYMFS_HELP);
 }
 
 /// `-i`'s help where it is said plainly.

@@ -1,4 +1,5 @@
-//! `hwprof script`: every record of a perf.data file, as text or JSON lines.
+//! `hwprof script`: the samples of a perf.data file as `perf script` prints them
+//! (symbolized, [`perf`]), or every record of it as a dump (`-D`) or JSON lines.
 //!
 //! Output goes through one locked, buffered stdout; numbers are formatted by hand (no
 //! `fmt`, no per-record serde) because this command is meant to be several times faster
@@ -7,6 +8,7 @@
 //! is one line whatever they hold.
 
 mod out;
+mod perf;
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -29,6 +31,20 @@ const FLUSH_AT: usize = 1 << 16;
 
 pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
     let data = crate::input::open(&a.input.file)?;
+    let json = matches!(a.format, ScriptFormat::Jsonl);
+    let perf_text = if json || a.dump {
+        None
+    } else {
+        let spec = match &a.fields {
+            Some(f) => match perf::FieldSpec::parse(f) {
+                Ok(s) => s,
+                Err(e) => return crate::error::usage(format!("-F: {e}")),
+            },
+            None => perf::FieldSpec::Default,
+        };
+        let locator = Locator::from_env(a.input.symfs.clone());
+        Some(perf::PerfText::new(&data, &spec, locator))
+    };
     let stdout = io::stdout();
     let mut w = stdout.lock();
     let mut p = Printer {
@@ -36,8 +52,9 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
         names: data.attrs().iter().map(|e| e.name.clone()).collect(),
         // perf names pid 0 "swapper" until a COMM says otherwise.
         comms: HashMap::from([(0, b"swapper".to_vec())]),
-        json: matches!(a.format, ScriptFormat::Jsonl),
-        unwinder: stack_unwinder(&data),
+        json,
+        perf: perf_text,
+        unwinder: stack_unwinder(&data, a.input.symfs.clone()),
         chain: Vec::new(),
         unwound: false,
     };
@@ -61,7 +78,7 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
 
 /// An unwinder for the user stacks of `--call-graph dwarf` recordings made with raw
 /// stacks, when the file has such samples.
-fn stack_unwinder(data: &PerfData) -> Option<StreamUnwinder> {
+fn stack_unwinder(data: &PerfData, symfs: Option<std::path::PathBuf>) -> Option<StreamUnwinder> {
     let both = sample_type::REGS_USER | sample_type::STACK_USER;
     if !data
         .attrs()
@@ -76,7 +93,7 @@ fn stack_unwinder(data: &PerfData) -> Option<StreamUnwinder> {
         .as_deref()
         .and_then(Arch::from_name)
         .or_else(Arch::host)?;
-    Some(StreamUnwinder::new(arch, false, Locator::from_env(None)))
+    Some(StreamUnwinder::new(arch, false, Locator::from_env(symfs)))
 }
 
 struct Printer {
@@ -91,6 +108,8 @@ struct Printer {
     /// Command names by tid (from COMM, inherited on FORK), for text output.
     comms: HashMap<u32, Vec<u8>>,
     json: bool,
+    /// The default output, `perf script`'s text (else the dump or JSON lines).
+    perf: Option<perf::PerfText>,
 }
 
 fn record_name(t: u32) -> &'static str {
@@ -201,7 +220,9 @@ impl Printer {
             stream::callchain(recorded, frames, ending, &mut self.chain);
             self.unwound = true;
         }
-        if self.json {
+        if let Some(p) = &mut self.perf {
+            p.record(&mut self.buf, rec, self.unwound.then_some(&self.chain[..]));
+        } else if self.json {
             self.json_record(off, rec);
         } else {
             self.text_record(off, rec);
@@ -644,7 +665,15 @@ fn text_sample(b: &mut Vec<u8>, comm: &[u8], event: &str, s: &Sample, chain: Opt
         b.push(b'\n');
     };
     match (chain, &s.callchain) {
-        (Some(c), _) => c.iter().copied().for_each(&mut entry),
+        (Some(c), recorded) => {
+            c.iter().copied().for_each(&mut entry);
+            // The kernel's words, as recorded, after the unwound chain.
+            for a in recorded.iter().flat_map(|r| r.iter()) {
+                b.extend_from_slice(b"\trecorded ");
+                hex_pad(b, a, 16);
+                b.push(b'\n');
+            }
+        }
         (None, Some(cc)) => cc.iter().for_each(&mut entry),
         (None, None) => {}
     }
@@ -709,8 +738,12 @@ fn json_sample(j: &mut Obj, s: &Sample, chain: Option<&[u64]>) {
         json_read(j, r);
     }
     match (chain, &s.callchain) {
-        (Some(c), _) => {
+        (Some(c), recorded) => {
             j.arr("callchain", c.iter().copied());
+            // The kernel's words, as recorded, next to the unwound chain.
+            if let Some(r) = recorded {
+                j.arr("callchain_recorded", r.iter());
+            }
         }
         (None, Some(cc)) => {
             j.arr("callchain", cc.iter());

@@ -527,7 +527,7 @@ fn script_prints_the_unwound_user_callchain() {
         return;
     };
     let h = record_hwprof(&exe, &["2"], "script", "dwarf", &["--keep-raw-stacks"]);
-    let r = hwprof(&["script", "-i", h.to_str().unwrap()]);
+    let r = hwprof(&["script", "-D", "-i", h.to_str().unwrap()]);
     r.assert_ok();
     // Each sample: PERF_CONTEXT_USER, then the pc and at least main's and _start's
     // return addresses.

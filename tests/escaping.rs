@@ -90,7 +90,7 @@ fn comm_names_and_paths_are_escaped_in_every_text_output() {
     }
 
     // script: COMM records and samples show the bytes escaped, the path too.
-    let sc = hwprof(&["script", "-i", &s(&data)]);
+    let sc = hwprof(&["script", "-D", "-i", &s(&data)]);
     sc.assert_ok();
     assert_eq!(raw_controls(&sc.stdout, true), [], "{}", sc.dump());
     assert!(
@@ -121,6 +121,23 @@ fn comm_names_and_paths_are_escaped_in_every_text_output() {
     for l in sc.stdout.lines().filter(|l| !l.starts_with('#')) {
         let ok = l.starts_with('\t') || l.contains("PERF_RECORD_") || l.contains(" cpu-clock:");
         assert!(ok, "a line no record made: {l:?}");
+    }
+    // script's default (perf script's text): the comm escaped on its sample lines (read
+    // as the symbolized outputs read it), and
+    // every line a sample, a frame or the blank line after one.
+    let pt = hwprof(&["script", "-i", &s(&data)]);
+    pt.assert_ok();
+    assert_eq!(raw_controls(&pt.stdout, true), [], "{}", pt.dump());
+    assert!(
+        pt.stdout
+            .lines()
+            .any(|l| l.contains(COMM_REPORT) && l.contains(" cpu-clock:")),
+        "{}",
+        pt.dump()
+    );
+    for l in pt.stdout.lines() {
+        let ok = l.is_empty() || l.starts_with('\t') || l.contains(" cpu-clock:");
+        assert!(ok, "a line no sample made: {l:?}");
     }
 
     // flamegraph --folded: one stack per line, `;` only between frames.

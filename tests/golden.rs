@@ -132,10 +132,13 @@ const PROFILE: &[&[&str]] = &[
         "0",
     ],
     &["report", "-i", "{}", "--json"],
-    &["script", "-i", "{}"],
+    &["script", "-D", "-i", "{}"],
     &["script", "-i", "{}", "--format", "jsonl"],
     &["flamegraph", "-i", "{}", "--folded"],
     &["flamegraph", "-i", "{}", "--folded", "--no-kernel"],
+    // perf script's text, script's default since issue 24 (after the others, so that
+    // their files keep their numbers).
+    &["script", "-i", "{}"],
 ];
 
 /// The commands of memory recordings (on top of [`PROFILE`]).

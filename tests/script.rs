@@ -125,22 +125,31 @@ fn sample_counts_match_quipper_for_every_fixture() {
             .map(|r| r["lost"].as_u64().unwrap())
             .sum();
         assert_eq!(got_lost, lost, "{}: lost samples", p.display());
-        // Text mode prints one header line per sample (plus indented lines).
+        // Text (perf script's) prints one line per sample (then its frames and a
+        // blank line); the dump one line per sample and per other record.
         let t = common::hwprof(&["script", "-i", p.to_str().unwrap()]);
         t.assert_ok();
         let heads = t
             .stdout
             .lines()
-            .filter(|l| !l.starts_with('\t') && !l.contains("PERF_RECORD_"))
+            .filter(|l| !l.starts_with('\t') && !l.is_empty())
             .count();
         assert_eq!(heads, want, "{}: text sample lines", p.display());
+        let d = common::hwprof(&["script", "-D", "-i", p.to_str().unwrap()]);
+        d.assert_ok();
+        let heads = d
+            .stdout
+            .lines()
+            .filter(|l| !l.starts_with('\t') && !l.contains("PERF_RECORD_"))
+            .count();
+        assert_eq!(heads, want, "{}: dump sample lines", p.display());
         n += 1;
     }
     assert!(n >= 6);
 }
 
 #[test]
-fn text_callchain_lines_match_perf_script() {
+fn dump_callchain_lines_match_perf_script() {
     let Some(f) = fixture("perf.data.callgraph-3.8") else {
         return;
     };
@@ -148,7 +157,7 @@ fn text_callchain_lines_match_perf_script() {
         return;
     }
     let f = f.to_str().unwrap();
-    let ours = common::hwprof(&["script", "-i", f]);
+    let ours = common::hwprof(&["script", "-D", "-i", f]);
     ours.assert_ok();
     let theirs = common::perf(&["script", "-i", f, "-F", "comm,tid,cpu,time,period,event,ip"]);
     theirs.assert_ok();
@@ -330,8 +339,8 @@ fn data_src_weight_struct_and_phys_addr_from_stdin() {
     assert_eq!(s[1]["mem"]["lock"], "Yes");
     assert_eq!(s[0]["phys_addr"], 0x1_2345_6000u64);
     assert_eq!(s[0]["data_page_size"], 4096);
-    // Text mode shows the perf script -F data_src form.
-    let t = common::hwprof(&["script", "-i", path.to_str().unwrap()]);
+    // The dump shows the perf script -F data_src form.
+    let t = common::hwprof(&["script", "-D", "-i", path.to_str().unwrap()]);
     t.assert_ok();
     assert!(
         t.stdout

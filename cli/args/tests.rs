@@ -8,7 +8,7 @@ fn clap_definition_is_valid() {
 
 /// Every command's spellings, as each took them before the flag groups: a group
 /// gives a command only the flags its words name (flamegraph has no -t, offcpu no
-/// -e, script no --symfs, probe no -a).
+/// -e, probe no -a).
 #[test]
 fn each_command_takes_exactly_its_flags() {
     use clap::CommandFactory;
@@ -23,7 +23,10 @@ fn each_command_takes_exactly_its_flags() {
             "record",
             "-C -F -W -a -b -c -d -e -g -i -j -m -o -p -q -t --all-cpus --branch-any --branch-filter --call-graph --count --cpu --data --dry-run --duration --event --event-file --freq --keep-raw-stacks --mmap-pages --no-inherit --off-cpu --output --pid --quiet --switch-events --tid --weight",
         ),
-        ("script", "-i --format --header --input"),
+        (
+            "script",
+            "-D -F -i --dump-raw-trace --fields --format --header --input --symfs",
+        ),
         (
             "report",
             "-b -g -i -s --branch-sort --branch-stack --call-graph --children --comm --diff --event --input --json --no-children --no-inline --percent-limit --pid --sort --stdio --symfs --tid",
