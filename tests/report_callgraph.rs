@@ -219,6 +219,16 @@ fn graphs_agree_with_perf_on_perf_and_hwprof_recordings() {
         ("hwprof", record_hwprof("cg-hwprof.data", &[&wl, "400"])),
     ] {
         graphs_agree_on(&format!("{who} recording"), &file, &same, &|_| true);
+        // Keys beginning with sym: a single run without its first frame, as perf.
+        let args = ["--no-children", "-s", "sym,dso", "-g", "callee"];
+        let p = parse_graphs(&perf_text(&file, &args), &same);
+        let h = parse_graphs(&hwprof_text(&file, &args), &same);
+        assert!(
+            h.keys()
+                .any(|(s, p)| s.starts_with("leaf") && p.starts_with("via_a;")),
+            "{h:#?}"
+        );
+        assert_graphs_agree(&format!("{who} recording -s sym,dso"), &p, &h);
         // The known shape: leaf's time 2/3 under via_a, 1/3 under via_b.
         let h = parse_graphs(
             &hwprof_text(&file, &["--no-children", "-g", "callee"]),
