@@ -6,6 +6,8 @@
 #                                     (b) the highest -F with no lost samples, 2 busy threads
 #   benches/compare_perf.sh script    (c) `script -i big.data` (>= 100k samples, callchains)
 #   benches/compare_perf.sh report    `report --stdio` vs perf report on a big file (>= 200k samples)
+#   benches/compare_perf.sh export    `export --format pprof|speedscope|firefox` vs perf script on the
+#                                     script case's big.data: wall time, peak RSS (goal <= 0.1x)
 #   benches/compare_perf.sh flamegraph  SVG from a big file vs perf script | inferno (>= 200k samples)
 #   benches/compare_perf.sh probe     per-call overhead of `hwprof probe` vs perf stat on perf probe events,
 #                                     and the per-call cost on the target of hwprof's BPF and perf-event
@@ -36,6 +38,7 @@
 #   LOSS_PAGES=8   ring size (-m) for the lost-sample search, the same for both tools
 #   BIG_SECS=4     seconds of the 2-thread `perf record -F 20000 -g` that makes big.data
 #   N_SCRIPT=3     runs per variant of the script comparison
+#   N_EXPORT=3     runs per variant of the export comparison
 #   REPORT_SECS=12 seconds of the 2-thread `perf record -F 20000 -g` behind the report bench
 #   N_REPORT=3     runs per variant of the report comparison
 #   N_BENCH=200    runs (-r) inside one `hwprof bench` / `perf stat -r` invocation
@@ -60,7 +63,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 stat|record|script|report|flamegraph|probe|probe-trace|offcpu|offcpu-trace|memory-trace|io-trace|bench|memory|dwarf|all" >&2
+    echo "usage: $0 stat|record|script|export|report|flamegraph|probe|probe-trace|offcpu|offcpu-trace|memory-trace|io-trace|bench|memory|dwarf|all" >&2
     exit 2
 }
 
@@ -303,15 +306,67 @@ bench_script() {
     samples=$("$HWPROF" script -i "$big" --format jsonl | grep -c '"type":"sample"' || true)
     echo "== (c) script on big.data: $samples samples with callchains ($(du -h "$big" | cut -f1))"
     ((samples >= 100000)) || echo "warning: fewer than 100k samples; raise BIG_SECS"
+    # hwprof script's default is perf script's text, symbolized: the same output as
+    # `perf script` (docs/script.md lists the differences); -D is the record dump.
     CMD_hw_script=("$HWPROF" script -i "$big")
+    CMD_hw_dump=("$HWPROF" script -D -i "$big")
     CMD_hw_jsonl=("$HWPROF" script -i "$big" --format jsonl)
     CMD_pf_script=("$PERF" script -i "$big")
     CMD_pf_raw=("$PERF" script -i "$big" -F comm,tid,time,event,ip)
-    interleave "${N_SCRIPT:-3}" hw_script hw_jsonl pf_script pf_raw
-    printf '%-40s %10s\n' command "mean ms"
-    printf '%-40s %10s\n' "hwprof script" "$(mean_ms hw_script)" "hwprof script --format jsonl" "$(mean_ms hw_jsonl)" \
-        "perf script" "$(mean_ms pf_script)" "perf script -F comm,tid,time,event,ip" "$(mean_ms pf_raw)"
-    echo "script speed-up: perf script / hwprof script = $(ratio "$(mean_ms pf_script)" "$(mean_ms hw_script)")x; vs perf without symbols $(ratio "$(mean_ms pf_raw)" "$(mean_ms hw_script)")x"
+    interleave "${N_SCRIPT:-3}" hw_script hw_dump hw_jsonl pf_script pf_raw
+    local pf v
+    pf=$(mean_ms pf_script)
+    printf '%-40s %10s %10s %10s\n' command "mean ms" "/ perf" "peak KB"
+    for v in "hw_script:hwprof script (perf's text)" "hw_dump:hwprof script -D" \
+        "hw_jsonl:hwprof script --format jsonl" "pf_script:perf script" \
+        "pf_raw:perf script -F comm,tid,time,event,ip"; do
+        local -n cmd="CMD_${v%%:*}"
+        printf '%-40s %10s %10s %10s\n' "${v#*:}" "$(mean_ms "${v%%:*}")" \
+            "$(ratio "$(mean_ms "${v%%:*}")" "$pf")" "$(script_peak_kb "${cmd[@]}")"
+        unset -n cmd
+    done
+    echo "symbolized script: hwprof script / perf script = $(ratio "$(mean_ms hw_script)" "$pf") (goal <= 0.10); perf script / hwprof script = $(ratio "$pf" "$(mean_ms hw_script)")x"
+    echo "sample lines: hwprof $("$HWPROF" script -i "$big" | grep -vc $'^\t\\|^$' || true), perf $("$PERF" script -i "$big" 2>/dev/null | grep -vc $'^\t\\|^$' || true)"
+}
+
+# script_peak_kb CMD...: peak resident memory (KB) of one run of CMD (/usr/bin/time %M).
+script_peak_kb() {
+    local f=$WORK/script_peak.$$
+    if [[ -x /usr/bin/time ]]; then
+        /usr/bin/time -f %M -o "$f" "$@" >/dev/null 2>&1 || die "failed: $*"
+        tail -1 "$f"
+    else
+        echo "?"
+    fi
+}
+
+# bench_export: hwprof export in each format against perf script on the recording of the
+# script case (the 2-thread loop, `perf record -F 20000 -g` for BIG_SECS): wall time
+# (interleaved) and peak RSS of each; the goal is export <= 0.1x perf script.
+bench_export() {
+    find_perf
+    find_hwprof
+    build_spin2
+    local secs=${BIG_SECS:-4} big=$WORK/big.data samples n=${N_EXPORT:-3} pf f
+    [[ -s $big ]] || "$PERF" record -q -F 20000 -g -o "$big" -- timeout -s INT "$secs" "$WORK/spin2" 100000000000 2 >/dev/null 2>&1 || true
+    samples=$("$HWPROF" report -i "$big" --json --no-children -s comm |
+        awk '/"samples":/ { gsub(/[^0-9]/, ""); print; exit }')
+    echo "== export on big.data: ${samples:-?} samples with callchains ($(du -h "$big" | cut -f1))"
+    CMD_ex_pprof=("$HWPROF" export --format pprof -i "$big" -o "$WORK/x.pb.gz")
+    CMD_ex_speedscope=("$HWPROF" export --format speedscope -i "$big" -o "$WORK/x.speedscope.json")
+    CMD_ex_firefox=("$HWPROF" export --format firefox -i "$big" -o "$WORK/x.firefox.json")
+    CMD_pf_script=("$PERF" script -i "$big")
+    interleave "$n" ex_pprof ex_speedscope ex_firefox pf_script
+    pf=$(mean_ms pf_script)
+    printf '%-44s %10s %10s %12s %12s\n' command "mean ms" "/ perf" "peak KB" "output KB"
+    for f in pprof speedscope firefox; do
+        local -n cmd="CMD_ex_$f"
+        local out=${cmd[-1]}
+        printf '%-44s %10s %10s %12s %12s\n' "hwprof export --format $f" "$(mean_ms "ex_$f")" \
+            "$(ratio "$(mean_ms "ex_$f")" "$pf")" "$(peak_kb "${cmd[@]}")" "$(($(stat -c %s "$out") / 1024))"
+        unset -n cmd
+    done
+    printf '%-44s %10s %10s %12s\n' "perf script" "$pf" "1.00" "$(peak_kb "${CMD_pf_script[@]}")"
 }
 
 # peak_kb CMD...: peak resident memory (KB) of one run of CMD, from /usr/bin/time -f %M.
@@ -1146,12 +1201,15 @@ case "$1" in
     stat) bench_stat ;;
     record) bench_record ;;
     script) bench_script ;;
+    export) bench_export ;;
     all)
         bench_stat
         echo
         bench_record
         echo
         bench_script
+        echo
+        bench_export
         echo
         bench_report
         echo

@@ -26,10 +26,10 @@ use std::io::Write;
 
 use fxprof_processed_profile::{
     CategoryColor, CategoryPairHandle, CpuDelta, Frame as FxFrame, FrameFlags, FrameInfo,
-    ProcessHandle, Profile as FxProfile, ReferenceTimestamp, SamplingInterval, StringHandle,
-    ThreadHandle, Timestamp,
+    ProcessHandle, Profile as FxProfile, ReferenceTimestamp, SamplingInterval, StackHandle,
+    StringHandle, ThreadHandle, Timestamp,
 };
-use hwprof_symbolize::Sample;
+use hwprof_symbolize::{FrameId, Sample};
 
 use super::{Export, OFF_CPU, Unit, frame_name, is_kernel};
 use crate::alloc::{ALLOCATED_BYTES, LEAKED_BYTES};
@@ -111,10 +111,12 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
         ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
         SamplingInterval::from_nanos(interval_ns),
     );
-    let user: CategoryPairHandle = fx.add_category("User", CategoryColor::Yellow).into();
-    let kernel: CategoryPairHandle = fx.add_category("Kernel", CategoryColor::Orange).into();
-    let off: CategoryPairHandle = fx.add_category("Off-CPU", CategoryColor::Blue).into();
-    let io: CategoryPairHandle = fx.add_category("I/O", CategoryColor::Green).into();
+    let cats = Cats {
+        user: fx.add_category("User", CategoryColor::Yellow).into(),
+        kernel: fx.add_category("Kernel", CategoryColor::Orange).into(),
+        off: fx.add_category("Off-CPU", CategoryColor::Blue).into(),
+        io: fx.add_category("I/O", CategoryColor::Green).into(),
+    };
 
     // Samples by thread, in time order; each thread's last real time.
     let mut order: Vec<(u32, u64, usize)> = p
@@ -134,7 +136,8 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
     let mut processes: HashMap<u32, ProcessHandle> = HashMap::new();
     let mut threads: HashMap<(u32, u32), ThreadHandle> = HashMap::new();
     let mut names: Vec<Option<StringHandle>> = vec![None; p.frames.len()];
-    let mut frames: Vec<FrameInfo> = Vec::new();
+    type Key<'a> = (ThreadHandle, Option<&'static str>, &'a [FrameId]);
+    let mut stacks: HashMap<Key<'_>, Option<StackHandle>> = HashMap::new();
     for (tid, time, i) in order {
         let Some(s) = p.samples.get(i) else { continue };
         let r = role(s);
@@ -168,35 +171,20 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
             last.get(&tid).copied().unwrap_or(start)
         };
         let ts = Timestamp::from_nanos_since_reference(at.saturating_sub(start));
-        // Root first.
-        frames.clear();
-        for &fid in s.stack.iter().rev() {
-            let f = p.frame(fid);
-            let name = match names.get(fid as usize).copied().flatten() {
-                Some(h) => h,
-                None => {
-                    let h = fx.intern_string(&frame_name(f));
-                    if let Some(slot) = names.get_mut(fid as usize) {
-                        *slot = Some(h);
-                    }
-                    h
-                }
-            };
-            frames.push(FrameInfo {
-                frame: FxFrame::Label(name),
-                category_pair: if is_kernel(f) { kernel } else { user },
-                flags: FrameFlags::empty(),
-            });
-        }
-        if let Role::Wait(label) = r {
-            let h = fx.intern_string(label);
-            frames.push(FrameInfo {
-                frame: FxFrame::Label(h),
-                category_pair: if label == "[I/O]" { io } else { off },
-                flags: FrameFlags::empty(),
-            });
-        }
-        let stack = fx.intern_stack_frames(thread, frames.iter().cloned());
+        // Each distinct stack of a thread is interned once.
+        let label = match r {
+            Role::Wait(label) => Some(label),
+            _ => None,
+        };
+        let key = (thread, label, s.stack.as_slice());
+        let stack = match stacks.get(&key) {
+            Some(&st) => st,
+            None => {
+                let st = intern_stack(&mut fx, thread, &s.stack, label, &mut names, cats, p);
+                stacks.insert(key, st);
+                st
+            }
+        };
         let weight = |v: u64| i32::try_from(v.max(1)).unwrap_or(i32::MAX);
         match r {
             Role::Cpu => {
@@ -224,6 +212,57 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
         }
     }
     fx
+}
+
+/// The categories of frames.
+#[derive(Clone, Copy)]
+struct Cats {
+    user: CategoryPairHandle,
+    kernel: CategoryPairHandle,
+    off: CategoryPairHandle,
+    io: CategoryPairHandle,
+}
+
+/// The stack `stack` (leaf first) of `thread`, under a `label` leaf for waits; `names`
+/// caches each frame's interned name.
+fn intern_stack(
+    fx: &mut FxProfile,
+    thread: ThreadHandle,
+    stack: &[FrameId],
+    label: Option<&'static str>,
+    names: &mut [Option<StringHandle>],
+    cats: Cats,
+    p: &hwprof_symbolize::Profile,
+) -> Option<StackHandle> {
+    // Root first.
+    let mut frames: Vec<FrameInfo> = Vec::with_capacity(stack.len() + 1);
+    for &fid in stack.iter().rev() {
+        let f = p.frame(fid);
+        let name = match names.get(fid as usize).copied().flatten() {
+            Some(h) => h,
+            None => {
+                let h = fx.intern_string(&frame_name(f));
+                if let Some(slot) = names.get_mut(fid as usize) {
+                    *slot = Some(h);
+                }
+                h
+            }
+        };
+        frames.push(FrameInfo {
+            frame: FxFrame::Label(name),
+            category_pair: if is_kernel(f) { cats.kernel } else { cats.user },
+            flags: FrameFlags::empty(),
+        });
+    }
+    if let Some(label) = label {
+        let h = fx.intern_string(label);
+        frames.push(FrameInfo {
+            frame: FxFrame::Label(h),
+            category_pair: if label == "[I/O]" { cats.io } else { cats.off },
+            flags: FrameFlags::empty(),
+        });
+    }
+    fx.intern_stack_frames(thread, frames.into_iter())
 }
 
 /// Writes `e` as a Firefox Profiler (processed format) JSON file.

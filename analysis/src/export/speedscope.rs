@@ -1,12 +1,13 @@
 //! speedscope: its JSON file format (`https://www.speedscope.app/file-format-schema.json`,
 //! shipped by the `speedscope` npm package as `file-format-schema.json`).
 //!
-//! The frames are the profile's, shared (`shared.frames`: name, file, line); one
+//! The frames are the profile's functions, shared (`shared.frames`: name, file, the
+//! first line seen; kernel frames marked ` [k]`, inlined ones ` [inlined]`); one
 //! `sampled` profile per thread and [`Series`](super::Series), named
 //! `comm pid/tid: series`, in the series' unit (`none` for counts), each stack root
 //! first with its weight.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use serde_json::{Value as Json, json};
@@ -25,7 +26,11 @@ fn unit(u: Unit) -> &'static str {
 /// The speedscope document of `e`; `name` is the file it came from.
 pub fn document(e: &Export, name: &str) -> Json {
     let p = &e.profile;
-    let frames: Vec<Json> = p
+    // One speedscope frame per function (name and file): the profile's frames of one
+    // function at several lines are one box, at its first line seen.
+    let mut index: HashMap<(String, Option<&str>), u32> = HashMap::new();
+    let mut frames: Vec<Json> = Vec::new();
+    let of: Vec<u32> = p
         .frames
         .iter()
         .map(|f| {
@@ -35,15 +40,20 @@ pub fn document(e: &Export, name: &str) -> Json {
             } else if f.inlined {
                 label.push_str(" [inlined]");
             }
-            let mut o = serde_json::Map::new();
-            o.insert("name".into(), json!(label));
-            if let Some(file) = &f.file {
-                o.insert("file".into(), json!(file));
-            }
-            if let Some(line) = f.line {
-                o.insert("line".into(), json!(line));
-            }
-            Json::Object(o)
+            *index
+                .entry((label, f.file.as_deref()))
+                .or_insert_with_key(|(label, file)| {
+                    let mut o = serde_json::Map::new();
+                    o.insert("name".into(), json!(label));
+                    if let Some(file) = file {
+                        o.insert("file".into(), json!(file));
+                    }
+                    if let Some(line) = f.line {
+                        o.insert("line".into(), json!(line));
+                    }
+                    frames.push(Json::Object(o));
+                    (frames.len() - 1) as u32
+                })
         })
         .collect();
     // (series, pid, tid) -> (comm, stacks, weights)
@@ -58,7 +68,12 @@ pub fn document(e: &Export, name: &str) -> Json {
             let t = tracks
                 .entry((i, s.pid, s.tid))
                 .or_insert_with(|| (s.comm, Vec::new(), Vec::new()));
-            let stack: Vec<u32> = s.stack.iter().rev().copied().collect();
+            let stack: Vec<u32> = s
+                .stack
+                .iter()
+                .rev()
+                .map(|&f| of.get(f as usize).copied().unwrap_or(0))
+                .collect();
             t.1.push(json!(stack));
             t.2.push(v);
         }
