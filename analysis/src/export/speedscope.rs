@@ -98,12 +98,17 @@ pub fn document(e: &Export, name: &str) -> Json {
             }))
         })
         .collect();
+    // Shown first: the first profile in time (CPU or waits), else the first.
+    let active = profiles
+        .iter()
+        .position(|p| p["unit"] == "nanoseconds")
+        .unwrap_or(0);
     json!({
         "$schema": "https://www.speedscope.app/file-format-schema.json",
         "shared": { "frames": frames },
         "profiles": profiles,
         "name": name,
-        "activeProfileIndex": 0,
+        "activeProfileIndex": active,
         "exporter": concat!("hwprof ", env!("CARGO_PKG_VERSION")),
     })
 }
