@@ -10,12 +10,12 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use hwprof_analysis::annotate::{Annotation, Missing, annotate};
+use hwprof_analysis::annotate::{Annotation, Missing, annotate, hottest};
 use hwprof_analysis::report;
 use hwprof_symbolize::lines::{LineRange, function_lines};
-use hwprof_symbolize::{Locator, Module, Options, Profile, Symbolizer};
+use hwprof_symbolize::{BuildId, Locator, Module, Options, Profile, Symbolizer};
 
 use crate::args::annotate::AnnotateArgs;
 use crate::error::usage;
@@ -23,6 +23,10 @@ use crate::error::usage;
 /// A line is hot (marked `*`) from this share of the function's samples on: perf's
 /// red (`MIN_RED`).
 const HOT: f64 = 5.0;
+
+/// Without a SYMBOL, the functions with at least this share (percent) of the event's
+/// period are annotated.
+const ALL_MIN: f64 = 1.0;
 
 /// The largest source file read for its lines.
 const MAX_SOURCE: u64 = 64 << 20;
@@ -33,7 +37,7 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<u8> {
         symfs: a.input.symfs.clone(),
         ..Options::default()
     };
-    let p = load(&a.input.file, &opts)?;
+    let (p, ids) = load(&a.input.file, &opts)?;
     let events: Vec<usize> = match &a.event {
         Some(name) => {
             let found: Vec<usize> = (0..p.events.len())
@@ -51,10 +55,47 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<u8> {
         }
         None => report::events_with_samples(&p),
     };
+    let symfs = a.input.symfs.as_deref();
+    let mut src = SourceFiles::default();
+    let out = match &a.symbol {
+        Some(name) => one(&a.input.file, (&p, &ids), &events, name, symfs, &mut src)?,
+        None => {
+            // perf annotates every function with samples; hwprof the hot ones.
+            let e = events.first().copied().unwrap_or(0);
+            let names = hottest(&p, e, ALL_MIN);
+            let mut listings = Vec::new();
+            for name in &names {
+                listings.push(one(&a.input.file, (&p, &ids), &[e], name, symfs, &mut src)?);
+            }
+            listings.join("\n")
+        }
+    };
+    let stdout = io::stdout();
+    let mut w = stdout.lock();
+    w.write_all(out.as_bytes())?;
+    w.flush()?;
+    Ok(0)
+}
+
+/// The build ids the recording gives its files, by path.
+type Ids = std::collections::HashMap<String, BuildId>;
+
+/// The listing of function `name` in the first of `events` with samples in it, or the
+/// one-line error naming the nearest functions; `ids` name the recorded files, so that
+/// the addresses are the recorded binary's (from the build-id cache when the file at
+/// the path changed since).
+fn one(
+    file: &Path,
+    (p, ids): (&Profile, &Ids),
+    events: &[usize],
+    name: &str,
+    symfs: Option<&Path>,
+    src: &mut SourceFiles,
+) -> anyhow::Result<String> {
     let mut nearest = Vec::new();
     let mut found = None;
-    for &e in &events {
-        match annotate(&p, e, &a.symbol) {
+    for &e in events {
+        match annotate(p, e, name) {
             Ok(an) => {
                 found = Some(an);
                 break;
@@ -77,35 +118,38 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<u8> {
         };
         anyhow::bail!(
             "no samples in a function named '{}' in {}{hint}",
-            crate::render::escape(&a.symbol),
-            a.input.file.display()
+            crate::render::escape(name),
+            file.display()
         );
     };
     let ranges = match &an.module {
         Some(path) if path.starts_with('/') => {
-            let mut sym =
-                Symbolizer::with_locator(true, false, Locator::from_env(a.input.symfs.clone()));
+            let mut sym = Symbolizer::with_locator(
+                true,
+                false,
+                Locator::from_env(symfs.map(Path::to_path_buf)),
+            );
+            let id = ids.get(path).cloned();
+            // The file the samples were resolved in: the same search, the same build id.
+            let elf = sym.locator().executable(path, id.as_ref());
             let m = sym.module_id(Module::File {
                 path: path.clone(),
-                build_id: None,
+                build_id: id,
             });
-            let elf = elf_path(path, a.input.symfs.as_deref());
             function_lines(&mut sym, m, elf.as_deref(), an.start, &an.function)
         }
         _ => Vec::new(),
     };
-    let out = text(&an, &ranges, &mut SourceFiles::default());
-    let stdout = io::stdout();
-    let mut w = stdout.lock();
-    w.write_all(out.as_bytes())?;
-    w.flush()?;
-    Ok(0)
+    Ok(text(&an, &ranges, src))
 }
 
-/// Reads and symbolizes `path`.
-fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
+/// Reads and symbolizes `path`; the build ids of its files.
+fn load(path: &Path, opts: &Options) -> anyhow::Result<(Profile, Ids)> {
     use anyhow::Context;
     let data = crate::input::open(path)?;
+    let ids = hwprof_symbolize::buildid::by_path(data.features())
+        .into_iter()
+        .collect();
     let replayed = hwprof_symbolize::ProfileBuilder::new(&data, opts)
         .replay()
         .with_context(|| format!("reading {}", path.display()))?;
@@ -115,16 +159,7 @@ fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
     if p.samples.is_empty() {
         anyhow::bail!("{} has no samples", path.display());
     }
-    Ok(p)
-}
-
-/// The file whose segments turn offsets into addresses: under `--symfs` when there.
-fn elf_path(path: &str, symfs: Option<&Path>) -> Option<PathBuf> {
-    let under = symfs.map(|d| d.join(path.trim_start_matches('/')));
-    under
-        .into_iter()
-        .chain([PathBuf::from(path)])
-        .find(|p| p.is_file())
+    Ok((p, ids))
 }
 
 /// Source files read so far, by path, as lines (`None`: not readable).

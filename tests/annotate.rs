@@ -176,3 +176,20 @@ fn a_missing_symbol_is_one_line_with_the_nearest_names() {
         r.dump()
     );
 }
+
+/// Without a SYMBOL, the hot functions (1% or more), hottest first: leaf's listing.
+#[test]
+fn without_a_symbol_the_hot_functions() {
+    let file = record("hwprof", "annotate-all.data");
+    let r = hwprof(&["annotate", "-i", &s(&file)]);
+    r.assert_ok();
+    let first = r.stdout.lines().next().unwrap_or("");
+    assert!(first.starts_with("# leaf in "), "{}", r.dump());
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with('*') && l.contains("/* HOT */")),
+        "{}",
+        r.dump()
+    );
+}

@@ -122,6 +122,32 @@ pub fn annotate(p: &Profile, event: usize, name: &str) -> Result<Annotation, Mis
     })
 }
 
+/// The functions of event `event` of `p` whose Self samples hold at least `min`
+/// percent of the event's period, most period first (`hwprof annotate` without a
+/// SYMBOL).
+pub fn hottest(p: &Profile, event: usize, min: f64) -> Vec<String> {
+    let mut by: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut total = 0u64;
+    for s in p.samples.iter().filter(|s| s.event as usize == event) {
+        total = total.saturating_add(s.period);
+        let leaf = s
+            .stack
+            .iter()
+            .find(|&&id| p.frames.get(id as usize).is_some_and(|f| !f.inlined));
+        if let Some(name) = leaf.and_then(|&id| p.frame(id).function.as_deref()) {
+            let e = by.entry(name).or_default();
+            *e = e.saturating_add(s.period);
+        }
+    }
+    let mut hot: Vec<(u64, &str)> = by
+        .into_iter()
+        .filter(|&(_, v)| total > 0 && v as f64 * 100.0 / total as f64 >= min)
+        .map(|(n, v)| (v, n))
+        .collect();
+    hot.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    hot.into_iter().map(|(_, n)| n.to_string()).collect()
+}
+
 /// Up to five of `names` nearest to `name`: those containing it (or contained in it)
 /// first, then by edit distance.
 fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
@@ -191,6 +217,14 @@ mod tests {
             ]
         );
         assert_eq!(a.pct(100), 50.0);
+    }
+
+    #[test]
+    fn the_hottest_functions_first() {
+        let p = profile();
+        // Event 0: hot_a 300 of 550, hot_b 100, main 50; the kernel's is unnamed.
+        assert_eq!(hottest(&p, 0, 0.0), ["hot_a", "hot_b", "main"]);
+        assert_eq!(hottest(&p, 0, 10.0), ["hot_a", "hot_b"]);
     }
 
     #[test]

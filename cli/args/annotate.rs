@@ -11,9 +11,10 @@ pub struct AnnotateArgs {
     /// `-i` and `--symfs`.
     #[command(flatten)]
     pub input: InputArgs<AnnotateWords>,
-    /// The function, as report names it (without `[.] `).
+    /// The function, as report names it (without `[.] `); without one, every function
+    /// with 1% or more of the event's samples, hottest first.
     #[arg(value_name = "SYMBOL")]
-    pub symbol: String,
+    pub symbol: Option<String>,
     /// Only this event (by name) of a multi-event file (default: the first event with
     /// samples in the function).
     #[arg(long = "event", value_name = "NAME")]
