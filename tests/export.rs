@@ -298,6 +298,68 @@ fn pprof_lines_name_the_hot_loop() {
                 .any(|n| first.trim_end().ends_with(&format!("two_hot.c:{n}"))),
         "hottest line is not hot_a's loop ({loop_lines:?}): {first}\n{text}"
     );
+    // Line by line, the shares of `hwprof report -s srcline` (the innermost frame's
+    // file:line, as pprof's -lines attributes a sample).
+    let (data, _) = two_hot();
+    let r = hwprof(&[
+        "report",
+        "--no-children",
+        "-s",
+        "srcline",
+        "--json",
+        "-i",
+        &s(data),
+    ]);
+    r.assert_ok();
+    let v: Value = serde_json::from_str(&r.stdout).expect("report json");
+    let mut by_line: HashMap<String, f64> = HashMap::new();
+    for (name, pct) in top_lines(pb) {
+        // `hot_a /path/two_hot.c:17` -> `two_hot.c:17`
+        let at = name.rsplit('/').next().unwrap_or(&name).to_string();
+        *by_line.entry(at).or_insert(0.0) += pct;
+    }
+    let mut checked = 0;
+    for row in v["events"][0]["rows"].as_array().expect("rows") {
+        let (Some(line), Some(pct)) = (row["srcline"].as_str(), row["overhead"].as_f64()) else {
+            continue;
+        };
+        if pct < 1.0 || !line.starts_with("two_hot.c:") {
+            continue;
+        }
+        let theirs = by_line.get(line).copied().unwrap_or(0.0);
+        assert!(
+            (theirs - pct).abs() <= 0.5,
+            "{line}: report -s srcline {pct:.2}%, pprof -lines {theirs:.2}%: {by_line:?}"
+        );
+        checked += 1;
+    }
+    report!(
+        "export: {checked} source lines of report -s srcline within 0.5 points of pprof -lines"
+    );
+    assert!(checked >= 2, "no hot line compared");
+}
+
+/// `go tool pprof -lines -top`: rows `function file:line` -> flat%.
+fn top_lines(file: &Path) -> Vec<(String, f64)> {
+    let text = pprof(
+        &[
+            "-lines",
+            "-top",
+            "-nodecount=100000",
+            "-nodefraction=0",
+            "-edgefraction=0",
+        ],
+        file,
+    );
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat  flat%"))
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let pct = f.get(1)?.trim_end_matches('%').parse().ok()?;
+            Some((f.get(5..)?.join(" "), pct))
+        })
+        .collect()
 }
 
 #[test]

@@ -145,6 +145,20 @@ fn series_of(ev: u32, name: &str, tracepoint: bool) -> Vec<Series> {
     }
 }
 
+/// The series of every event of `p` with samples.
+fn series(p: &Profile) -> Vec<Series> {
+    p.events
+        .iter()
+        .enumerate()
+        .flat_map(|(i, ev)| {
+            let i = i as u32;
+            let sampled = p.samples.iter().any(|s| s.event == i);
+            let series = series_of(i, &ev.name, ev.attr.type_ == types::TRACEPOINT);
+            if sampled { series } else { Vec::new() }
+        })
+        .collect()
+}
+
 impl Export {
     /// Reads and symbolizes `pd` as `opts` says (see the module's doc for what becomes
     /// a series). Events without samples are left out of the series.
@@ -169,19 +183,20 @@ impl Export {
             let attr = attrs.get(sw).map(|a| a.attr.clone()).unwrap_or_default();
             e.append(off, OFF_CPU, attr);
         }
-        e.series = e
-            .profile
-            .events
-            .iter()
-            .enumerate()
-            .flat_map(|(i, ev)| {
-                let i = i as u32;
-                let sampled = e.profile.samples.iter().any(|s| s.event == i);
-                let series = series_of(i, &ev.name, ev.attr.type_ == types::TRACEPOINT);
-                if sampled { series } else { Vec::new() }
-            })
-            .collect();
+        e.series = series(&e.profile);
         Ok(e)
+    }
+
+    /// The export of a profile built elsewhere, with the build ids of its modules.
+    pub fn from_profile(
+        profile: Profile,
+        build_ids: rustc_hash::FxHashMap<String, BuildId>,
+    ) -> Export {
+        Export {
+            series: series(&profile),
+            profile,
+            build_ids,
+        }
     }
 
     /// Adds the samples of `other` (all of its event 0) as a new event `name`, its
@@ -251,3 +266,6 @@ pub fn frame_name(f: &Frame) -> String {
 pub fn is_kernel(f: &Frame) -> bool {
     f.kind == FrameKind::Kernel
 }
+
+#[cfg(test)]
+mod tests;
