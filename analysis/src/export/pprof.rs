@@ -2,7 +2,8 @@
 //! `go tool pprof`, Grafana Pyroscope and Parca), written with prost from the message
 //! structs below (field numbers as in that file; no protoc at build time).
 //!
-//! One sample type per [`Series`], in its unit; each sample carries one value per type,
+//! One sample type per [`Series`], in its unit (the default: the first in time, CPU or
+//! waits, else the first); each sample carries one value per type,
 //! 0 in the types of other events, so that the sums of two series over any function
 //! divide (IPC = instructions / cycles of a group). Locations are code addresses
 //! with their inlined frames (`Location.line`, innermost first), each in the mapping of
@@ -213,9 +214,15 @@ pub fn profile(e: &Export) -> PbProfile {
             unit: strings.id(s.unit.name()),
         })
         .collect();
+    // Shown by default: the first series in time (CPU, waits), else the first.
+    let shown = e
+        .series
+        .iter()
+        .position(|s| s.unit == super::Unit::Nanoseconds)
+        .unwrap_or(0);
     let mut out = PbProfile {
-        period_type: sample_type.first().cloned(),
-        default_sample_type: sample_type.first().map_or(0, |t| t.r#type),
+        period_type: sample_type.get(shown).cloned(),
+        default_sample_type: sample_type.get(shown).map_or(0, |t| t.r#type),
         sample_type,
         ..PbProfile::default()
     };
