@@ -387,9 +387,76 @@ fn pprof_group_is_one_sample_type_per_event() {
         );
         same_percentages(&format!("group {n}"), rows, &top(&pb, n));
     }
-    // IPC is the division of two columns (here over the whole recording).
-    let ipc = r.total("instructions:pp") as f64 / r.total("cycles:pp") as f64;
-    report!("export: group fixture: IPC {ipc:.3} from pprof's columns");
+    // IPC is the division of two columns: per module (the fixture's addresses are
+    // unresolved, `module+0xOFF`), pprof's sums of each column are report -s dso's.
+    let per_dso = |n: &str| -> HashMap<String, i128> {
+        let mut m = HashMap::new();
+        for (name, v) in top_values(&pb, n) {
+            let dso = name.split('+').next().unwrap_or(&name).to_string();
+            *m.entry(dso).or_insert(0) += v;
+        }
+        m
+    };
+    let (cycles, instructions) = (per_dso("cycles:pp"), per_dso("instructions:pp"));
+    let r = hwprof(&[
+        "report",
+        "--no-children",
+        "-s",
+        "dso",
+        "--json",
+        "-i",
+        &s(&fx),
+    ]);
+    r.assert_ok();
+    let v: Value = serde_json::from_str(&r.stdout).expect("report json");
+    let of = |ev: &str, dso: &str| -> Option<i128> {
+        v["events"].as_array()?.iter().find(|e| e["name"] == ev)?["rows"]
+            .as_array()?
+            .iter()
+            .find(|row| row["dso"] == dso)?["period"]
+            .as_u64()
+            .map(i128::from)
+    };
+    let mut compared = 0;
+    for (dso, &c) in &cycles {
+        let Some(&i) = instructions.get(dso) else {
+            continue;
+        };
+        assert_eq!(Some(c), of("cycles:pp", dso), "{dso} cycles");
+        assert_eq!(Some(i), of("instructions:pp", dso), "{dso} instructions");
+        report!(
+            "export: group fixture: {dso}: IPC {:.3} from pprof's columns",
+            i as f64 / c as f64
+        );
+        compared += 1;
+    }
+    assert!(
+        compared >= 2,
+        "modules with both events: {cycles:?} {instructions:?}"
+    );
+}
+
+/// `go tool pprof -top` of a count sample type: rows name -> flat value.
+fn top_values(file: &Path, sample_index: &str) -> Vec<(String, i128)> {
+    let si = format!("-sample_index={sample_index}");
+    let text = pprof(
+        &[
+            "-top",
+            "-nodecount=100000",
+            "-nodefraction=0",
+            "-edgefraction=0",
+            &si,
+        ],
+        file,
+    );
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat  flat%"))
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((f.get(5..)?.join(" "), f.first()?.parse().ok()?))
+        })
+        .collect()
 }
 
 /// `$HWPROF_NPM/node_modules/speedscope/dist/release/file-format-schema.json`, or `None`
