@@ -135,3 +135,50 @@ fn libc_aliases_are_named_as_perf_names_them() {
     );
     assert_eq!(mine, theirs, "{}\n{}", ours.stdout, perf.stdout);
 }
+
+/// Functions whose names read as C++ type encodings (`a` is `signed char`, `b` is
+/// `bool`, `i` is `int` to a demangler) keep their names, as perf shows them: only
+/// mangled names (`_Z...`, `_R...`) are demangled.
+#[test]
+fn short_names_are_not_demangled_into_types() {
+    let dir = common::scratch_path("short_names");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join("ab.c");
+    std::fs::write(
+        &c,
+        r#"
+#include <time.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+__attribute__((noinline)) unsigned long a(unsigned long x) { double e = cpu() + 0.2; while (cpu() < e) for (int k = 0; k < 10000; k++) x = x * 3 + 1; return x; }
+__attribute__((noinline)) unsigned long b(unsigned long x) { double e = cpu() + 0.2; while (cpu() < e) for (int k = 0; k < 10000; k++) x = x * 5 + 1; return x; }
+int main(void) { return (int)(a(1) ^ b(2)) & 0; }
+"#,
+    )
+    .unwrap();
+    let prog = dir.join("ab");
+    assert!(
+        hwprof_testkit::compile_c(&c, &prog, &["-O1", "-g", "-fno-omit-frame-pointer"]),
+        "no C compiler: install gcc (.ci/run does)"
+    );
+    let data = dir.join("perf.data");
+    let d = data.to_str().unwrap();
+    common::hwprof(&["record", "-q", "-o", d, "--", prog.to_str().unwrap()]).assert_ok();
+    let ours = common::hwprof(&["report", "-i", d, "--stdio", "--no-children"]);
+    ours.assert_ok();
+    let rows: BTreeSet<String> = ours
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(" ab "))
+        .filter_map(|l| l.split("[.] ").nth(1).map(|s| s.trim().to_string()))
+        .collect();
+    assert!(
+        rows.contains("a") && rows.contains("b"),
+        "a and b by their names: {rows:?}\n{}",
+        ours.stdout
+    );
+    assert!(
+        !rows.iter().any(|r| r == "signed char" || r == "bool"),
+        "{rows:?}"
+    );
+}

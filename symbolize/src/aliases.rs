@@ -61,11 +61,17 @@ pub(crate) fn prefer_later(a: &Candidate, b: &Candidate) -> bool {
     b.name.len() > a.name.len()
 }
 
-/// A name demangled as blazesym demangles ELF symbols (Rust, then C++).
-fn demangle(raw: &[u8]) -> String {
+/// A name demangled: Rust's (legacy `_ZN...E` and v0 `_R`), then C++'s (Itanium, `_Z`);
+/// any other name as it is. The one demangling of hwprof's symbols (blazesym's is off:
+/// it handed every unmangled name to the C++ demangler, which reads a function `a` as
+/// the type `signed char` and `b` as `bool`).
+pub(crate) fn demangle(raw: &[u8]) -> String {
     let name = String::from_utf8_lossy(raw);
     if let Ok(d) = rustc_demangle::try_demangle(&name) {
         return format!("{d:#}");
+    }
+    if !name.starts_with("_Z") {
+        return name.into_owned();
     }
     cpp_demangle::Symbol::new(name.as_bytes())
         .ok()
@@ -211,5 +217,10 @@ mod tests {
         );
         assert_eq!(demangle(b"_ZN3foo3barEv"), "foo::bar()");
         assert_eq!(demangle(b"read"), "read");
+        // Unmangled names that read as C++ type encodings stay what they are.
+        assert_eq!(demangle(b"a"), "a");
+        assert_eq!(demangle(b"b"), "b");
+        assert_eq!(demangle(b"i"), "i");
+        assert_eq!(demangle(b"_RNvCs1234_7mycrate3foo"), "mycrate::foo");
     }
 }

@@ -546,7 +546,8 @@ fn new_blaze(inline: bool) -> blazesym::symbolize::Symbolizer {
     blazesym::symbolize::Symbolizer::builder()
         .enable_code_info(true)
         .enable_inlined_fns(inline)
-        .enable_demangling(true)
+        // Demangled here, only names mangled as Rust's or C++'s (crate::aliases::demangle).
+        .enable_demangling(false)
         .enable_auto_reload(false)
         .set_debug_dirs(Some(crate::debugfiles::DEBUG_DIRS))
         .build()
@@ -632,7 +633,7 @@ fn symbolize_file(
                 for f in sym.inlined.iter().rev() {
                     let (file, line) = code_location(f.code_info.as_ref());
                     frames.push(Frame {
-                        function: Some(f.name.to_string()),
+                        function: Some(crate::aliases::demangle(f.name.as_bytes())),
                         module: Some(path.to_string()),
                         module_offset: start,
                         file,
@@ -643,8 +644,8 @@ fn symbolize_file(
                 }
                 let (file, line) = code_location(sym.code_info.as_deref());
                 let name = match elf_names.get(i) {
-                    Some(Some(n)) => n.clone(),
-                    _ => sym.name.to_string(),
+                    Some(Some(n)) => crate::aliases::demangle(n.as_bytes()),
+                    _ => crate::aliases::demangle(sym.name.as_bytes()),
                 };
                 frames.push(Frame {
                     function: Some(name),
