@@ -337,6 +337,43 @@ fn pprof_lines_name_the_hot_loop() {
         "export: {checked} source lines of report -s srcline within 0.5 points of pprof -lines"
     );
     assert!(checked >= 2, "no hot line compared");
+    // And hwprof annotate's shares of hot_a's lines: pprof's lines of hot_a, as a
+    // share of hot_a's own time.
+    let a = hwprof(&["annotate", "hot_a", "-i", &s(data)]);
+    a.assert_ok();
+    let mine: Vec<(String, f64)> = top_lines(pb)
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("hot_a "))
+        .map(|(n, p)| (n.rsplit('/').next().unwrap_or(&n).to_string(), p))
+        .collect();
+    let in_fn: f64 = mine.iter().map(|(_, p)| p).sum();
+    let mut marked = 0;
+    for l in a.stdout.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = l.split_whitespace().filter(|t| *t != "*").collect();
+        let (Some(pct), Some(line)) = (
+            f.first().and_then(|p| p.parse::<f64>().ok()),
+            f.iter().find(|t| t.starts_with("two_hot.c:")),
+        ) else {
+            continue;
+        };
+        if pct < 5.0 {
+            continue;
+        }
+        let theirs = mine
+            .iter()
+            .find(|(n, _)| n == line)
+            .map_or(0.0, |(_, p)| 100.0 * p / in_fn);
+        assert!(
+            (theirs - pct).abs() <= 0.5,
+            "{line}: annotate {pct:.2}% of hot_a, pprof -lines {theirs:.2}%\n{}",
+            a.stdout
+        );
+        marked += 1;
+    }
+    report!(
+        "export: {marked} hot lines of hwprof annotate hot_a within 0.5 points of pprof -lines"
+    );
+    assert!(marked >= 1, "no hot line in annotate:\n{}", a.stdout);
 }
 
 /// `go tool pprof -lines -top`: rows `function file:line` -> flat%.
