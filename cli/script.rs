@@ -19,6 +19,7 @@ use hwprof_sampler::record::{Body, DataSrc, FileId, Record, Sample, kind, misc};
 
 use hwprof_pmu::attr::sample as sample_type;
 use hwprof_symbolize::Locator;
+use hwprof_symbolize::process::Processes;
 
 use crate::render::{escape as esc, escape_bytes as esc_bytes};
 use hwprof_symbolize::unwind::{Arch, StreamUnwinder, stream};
@@ -53,13 +54,30 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
         // perf names pid 0 "swapper" until a COMM says otherwise.
         comms: HashMap::from([(0, b"swapper".to_vec())]),
         json,
-        perf: perf_text,
         unwinder: stack_unwinder(&data, a.input.symfs.clone()),
         chain: Vec::new(),
         unwound: false,
     };
     if a.header {
         p.header(&data)?;
+    }
+    if let Some(text) = perf_text {
+        w.write_all(&p.buf)?;
+        let mut v = PerfVisitor {
+            text,
+            unwinder: p.unwinder.take(),
+            chain: Vec::new(),
+            buf: std::mem::take(&mut p.buf),
+            w: &mut w,
+        };
+        let mut procs = Processes::new(hwprof_symbolize::buildid::by_path(data.features()));
+        let res = hwprof_symbolize::replay::replay(&data, &mut procs, &mut v);
+        // Print what was decoded before an error, then report it.
+        v.text.finish(&procs, &mut v.buf);
+        v.w.write_all(&v.buf)?;
+        v.w.flush()?;
+        res.with_context(|| format!("reading {}", a.input.file.display()))?;
+        return Ok(0);
     }
     let res = data.for_each_record(|off, rec| -> anyhow::Result<()> {
         p.record(off, rec);
@@ -108,8 +126,46 @@ struct Printer {
     /// Command names by tid (from COMM, inherited on FORK), for text output.
     comms: HashMap<u32, Vec<u8>>,
     json: bool,
-    /// The default output, `perf script`'s text (else the dump or JSON lines).
-    perf: Option<perf::PerfText>,
+}
+
+/// The default output, `perf script`'s text: the replay's samples, each with the
+/// processes at its time, to stdout.
+struct PerfVisitor<'w, W: Write> {
+    text: perf::PerfText,
+    /// Unwinds raw-stack samples against the replay's processes.
+    unwinder: Option<StreamUnwinder>,
+    chain: Vec<u64>,
+    buf: Vec<u8>,
+    w: &'w mut W,
+}
+
+impl<W: Write> hwprof_symbolize::replay::Visitor for PerfVisitor<'_, W> {
+    fn sample(
+        &mut self,
+        procs: &mut Processes,
+        rec: &Record<'_>,
+        s: &Sample<'_>,
+    ) -> hwprof_symbolize::Result<()> {
+        let mut unwound = false;
+        if let Some(u) = &mut self.unwinder
+            && let Some((frames, ending)) = u.unwind_in(procs, rec)
+        {
+            stream::callchain(s.callchain.as_ref(), frames, ending, &mut self.chain);
+            unwound = true;
+        }
+        let chain = unwound.then_some(&self.chain[..]);
+        self.text.sample(procs, &mut self.buf, rec, s, chain);
+        if self.buf.len() >= FLUSH_AT {
+            self.w
+                .write_all(&self.buf)
+                .map_err(|source| hwprof_symbolize::Error::Io {
+                    what: "writing to stdout".into(),
+                    source,
+                })?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
 }
 
 fn record_name(t: u32) -> &'static str {
@@ -220,9 +276,7 @@ impl Printer {
             stream::callchain(recorded, frames, ending, &mut self.chain);
             self.unwound = true;
         }
-        if let Some(p) = &mut self.perf {
-            p.record(&mut self.buf, rec, self.unwound.then_some(&self.chain[..]));
-        } else if self.json {
+        if self.json {
             self.json_record(off, rec);
         } else {
             self.text_record(off, rec);

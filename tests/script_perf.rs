@@ -328,12 +328,20 @@ fn default_output_lists_what_perf_script_lists() {
                     same_sym += 1;
                     continue;
                 }
-                // Allowed: perf names no function in [vdso] it did not copy; a return
+                // Allowed: perf names no function in [vdso] it did not copy, and names
+                // PLT entries (`getppid@plt`) where hwprof names the symbol before; a return
                 // address at a function's first byte (after a call that does not
-                // return) is named by perf for the function it starts, by hwprof for
-                // the call's; libdw's names of the whole functions it takes as inlined.
-                let allowed = fb.lines.iter().any(|l| l.dso == "[vdso]")
-                    || fb.lines.iter().any(|l| l.sym.ends_with("+0x0"))
+                // return) is named by perf for the function it starts (or nothing,
+                // past the last function of a file), by hwprof for the call's; libdw's names of the whole functions it takes as inlined.
+                let allowed = fb
+                    .lines
+                    .iter()
+                    .any(|l| l.dso == "[vdso]" || l.sym.contains("@plt"))
+                    || (i > 0
+                        && fb.lines.iter().all(|l| {
+                            l.sym.ends_with("+0x0")
+                                || (l.sym == "[unknown]" && l.dso != "[unknown]")
+                        }))
                     || (libdw && fb.lines.iter().all(|l| l.dso == "inlined"));
                 assert!(allowed, "{what}: {h}: frame {i}: {fa:?} vs {fb:?}");
                 named_apart.push(format!("{:?} / {:?}", na, nb));

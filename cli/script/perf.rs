@@ -8,21 +8,23 @@
 //! prints them: a callchain's user addresses relative to their file (`map_ip`), the
 //! kernel's and those no file backs as they are.
 //!
-//! It reads the stream as it comes (no sort by time: perf sorts, hwprof keeps the
-//! file's order), following the processes through [`Processes`] in its streaming mode
-//! and DWARF stacks through the same [`StreamUnwinder`] as the dump; each distinct
-//! (module, offset) is symbolized once and its text kept, so memory follows the
-//! distinct locations, not the file.
+//! Samples come from the replay ([`hwprof_symbolize::replay`]): in the file's order
+//! (perf sorts them by time), each with the processes as they were at its time (a
+//! sample ahead, in the file, of its exec's COMM and MMAPs written on another ring is
+//! named as perf names it), DWARF stacks unwound against them. The samples' text is
+//! held until [`BATCH_TEXT`] bytes, then the locations not seen before are symbolized
+//! in one batch per module and the text written; each distinct (module, offset) is
+//! symbolized once and its text kept, so memory follows the distinct locations and the
+//! replay's window, not the file.
 
 use rustc_hash::FxHashMap as HashMap;
 
 use hwprof_pmu::attr::sample as sample_type;
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::perfdata::tracing::TraceFormat;
-use hwprof_sampler::record::{Body, Record, Sample, context, misc};
+use hwprof_sampler::record::{Record, Sample, context, misc};
 use hwprof_symbolize::process::Processes;
-use hwprof_symbolize::replay::event;
-use hwprof_symbolize::unwind::stream::{EXITED_KEPT, TRUNCATED_MARK};
+use hwprof_symbolize::unwind::stream::TRUNCATED_MARK;
 use hwprof_symbolize::{Frame, Locator, Module, ModuleId, Symbolizer};
 
 use super::out::{dec, dec_pad, hex, hex_pad};
@@ -199,17 +201,44 @@ struct EventOut {
 /// A location's text: per frame (inlined ones first), what follows the address.
 type Lines = Vec<Box<[u8]>>;
 
+/// A location as printed: (module, offset, return address, the fields that shape its
+/// text).
+type Key = (ModuleId, u64, bool, u32);
+
+/// The fields a frame's text depends on.
+const FRAME_FIELDS: u32 =
+    Field::Ip as u32 | Field::Sym as u32 | Field::SymOff as u32 | Field::Dso as u32;
+
+/// Samples' text waits for its frames' until this much is held, then the locations
+/// not seen before are symbolized in one batch per module (memory stays bounded; a
+/// batch costs one read of a file's symbols where one address at a time costs one
+/// each).
+const BATCH_TEXT: usize = 1 << 20;
+const BATCH_FRAMES: usize = 1 << 16;
+
+/// A frame waiting for its text: where it goes in [`PerfText::text`].
+struct Pending {
+    at: usize,
+    key: Key,
+    shown: u64,
+    /// A line of a callchain (else the end of the sample's line).
+    chain: bool,
+}
+
 /// Prints samples as `perf script` does.
 pub struct PerfText {
     events: Vec<EventOut>,
     /// The widest event name (perf aligns names to it).
     name_width: usize,
-    procs: Processes,
     sym: Symbolizer,
-    /// Per (module, offset, return address): the text of its frames.
-    lines: HashMap<(ModuleId, u64, bool), Lines>,
+    /// Per location: the text of its frames.
+    lines: HashMap<Key, Lines>,
     /// The current sample's locations.
     locs: Vec<(u64, ModuleId, u64, bool)>,
+    /// The samples' text so far, without their frames' (see [`BATCH_TEXT`]).
+    text: Vec<u8>,
+    /// Their frames, in order.
+    frames: Vec<Pending>,
 }
 
 impl PerfText {
@@ -250,85 +279,159 @@ impl PerfText {
         PerfText {
             events,
             name_width,
-            procs: Processes::new(hwprof_symbolize::buildid::by_path(data.features()))
-                .forget_exited_after(EXITED_KEPT),
             sym,
             lines: HashMap::default(),
             locs: Vec::new(),
+            text: Vec::new(),
+            frames: Vec::new(),
         }
     }
 
-    /// Takes one record in stream order; a sample is printed into `b`, with
-    /// `unwound`: its callchain with the user part unwound (a DWARF sample).
-    pub fn record(&mut self, b: &mut Vec<u8>, rec: &Record, unwound: Option<&[u64]>) {
-        let Body::Sample(s) = &rec.body else {
-            if let Some(ev) = event(rec, false, true) {
-                self.procs.apply(ev);
-                self.procs.take_forgotten();
+    /// Takes one sample, with `procs` as they were at its time; its text goes to `out`
+    /// (in batches), with `unwound`: its callchain with the user part unwound (a DWARF
+    /// sample).
+    pub fn sample(
+        &mut self,
+        procs: &mut Processes,
+        out: &mut Vec<u8>,
+        rec: &Record,
+        s: &Sample,
+        unwound: Option<&[u64]>,
+    ) {
+        self.take(procs, rec, s, unwound);
+        if self.text.len() >= BATCH_TEXT || self.frames.len() >= BATCH_FRAMES {
+            self.finish(procs, out);
+        }
+    }
+
+    /// Writes what is held to `out`: the frames' text (symbolizing the locations not
+    /// seen before, one batch per module) in the samples' text.
+    pub fn finish(&mut self, procs: &Processes, out: &mut Vec<u8>) {
+        let mut todo: HashMap<ModuleId, Vec<(u64, bool)>> = HashMap::default();
+        for p in &self.frames {
+            if !self.lines.contains_key(&p.key) {
+                let (m, off, ret, _) = p.key;
+                todo.entry(m).or_default().push((off, ret));
             }
-            return;
-        };
+        }
+        let mut todo: Vec<_> = todo.into_iter().collect();
+        todo.sort_unstable_by_key(|(m, _)| *m);
+        let mut resolved: HashMap<(ModuleId, u64, bool), Vec<Frame>> = HashMap::default();
+        for (m, mut offs) in todo {
+            offs.sort_unstable();
+            offs.dedup();
+            let module = procs.module(m).cloned().unwrap_or(Module::Unmapped);
+            let id = self.sym.module_id(module);
+            let frames = self.sym.resolve(id, &offs);
+            for (&(off, ret), frames) in offs.iter().zip(frames) {
+                resolved.insert((m, off, ret), frames);
+            }
+        }
+        for p in &self.frames {
+            let (m, off, ret, bits) = p.key;
+            if !self.lines.contains_key(&p.key)
+                && let Some(frames) = resolved.get(&(m, off, ret))
+            {
+                let f = Fields(bits);
+                let lines = frames.iter().map(|fr| frame_text(fr, off, f)).collect();
+                self.lines.insert(p.key, lines);
+            }
+        }
+        let mut from = 0;
+        static EMPTY: Lines = Vec::new();
+        for p in &self.frames {
+            out.extend_from_slice(&self.text[from..p.at]);
+            from = p.at;
+            let lines = self.lines.get(&p.key).unwrap_or(&EMPTY);
+            if p.chain {
+                for line in lines {
+                    out.push(b'\t');
+                    if p.key.3 & Field::Ip as u32 != 0 {
+                        hex_pad(out, p.shown, 16);
+                    }
+                    out.extend_from_slice(line);
+                    out.push(b'\n');
+                }
+            } else if let Some(last) = lines.last() {
+                // The sampled address, one frame: its containing function.
+                out.extend_from_slice(last);
+            }
+        }
+        out.extend_from_slice(&self.text[from..]);
+        self.text.clear();
+        self.frames.clear();
+    }
+
+    /// One sample: its text is held.
+    fn take(&mut self, procs: &mut Processes, rec: &Record, s: &Sample, unwound: Option<&[u64]>) {
         let Some(ev) = rec.attr.and_then(|i| self.events.get(i)) else {
             return;
         };
         let (fields, chain) = (ev.fields, ev.chain);
         let pid = s.pid.unwrap_or(u32::MAX);
         let tid = s.tid.unwrap_or(pid);
-        self.procs.sampled(pid);
-        self.head(b, rec.attr.unwrap_or(0), s, pid, tid);
+        let mut b = std::mem::take(&mut self.text);
+        self.head(procs, &mut b, rec.attr.unwrap_or(0), s, pid, tid);
+        let bits = fields.0 & FRAME_FIELDS;
         let kernel_mode = rec.header.misc & misc::CPUMODE_MASK == misc::KERNEL;
         if chain {
             b.push(b'\n');
             self.locs.clear();
             match (unwound, &s.callchain) {
-                (Some(c), _) => self.chain_locs(pid, kernel_mode, true, c.iter().copied()),
-                (None, Some(c)) => self.chain_locs(pid, kernel_mode, false, c.iter()),
+                (Some(c), _) => self.chain_locs(procs, pid, kernel_mode, true, c.iter().copied()),
+                (None, Some(c)) => self.chain_locs(procs, pid, kernel_mode, false, c.iter()),
                 (None, None) => {
                     if let Some(ip) = s.ip {
-                        self.chain_locs(pid, kernel_mode, false, [ip].into_iter());
+                        self.chain_locs(procs, pid, kernel_mode, false, [ip].into_iter());
                     }
                 }
             }
-            let locs = std::mem::take(&mut self.locs);
-            for &(addr, m, off, ret) in &locs {
-                let shown = self.shown_addr(m, addr, off);
-                for line in self.frame_lines(m, off, ret, fields).iter() {
-                    b.push(b'\t');
-                    if fields.has(Field::Ip) {
-                        hex_pad(b, shown, 16);
-                    }
-                    b.extend_from_slice(line);
-                    b.push(b'\n');
-                }
+            for &(addr, m, off, ret) in &self.locs {
+                let shown = shown_addr(procs, m, addr, off);
+                self.frames.push(Pending {
+                    at: b.len(),
+                    key: (m, off, ret, bits),
+                    shown,
+                    chain: true,
+                });
             }
-            self.locs = locs;
             b.push(b'\n');
         } else {
             if fields.has(Field::Ip)
                 && let Some(ip) = s.ip
             {
-                let (m, off) = self.procs.locate(pid, ip, kernel_mode);
+                let (m, off) = procs.locate(pid, ip, kernel_mode);
                 b.push(b' ');
-                hex_pad(b, ip, 16);
-                // The sampled address, one frame: its containing function.
-                let lines = self.frame_lines(m, off, false, fields);
-                if let Some(last) = lines.last() {
-                    b.extend_from_slice(last);
-                }
+                hex_pad(&mut b, ip, 16);
+                self.frames.push(Pending {
+                    at: b.len(),
+                    key: (m, off, false, bits),
+                    shown: ip,
+                    chain: false,
+                });
             }
             b.push(b'\n');
         }
+        self.text = b;
     }
 
     /// `comm tid [cpu] time: period event: ` (and addr, trace data).
-    fn head(&mut self, b: &mut Vec<u8>, attr: usize, s: &Sample, pid: u32, tid: u32) {
+    fn head(
+        &self,
+        procs: &mut Processes,
+        b: &mut Vec<u8>,
+        attr: usize,
+        s: &Sample,
+        pid: u32,
+        tid: u32,
+    ) {
         let Some(ev) = self.events.get(attr) else {
             return;
         };
         let f = ev.fields;
         if f.has(Field::Comm) {
-            let c = self.procs.comm_of(pid, tid);
-            let comm = esc(self.procs.comm(c));
+            let c = procs.comm_of(pid, tid);
+            let comm = esc(procs.comm(c));
             if !ev.chain {
                 b.resize(b.len() + 16usize.saturating_sub(comm.chars().count()), b' ');
             }
@@ -402,6 +505,7 @@ impl PerfText {
     /// prints as `[unknown]`, and so is it here.
     fn chain_locs(
         &mut self,
+        procs: &mut Processes,
         pid: u32,
         kernel_mode: bool,
         unwound: bool,
@@ -420,33 +524,19 @@ impl PerfText {
             if unwound && addr == TRUNCATED_MARK && !kernel {
                 continue;
             }
-            let (m, off) = self.procs.locate(pid, addr, kernel);
+            let (m, off) = procs.locate(pid, addr, kernel);
             self.locs.push((addr, m, off, !first));
             first = false;
         }
     }
+}
 
-    /// The address perf prints for a callchain entry: relative to its file (and to a
-    /// named mapping such as `[vdso]`), else as it is.
-    fn shown_addr(&self, m: ModuleId, addr: u64, off: u64) -> u64 {
-        match self.procs.module(m) {
-            Some(Module::File { .. } | Module::Other { .. }) => off,
-            _ => addr,
-        }
-    }
-
-    /// The text of a location's frames (symbolized once).
-    fn frame_lines(&mut self, m: ModuleId, off: u64, ret: bool, f: Fields) -> &Lines {
-        let key = (m, off, ret);
-        if !self.lines.contains_key(&key) {
-            let module = self.procs.module(m).cloned().unwrap_or(Module::Unmapped);
-            let id = self.sym.module_id(module);
-            let frames = self.sym.resolve_one(id, off, ret);
-            let lines = frames.iter().map(|fr| frame_text(fr, off, f)).collect();
-            self.lines.insert(key, lines);
-        }
-        static EMPTY: Lines = Vec::new();
-        self.lines.get(&key).unwrap_or(&EMPTY)
+/// The address perf prints for a callchain entry: relative to its file (and to a
+/// named mapping such as `[vdso]`), else as it is.
+fn shown_addr(procs: &Processes, m: ModuleId, addr: u64, off: u64) -> u64 {
+    match procs.module(m) {
+        Some(Module::File { .. } | Module::Other { .. }) => off,
+        _ => addr,
     }
 }
 

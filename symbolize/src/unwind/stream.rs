@@ -143,6 +143,68 @@ impl StreamUnwinder {
         None
     }
 
+    /// [`StreamUnwinder::record`] for a reader that keeps the processes itself (a
+    /// replay in time order, `script`): a sample's user stack unwound against `procs`,
+    /// as they are at its time. The unwinder's own processes are not used: one
+    /// unwinder takes records one way or the other, not both.
+    pub fn unwind_in(
+        &mut self,
+        procs: &Processes,
+        rec: &Record<'_>,
+    ) -> Option<(&[UserFrame], Ending)> {
+        let Body::Sample(s) = &rec.body else {
+            return None;
+        };
+        let (r, stack) = (s.regs_user.as_ref()?, s.stack_user.as_ref()?);
+        let regs = UserRegs::from_sample(self.unwinder.arch(), r)?;
+        let stack = stack
+            .data
+            .get(..usize::try_from(stack.dyn_size).unwrap_or(usize::MAX))
+            .unwrap_or(stack.data);
+        let pid = s.pid?;
+        let version = procs.version(pid);
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.clear();
+        let maps = if self.unwinder.is_current(pid, version) {
+            Vec::new()
+        } else {
+            let maps: Vec<Mapping> = procs
+                .space(pid)
+                .map(|s| s.iter().copied().collect())
+                .unwrap_or_default();
+            maps.into_iter()
+                .map(|m| Mapped {
+                    start: m.start,
+                    end: m.end,
+                    pgoff: m.pgoff,
+                    file: self.file_in(procs, m.module),
+                    name: String::new(),
+                })
+                .collect()
+        };
+        let ending = self
+            .unwinder
+            .unwind(pid, version, || maps, regs, stack, &mut frames);
+        self.frames = frames;
+        Some((&self.frames, ending))
+    }
+
+    /// The unwind tables of module `id` of `procs` when it is a file (not a device),
+    /// read once.
+    fn file_in(&mut self, procs: &Processes, id: ModuleId) -> Option<Arc<FileData>> {
+        if let Some(f) = self.files.get(&id) {
+            return f.clone();
+        }
+        let data = match procs.module(id) {
+            Some(Module::File { path, build_id }) if !path.starts_with("/dev/") => {
+                super::load_tables(&self.locator, path, build_id.as_ref(), None).map(Arc::new)
+            }
+            _ => None,
+        };
+        self.files.insert(id, data.clone());
+        data
+    }
+
     /// A live process's sample at `pc`, which none of its known mappings holds: its
     /// executable mappings from `/proc/PID/maps` (once per state of its mappings), for
     /// the MMAPs of its exec that another ring still holds.
