@@ -9,12 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hwprof_analysis::export::{self, Export};
-use hwprof_pmu::EventList;
 use hwprof_pmu::stop::Stop;
-use hwprof_sampler::config::RecordOptions;
 use hwprof_sampler::outfile::Output;
-use hwprof_sampler::recorder::RecordPlan;
-use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::Options as SymOptions;
 
 use crate::args::export::{ExportArgs, ExportFormat};
@@ -129,50 +125,8 @@ fn record_and_export(a: &ExportArgs, stop: &Stop) -> anyhow::Result<u8> {
     };
     let (data, scratch) = crate::destination::recording_path(a.record.data_file.as_deref(), &dir)?;
     let target = crate::sampling::target(&a.record.flags())?;
-    let mut enc = crate::events::encoder(None, &a.record.event_file)?;
-    enc.set_processes(target.processes());
-    let default_event = a.record.events.is_empty();
-    let freq = match (&a.record.freq, a.record.count) {
-        (Some(f), _) => Some(f.as_str()),
-        (None, Some(_)) => None,
-        (None, None) => Some("999"),
-    };
-    let options = RecordOptions {
-        sampling: crate::sampling::sampling(freq, a.record.count)?,
-        call_graph: Some(crate::sampling::auto_call_graph(
-            a.record.call_graph.as_deref(),
-            &target,
-        )?),
-        default_event,
-        ..RecordOptions::default()
-    };
-    let data_pages = crate::sampling::ring_pages(None)?;
     let output = crate::sampling::open_output(&data, stop)?;
-    let list = if default_event {
-        EventList::default()
-    } else {
-        crate::events::parse_all(&enc, &a.record.events)?
-    };
-    let mut rec = RecordPlan::new(list, target);
-    rec.options = options;
-    rec.session = SessionOptions {
-        data_pages,
-        inherit: true,
-        duration: a.record.duration,
-    };
-    let branch_flag = crate::sampling::branch_flag(None, false, a.record.call_graph.as_deref());
-    crate::sampling::check_events(&rec, &enc, branch_flag.as_deref(), false)?;
-    let code = crate::sampling::record(
-        rec,
-        output,
-        false,
-        branch_flag.as_deref(),
-        false,
-        true,
-        None,
-        stop,
-    )?
-    .exit_code();
+    let code = crate::sampling::record_profile(&a.record, target, false, output, stop)?;
     let exported = export_file(a, &data, Some(early));
     drop(scratch);
     exported?;

@@ -6,12 +6,12 @@
 use anyhow::anyhow;
 use hwprof_pmu::stop::Stop;
 use hwprof_pmu::target::{Flags, Rules, Target};
-use hwprof_sampler::config::{self, CallGraph, Sampling};
+use hwprof_sampler::config::{self, CallGraph, RecordOptions, Sampling};
 use hwprof_sampler::outfile::Output;
 use hwprof_sampler::recorder::{
     Diagnosis, OpenError, RecordPlan, Recorded, Recorder, Refused, Sink,
 };
-use hwprof_sampler::session::Edge;
+use hwprof_sampler::session::{Edge, SessionOptions};
 use hwprof_symbolize::unwind::fp::{self, CutStacks, FpWatch, FramePointers};
 use hwprof_symbolize::unwind::{Arch, online::OnlineUnwinder};
 
@@ -406,6 +406,61 @@ pub fn announce(
         },
         list.join(",")
     ))
+}
+
+/// Records `target` as `hwprof record -F 999 -g -q -o DATA` into `output`, for the
+/// commands that record and then draw or export a CPU profile (`flamegraph -- CMD`,
+/// `export -- CMD`): the events, `-F`/`-c`, `--call-graph` (frame pointers, or DWARF
+/// for a program built without them), `--event-file` and `--duration` of `r`;
+/// `weight`: sample the weight too. Returns the command's exit code. The truncated
+/// stacks are said once, by the recording (it knows the copies' size).
+pub fn record_profile<W>(
+    r: &crate::args::RecordArgs<W>,
+    target: Target,
+    weight: bool,
+    output: Output,
+    stop: &Stop,
+) -> anyhow::Result<u8> {
+    let mut enc = crate::events::encoder(None, &r.event_file)?;
+    enc.set_processes(target.processes());
+    let default_event = r.events.is_empty();
+    let freq = match (&r.freq, r.count) {
+        (Some(f), _) => Some(f.as_str()),
+        (None, Some(_)) => None,
+        (None, None) => Some("999"),
+    };
+    let options = RecordOptions {
+        sampling: sampling(freq, r.count)?,
+        call_graph: Some(auto_call_graph(r.call_graph.as_deref(), &target)?),
+        weight,
+        default_event,
+        ..RecordOptions::default()
+    };
+    let list = if default_event {
+        hwprof_pmu::EventList::default()
+    } else {
+        crate::events::parse_all(&enc, &r.events)?
+    };
+    let mut rec = RecordPlan::new(list, target);
+    rec.options = options;
+    rec.session = SessionOptions {
+        data_pages: ring_pages(None)?,
+        inherit: true,
+        duration: r.duration,
+    };
+    let branch_flag = branch_flag(None, false, r.call_graph.as_deref());
+    check_events(&rec, &enc, branch_flag.as_deref(), false)?;
+    Ok(record(
+        rec,
+        output,
+        false,
+        branch_flag.as_deref(),
+        false,
+        true,
+        None,
+        stop,
+    )?
+    .exit_code())
 }
 
 #[cfg(test)]
