@@ -13,12 +13,10 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use hwprof_analysis::annotate::{Annotation, Missing, annotate, hottest};
-use hwprof_analysis::report;
 use hwprof_symbolize::lines::{LineRange, function_lines};
 use hwprof_symbolize::{BuildId, Locator, Module, Options, Profile, Symbolizer};
 
 use crate::args::annotate::AnnotateArgs;
-use crate::error::usage;
 
 /// A line is hot (marked `*`) from this share of the function's samples on: perf's
 /// red (`MIN_RED`).
@@ -38,23 +36,7 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<u8> {
         ..Options::default()
     };
     let (p, ids) = load(&a.input.file, &opts)?;
-    let events: Vec<usize> = match &a.event {
-        Some(name) => {
-            let found: Vec<usize> = (0..p.events.len())
-                .filter(|&i| p.events.get(i).is_some_and(|e| &e.name == name))
-                .collect();
-            if found.is_empty() {
-                let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
-                return usage(format!(
-                    "no event '{name}' in {} (its events: {})",
-                    a.input.file.display(),
-                    names.join(", ")
-                ));
-            }
-            found
-        }
-        None => report::events_with_samples(&p),
-    };
+    let events = crate::input::events_to_show(a.event.as_deref(), &a.input.file, &p)?;
     let symfs = a.input.symfs.as_deref();
     let mut src = SourceFiles::default();
     let out = match &a.symbol {

@@ -93,3 +93,26 @@ pub fn no_memory_samples(input: &std::path::Path, with_source: u64) -> anyhow::E
     ))
     .into()
 }
+
+/// The events `--event NAME` names in `p` (read from `path`), or every event with
+/// samples without one; a usage error naming the file's events when none has the
+/// name. (report, annotate)
+pub fn events_to_show(event: Option<&str>, path: &Path, p: &Profile) -> anyhow::Result<Vec<usize>> {
+    match event {
+        Some(name) => {
+            let found: Vec<usize> = (0..p.events.len())
+                .filter(|&i| p.events.get(i).is_some_and(|e| e.name == name))
+                .collect();
+            if found.is_empty() {
+                let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+                return crate::error::usage(format!(
+                    "no event '{name}' in {} (its events: {})",
+                    path.display(),
+                    names.join(", ")
+                ));
+            }
+            Ok(found)
+        }
+        None => Ok(hwprof_analysis::report::events_with_samples(p)),
+    }
+}

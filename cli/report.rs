@@ -186,23 +186,7 @@ fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
 /// The indexes of the events to show: `--event NAME` (a usage error naming the file's
 /// events when it has none of that name), else every event with samples.
 fn select_events(a: &ReportArgs, path: &Path, p: &Profile) -> anyhow::Result<Vec<usize>> {
-    match &a.event {
-        Some(name) => {
-            let found: Vec<usize> = (0..p.events.len())
-                .filter(|&i| p.events.get(i).is_some_and(|e| &e.name == name))
-                .collect();
-            if found.is_empty() {
-                let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
-                return usage(format!(
-                    "no event '{name}' in {} (its events: {})",
-                    path.display(),
-                    names.join(", ")
-                ));
-            }
-            Ok(found)
-        }
-        None => Ok(report::events_with_samples(p)),
-    }
+    crate::input::events_to_show(a.event.as_deref(), path, p)
 }
 
 /// The row keys of `--sort`.
