@@ -32,7 +32,6 @@ fn palette(s: &str) -> Result<inferno::flamegraph::color::Palette, String> {
     })
 }
 
-
 /// hwprof: Linux hardware performance counters, PMU sampling and flame graphs.
 #[derive(Debug, Parser)]
 #[command(name = "hwprof", version, about, propagate_version = true)]
