@@ -38,7 +38,7 @@
 #   LOSS_PAGES=8   ring size (-m) for the lost-sample search, the same for both tools
 #   BIG_SECS=4     seconds of the 2-thread `perf record -F 20000 -g` that makes big.data
 #   N_SCRIPT=3     runs per variant of the script comparison
-#   BIG_DATA=FILE  script: compare on this recording instead of making big.data
+#   BIG_DATA=FILE  script, export: compare on this recording instead of making big.data
 #   N_EXPORT=3     runs per variant of the export comparison
 #   REPORT_SECS=12 seconds of the 2-thread `perf record -F 20000 -g` behind the report bench
 #   N_REPORT=3     runs per variant of the report comparison
@@ -349,7 +349,7 @@ bench_export() {
     find_perf
     find_hwprof
     build_spin2
-    local secs=${BIG_SECS:-4} big=$WORK/big.data samples n=${N_EXPORT:-3} pf f
+    local secs=${BIG_SECS:-4} big=${BIG_DATA:-$WORK/big.data} samples n=${N_EXPORT:-3} pf f
     [[ -s $big ]] || "$PERF" record -q -F 20000 -g -o "$big" -- timeout -s INT "$secs" "$WORK/spin2" 100000000000 2 >/dev/null 2>&1 || true
     samples=$("$HWPROF" report -i "$big" --json --no-children -s comm |
         awk '/"samples":/ { gsub(/[^0-9]/, ""); print; exit }')
