@@ -52,7 +52,6 @@ pub fn thousands(n: impl std::fmt::Display) -> String {
     out
 }
 
-/// `noun` for `n` things: `sample` for 1, `samples` otherwise (every count hwprof
 /// `12.345 s`, `123.4 ms`, `56 µs` (offcpu's and io's titles).
 pub fn human_us(us: u64) -> String {
     if us >= 1_000_000 {
@@ -64,6 +63,13 @@ pub fn human_us(us: u64) -> String {
     }
 }
 
+/// Rounds a percentage for JSON (4 decimals: stable across platforms' float printing):
+/// the one rounding of report's JSON (its tables, diffs, branches and call graphs).
+pub fn round4(v: f64) -> f64 {
+    (v * 10_000.0).round() / 10_000.0
+}
+
+/// `noun` for `n` things: `sample` for 1, `samples` otherwise (every count hwprof
 /// prints in words goes through this or [`plural`]).
 pub fn noun(n: u64, noun: &str) -> String {
     if n == 1 {

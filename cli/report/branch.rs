@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use hwprof_analysis::branch::{Key, Table, mispredict_cell};
 
-use super::text::{Col, columns, pct, round4, short_count};
+use super::text::{Col, columns, pct, short_count};
+use crate::render::round4;
 
 /// One event's table and its name.
 pub struct EventBranches {

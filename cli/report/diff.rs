@@ -4,8 +4,9 @@
 use hwprof_analysis::report::diff::EventDiff;
 use serde_json::{Map, Value, json};
 
-use super::text::{Col, columns, key_columns, key_fields, round4};
+use super::text::{Col, columns, key_columns, key_fields};
 use crate::args::SortKey;
+use crate::render::round4;
 
 /// The text tables, one per event.
 pub fn text(ds: &[EventDiff], sort: &[SortKey], hide_comm: bool, limit: f64) -> String {

@@ -174,7 +174,7 @@ pub fn json(nodes: &[Node], total: u64) -> Value {
                     "frames": n.frames,
                     "period": n.period,
                     "samples": n.samples,
-                    "percent": super::text::round4(p),
+                    "percent": crate::render::round4(p),
                     "children": json(&n.children, total),
                 })
             })

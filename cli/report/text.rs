@@ -8,6 +8,7 @@ use hwprof_analysis::report::callgraph::Graph;
 use hwprof_analysis::report::{EventTable, Row};
 
 use crate::args::SortKey;
+use crate::render::round4;
 
 /// One column of a table.
 pub struct Col {
@@ -261,11 +262,6 @@ pub fn tables(
         }
     }
     out
-}
-
-/// Rounds a percentage for JSON (4 decimals: stable across platforms' float printing).
-pub fn round4(v: f64) -> f64 {
-    (v * 10_000.0).round() / 10_000.0
 }
 
 /// The key fields of a row for JSON, in `sort`'s order.
