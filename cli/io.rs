@@ -46,18 +46,16 @@ pub struct Measured {
 
 /// Runs `hwprof io`; returns the exit code (the traced command's, when one ran).
 pub fn run(a: IoArgs, stop: &Stop) -> anyhow::Result<u8> {
-    if a.record.command.is_empty() && a.record.pid.is_none() && !a.record.all_cpus {
-        return usage(
-            "nothing to trace: give a command after --, or -p PID, or -a (e.g. `hwprof io -- ./app`)",
-        );
-    }
+    let target = crate::sampling::target_or(
+        &a.record.flags(),
+        "nothing to trace: give a command after --, or -p PID, or -a (e.g. `hwprof io -- ./app`)",
+    )?;
     let (early, data, scratch) = crate::destination::record_then_draw(
         &a.output,
         to_stdout(&a),
         a.record.data_file.as_deref(),
         stop,
     )?;
-    let target = crate::sampling::target(&a.record.flags())?;
     let enc = crate::events::encoder(None, &[])?;
     // Frame pointers on the BPF engine (it finds the frameless syscall wrapper's caller
     // itself); DWARF on the perf-event one unless told (a frame-pointer walk from a

@@ -34,15 +34,10 @@ use crate::args::OFFCPU_OUT as DEFAULT_OUT;
 
 /// Runs `hwprof offcpu`; returns the exit code (the traced command's, when one ran).
 pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
-    if a.record.command.is_empty()
-        && a.record.pid.is_none()
-        && a.record.tid.is_none()
-        && !a.record.all_cpus
-    {
-        return usage(
-            "nothing to trace: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof offcpu -- ./app`)",
-        );
-    }
+    let target = crate::sampling::target_or(
+        &a.record.flags(),
+        "nothing to trace: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof offcpu -- ./app`)",
+    )?;
     // The output first, so a wrong -o fails before the command starts (stdout: the
     // command's own stdout goes to stderr); the recording goes to a private scratch
     // directory (0700), removed at the end.
@@ -55,7 +50,6 @@ pub fn run(a: OffcpuArgs, stop: &Stop) -> anyhow::Result<u8> {
     // As `hwprof record --switch-events -g -m 2M -o DATA`: cpu-clock samples say when a
     // thread runs (they end its block, see `pair`) and are the on-CPU side of --wall;
     // each event samples at its default (every switch, cpu-clock at 4000 Hz).
-    let target = crate::sampling::target(&a.record.flags())?;
     let enc = crate::events::encoder(None, &[])?;
     // `--engine bpf` takes frame-pointer stacks unless told otherwise (DWARF is the
     // perf-event engine's): no judging of the command's program.

@@ -20,9 +20,18 @@ use crate::error::{ExitWith, usage};
 
 /// The target of a recording (`-p`, `-t`, `-a`/`-C` or a command), in record's words.
 pub fn target(flags: &Flags<'_>) -> anyhow::Result<Target> {
+    target_or(
+        flags,
+        "nothing to record: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof record -g -- ./app`)",
+    )
+}
+
+/// [`target`], with `missing` the usage error when none is given (in the command's
+/// words: what it traces, with an example).
+pub fn target_or(flags: &Flags<'_>, missing: &'static str) -> anyhow::Result<Target> {
     let words = TargetWords {
         several: "choose one of -p, -t, -a/-C (with a command after --, they are recorded while it runs)",
-        missing: "nothing to record: give a command after --, or -p PID, -t TID, or -a (e.g. `hwprof record -g -- ./app`)",
+        missing,
     };
     let rules = Rules {
         live_ids: true,
