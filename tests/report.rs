@@ -103,42 +103,6 @@ fn assert_agree(what: &str, perf: &Pcts, hw: &Pcts) {
     assert!(checked > 0, "{what}: no row above 1%");
 }
 
-fn record_perf(tag: &str, cmd: &[&str]) -> PathBuf {
-    let out = scratch_path(tag);
-    let mut a = vec!["record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-o"];
-    let o = s(&out);
-    a.push(&o);
-    a.push("--");
-    a.extend_from_slice(cmd);
-    perf(&a).assert_ok();
-    out
-}
-
-/// Records `cmd` with `hwprof record -e cpu-clock -F FREQ -g`.
-fn record_hwprof_at(freq: &str, tag: &str, cmd: &[&str]) -> PathBuf {
-    let out = scratch_path(tag);
-    let o = s(&out);
-    let mut a = vec![
-        "record",
-        "-e",
-        "cpu-clock",
-        "-F",
-        freq,
-        "-g",
-        "-o",
-        &o,
-        "--",
-    ];
-    a.extend_from_slice(cmd);
-    hwprof(&a).assert_ok();
-    out
-}
-
-/// [`record_hwprof_at`] 999 Hz.
-fn record_hwprof(tag: &str, cmd: &[&str]) -> PathBuf {
-    record_hwprof_at("999", tag, cmd)
-}
-
 // ---------------------------------------------------------------------------
 // Accuracy against perf report
 // ---------------------------------------------------------------------------

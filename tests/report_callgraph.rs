@@ -8,7 +8,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 
@@ -155,45 +155,6 @@ fn graphs_agree_on(
             assert_graphs_agree(&format!("{what} {children} -g {order}"), &p, &h);
         }
     }
-}
-
-fn record_perf(tag: &str, cmd: &[&str]) -> PathBuf {
-    let out = scratch_path(tag);
-    let o = s(&out);
-    let mut a = vec![
-        "record",
-        "-q",
-        "-e",
-        "cpu-clock",
-        "-F",
-        "999",
-        "-g",
-        "-o",
-        &o,
-        "--",
-    ];
-    a.extend_from_slice(cmd);
-    perf(&a).assert_ok();
-    out
-}
-
-fn record_hwprof(tag: &str, cmd: &[&str]) -> PathBuf {
-    let out = scratch_path(tag);
-    let o = s(&out);
-    let mut a = vec![
-        "record",
-        "-e",
-        "cpu-clock",
-        "-F",
-        "999",
-        "-g",
-        "-o",
-        &o,
-        "--",
-    ];
-    a.extend_from_slice(cmd);
-    hwprof(&a).assert_ok();
-    out
 }
 
 /// leaf's callers in its callee graph: (under via_a, under via_b) in percent.

@@ -440,6 +440,52 @@ impl Drop for Background {
 // Skipping
 // ---------------------------------------------------------------------------
 
+/// Records `cmd` with `perf record -q -e cpu-clock -F 999 -g` into scratch file `tag`.
+pub fn record_perf(tag: &str, cmd: &[&str]) -> PathBuf {
+    let out = scratch_path(tag);
+    let o = out.to_str().expect("utf-8 path").to_string();
+    let mut a = vec![
+        "record",
+        "-q",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "999",
+        "-g",
+        "-o",
+        &o,
+        "--",
+    ];
+    a.extend_from_slice(cmd);
+    perf(&a).assert_ok();
+    out
+}
+
+/// Records `cmd` with `hwprof record -e cpu-clock -F FREQ -g` into scratch file `tag`.
+pub fn record_hwprof_at(freq: &str, tag: &str, cmd: &[&str]) -> PathBuf {
+    let out = scratch_path(tag);
+    let o = out.to_str().expect("utf-8 path").to_string();
+    let mut a = vec![
+        "record",
+        "-e",
+        "cpu-clock",
+        "-F",
+        freq,
+        "-g",
+        "-o",
+        &o,
+        "--",
+    ];
+    a.extend_from_slice(cmd);
+    hwprof(&a).assert_ok();
+    out
+}
+
+/// [`record_hwprof_at`] 999 Hz.
+pub fn record_hwprof(tag: &str, cmd: &[&str]) -> PathBuf {
+    record_hwprof_at("999", tag, cmd)
+}
+
 /// Polls until `cond` holds or `limit` passes; returns whether it held.
 pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
