@@ -205,6 +205,25 @@ pub fn record_then_draw(
     Ok((Some(early), data, scratch))
 }
 
+/// The drawing of a command that recorded first (offcpu, io, memory): `bytes` to stdout
+/// when `to_stdout`, else to `output` with a line saying so and what it holds
+/// (`hwprof: wrote FILE (TITLE)`); into `early` when it was opened before recording.
+pub(crate) fn write_drawn(
+    output: &Path,
+    to_stdout: bool,
+    early: Option<Output>,
+    bytes: &[u8],
+    title: &str,
+) -> anyhow::Result<()> {
+    if to_stdout {
+        return write_output(Path::new("-"), early, bytes);
+    }
+    write_output(output, early, bytes)?;
+    let wrote = format!("{} ({title})", output.display());
+    eprintln!("hwprof: wrote {}", crate::render::escape(&wrote));
+    Ok(())
+}
+
 /// Writes `bytes` to `path` ([`crate::destination`], reports' mode; `-` is stdout), into
 /// `early` when the output was opened before recording.
 pub(crate) fn write_output(path: &Path, early: Option<Output>, bytes: &[u8]) -> anyhow::Result<()> {

@@ -31,7 +31,6 @@ use hwprof_symbolize::Options as SymOptions;
 
 use crate::args::Engine;
 use crate::args::io::{IO_OUT, IoArgs};
-use crate::destination::write_output;
 use crate::error::usage;
 use crate::render::svg::{self, Render};
 use crate::render::thousands;
@@ -301,12 +300,5 @@ fn draw(
         };
         svg::render(folded.lines(), &r).context("drawing the flame graph")?
     };
-    if to_stdout(a) {
-        write_output(Path::new("-"), early, &out_bytes)?;
-    } else {
-        write_output(&a.output, early, &out_bytes)?;
-        let wrote = format!("{} ({title})", a.output.display());
-        eprintln!("hwprof: wrote {}", crate::render::escape(&wrote));
-    }
-    Ok(())
+    crate::destination::write_drawn(&a.output, to_stdout(a), early, &out_bytes, &title)
 }

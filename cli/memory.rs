@@ -27,7 +27,6 @@ use hwprof_sampler::session::{Edge, SessionOptions};
 use hwprof_symbolize::Options as SymOptions;
 
 use crate::args::{Engine, MEMORY_OUT, MemoryArgs, MemoryWeight, TargetWords};
-use crate::destination::write_output;
 use crate::error::{ExitWith, usage};
 use crate::render::svg::{self, Render};
 use crate::render::{escape, thousands};
@@ -459,14 +458,7 @@ fn draw(
         };
         svg::render(folded.lines(), &r).context("drawing the flame graph")?
     };
-    if to_stdout(a) {
-        write_output(Path::new("-"), early, &out_bytes)?;
-    } else {
-        write_output(&a.output, early, &out_bytes)?;
-        let wrote = format!("{} ({title})", a.output.display());
-        eprintln!("hwprof: wrote {}", escape(&wrote));
-    }
-    Ok(())
+    crate::destination::write_drawn(&a.output, to_stdout(a), early, &out_bytes, &title)
 }
 
 /// The allocator's functions and file, in a few words (all of them, for the error

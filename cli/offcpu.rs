@@ -24,7 +24,6 @@ use hwprof_sampler::session::SessionOptions;
 use hwprof_symbolize::{Options as SymOptions, Profile};
 
 use crate::args::{Engine, FlamegraphArgs, OffcpuArgs};
-use crate::destination::write_output;
 use crate::error::usage;
 use crate::render::svg::{self, Render};
 use crate::render::thousands;
@@ -430,14 +429,7 @@ fn draw_into(
         };
         svg::render(folded.lines(), &r).context("drawing the flame graph")?
     };
-    if to_stdout {
-        write_output(Path::new("-"), early, &out_bytes)?;
-    } else {
-        write_output(&a.output, early, &out_bytes)?;
-        let wrote = format!("{} ({title})", a.output.display());
-        eprintln!("hwprof: wrote {}", crate::render::escape(&wrote));
-    }
-    Ok(())
+    crate::destination::write_drawn(&a.output, to_stdout, early, &out_bytes, &title)
 }
 
 /// `hwprof flamegraph --off-cpu`: the wall-clock view of `hwprof offcpu --wall`, recorded now or drawn
