@@ -186,7 +186,7 @@ fn engine(a: &IoArgs, target: &Target, dwarf: bool) -> anyhow::Result<Option<bpf
 /// Says what did not fit the BPF engine's maps (their sizes are fixed at load).
 fn warn_dropped(t: &bpf::Traced) {
     let d = &t.dropped;
-    let parts: Vec<String> = [
+    let parts = crate::render::nonzero_counts(&[
         (d.sums + d.calls, "calls"),
         (d.targets, "child processes"),
         (d.events, "fd changes or slow calls"),
@@ -194,11 +194,7 @@ fn warn_dropped(t: &bpf::Traced) {
         (d.fds + t.names_dropped, "fd names"),
         (d.stacks.collisions + d.stacks.other, "stacks"),
         (t.slow_dropped, "slow calls in the list"),
-    ]
-    .iter()
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, what)| format!("{} {what}", thousands(*n)))
-    .collect();
+    ]);
     if !parts.is_empty() {
         eprintln!(
             "hwprof: warning: the kernel's maps were full: {} not counted: the times are lower bounds (trace fewer processes, or for less time)",

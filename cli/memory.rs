@@ -295,7 +295,7 @@ fn event_specs(a: &Allocator) -> (Vec<String>, Vec<bpf::FuncEvents>) {
 
 /// Says what did not fit the kernel's maps.
 fn warn_dropped(d: &hwprof_bpf::AllocDropped) {
-    let parts: Vec<String> = [
+    let parts = crate::render::nonzero_counts(&[
         (d.calls, "calls not paired (no room for their thread)"),
         (
             d.outstanding,
@@ -306,11 +306,7 @@ fn warn_dropped(d: &hwprof_bpf::AllocDropped) {
             d.stacks.collisions + d.stacks.other,
             "allocations without their stack (the stack map was full)",
         ),
-    ]
-    .iter()
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, what)| format!("{} {what}", thousands(*n)))
-    .collect();
+    ]);
     if !parts.is_empty() {
         eprintln!(
             "hwprof: warning: the kernel's maps were full: {}: the figures are lower bounds",

@@ -251,17 +251,13 @@ fn engine(a: &OffcpuArgs, target: &Target, dwarf: bool) -> anyhow::Result<Option
 
 /// Says what did not fit the BPF engine's maps (its sizes are fixed at load).
 fn warn_dropped(d: &hwprof_bpf::offcpu::Dropped) {
-    let parts: Vec<String> = [
+    let parts = crate::render::nonzero_counts(&[
         (d.blocks, "blocks"),
         (d.starts, "switch-outs"),
         (d.threads, "threads"),
         (d.targets, "child processes"),
         (d.stacks.collisions + d.stacks.other, "stacks"),
-    ]
-    .iter()
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, what)| format!("{} {what}", thousands(*n)))
-    .collect();
+    ]);
     if !parts.is_empty() {
         eprintln!(
             "hwprof: warning: the kernel's maps were full: {} not counted: the times are lower bounds (trace fewer processes, or for less time)",

@@ -63,6 +63,16 @@ pub fn human_us(us: u64) -> String {
     }
 }
 
+/// The non-zero counts of `items` as `1,234 what` (what did not fit the BPF engine's
+/// maps, in the warnings of offcpu, io and memory).
+pub fn nonzero_counts(items: &[(u64, &str)]) -> Vec<String> {
+    items
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{} {what}", thousands(*n)))
+        .collect()
+}
+
 /// Rounds a percentage for JSON (4 decimals: stable across platforms' float printing):
 /// the one rounding of report's JSON (its tables, diffs, branches and call graphs).
 pub fn round4(v: f64) -> f64 {
