@@ -35,7 +35,7 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<u8> {
         symfs: a.input.symfs.clone(),
         ..Options::default()
     };
-    let (p, ids) = load(&a.input.file, &opts)?;
+    let (p, ids) = crate::input::load_profile(&a.input.file, &opts)?;
     let events = crate::input::events_to_show(a.event.as_deref(), &a.input.file, &p)?;
     let symfs = a.input.symfs.as_deref();
     let mut src = SourceFiles::default();
@@ -123,25 +123,6 @@ fn one(
         _ => Vec::new(),
     };
     Ok(text(&an, &ranges, src))
-}
-
-/// Reads and symbolizes `path`; the build ids of its files.
-fn load(path: &Path, opts: &Options) -> anyhow::Result<(Profile, Ids)> {
-    use anyhow::Context;
-    let data = crate::input::open(path)?;
-    let ids = hwprof_symbolize::buildid::by_path(data.features())
-        .into_iter()
-        .collect();
-    let replayed = hwprof_symbolize::ProfileBuilder::new(&data, opts)
-        .replay()
-        .with_context(|| format!("reading {}", path.display()))?;
-    drop(data);
-    let p = replayed.finish().profile;
-    crate::input::notices(&p);
-    if p.samples.is_empty() {
-        anyhow::bail!("{} has no samples", path.display());
-    }
-    Ok((p, ids))
 }
 
 /// Source files read so far, by path, as lines (`None`: not readable).

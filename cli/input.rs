@@ -94,6 +94,32 @@ pub fn no_memory_samples(input: &std::path::Path, with_source: u64) -> anyhow::E
     .into()
 }
 
+/// Reads and symbolizes `path` with `opts` (the file is closed before the profile is
+/// finished), its notices said; the build ids its header records, by path; an error
+/// when it has no samples. What report and annotate read.
+pub fn load_profile(
+    path: &Path,
+    opts: &Options,
+) -> anyhow::Result<(
+    Profile,
+    std::collections::HashMap<String, hwprof_symbolize::buildid::BuildId>,
+)> {
+    let data = open(path)?;
+    let ids = hwprof_symbolize::buildid::by_path(data.features())
+        .into_iter()
+        .collect();
+    let replayed = hwprof_symbolize::ProfileBuilder::new(&data, opts)
+        .replay()
+        .with_context(|| format!("reading {}", path.display()))?;
+    drop(data);
+    let p = replayed.finish().profile;
+    notices(&p);
+    if p.samples.is_empty() {
+        anyhow::bail!("{} has no samples", path.display());
+    }
+    Ok((p, ids))
+}
+
 /// The events `--event NAME` names in `p` (read from `path`), or every event with
 /// samples without one; a usage error naming the file's events when none has the
 /// name. (report, annotate)

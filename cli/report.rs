@@ -166,16 +166,7 @@ fn json_text(v: &serde_json::Value) -> anyhow::Result<String> {
 
 /// Reads and symbolizes `path`.
 fn load(path: &Path, opts: &Options) -> anyhow::Result<Profile> {
-    let data = crate::input::open(path)?;
-    let replayed = ProfileBuilder::new(&data, opts)
-        .replay()
-        .with_context(|| format!("reading {}", path.display()))?;
-    drop(data);
-    let p = replayed.finish().profile;
-    crate::input::notices(&p);
-    if p.samples.is_empty() {
-        anyhow::bail!("{} has no samples", path.display());
-    }
+    let (p, _) = crate::input::load_profile(path, opts)?;
     crate::render::note_truncated(&p);
     if let Some(c) = &p.cut_stacks {
         crate::sampling::note_cut_stacks(c);
