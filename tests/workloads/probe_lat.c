@@ -4,7 +4,8 @@
  *   probe_lat empty N                         calls empty() N times (probe overhead)
  *   probe_lat recurse N DEPTH                 calls rec(DEPTH) N times: rec(d) busy-waits
  *                                             100 us, then calls rec(d - 1) until d is 1,
- *                                             so a call at depth k lasts (DEPTH - k + 1) * 100 us
+ *                                             so a call at depth k lasts (DEPTH - k + 1) * 100 us;
+ *                                             every call timed as the first form's are
  * The first form has every call of work() time itself (CLOCK_MONOTONIC, from its first
  * clock read to its last: inside what a uprobe/uretprobe pair measures; a loaded machine
  * stretches a busy-wait preempted near its end) and prints the durations to stderr at
@@ -43,11 +44,23 @@ __attribute__((noinline)) void empty(void)
 	asm volatile("" ::: "memory");
 }
 
+/* recurse: each call of rec() timed from inside (rec_in) and by its caller, around the
+ * call (rec_out), by the call's number in entry order. */
+static long *rec_in, *rec_out;
+static int rec_n;
+
 __attribute__((noinline)) void rec(int d)
 {
+	long start = now_ns();
+	int me = rec_n++;
 	work(100);
-	if (d > 1)
+	if (d > 1) {
+		int child = rec_n;
+		long before = now_ns();
 		rec(d - 1);
+		rec_out[child] = now_ns() - before;
+	}
+	rec_in[me] = now_ns() - start;
 	asm volatile("" ::: "memory"); /* no tail call */
 }
 
@@ -55,8 +68,24 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "recurse") == 0) {
 		int n = atoi(argv[2]), d = atoi(argv[3]);
-		for (int i = 0; i < n; i++)
+		int calls = (n > 0 ? n : 0) * (d > 0 ? d : 0);
+		rec_in = calloc(calls > 0 ? calls : 1, sizeof(long));
+		rec_out = calloc(calls > 0 ? calls : 1, sizeof(long));
+		if (!rec_in || !rec_out)
+			return 1;
+		for (int i = 0; i < n; i++) {
+			int me = rec_n;
+			long before = now_ns();
 			rec(d);
+			rec_out[me] = now_ns() - before;
+		}
+		fprintf(stderr, "probe_lat: durations_ns");
+		for (int i = 0; i < rec_n; i++)
+			fprintf(stderr, " %ld", rec_in[i]);
+		fprintf(stderr, "\nprobe_lat: outer_ns");
+		for (int i = 0; i < rec_n; i++)
+			fprintf(stderr, " %ld", rec_out[i]);
+		fprintf(stderr, "\n");
 		return 0;
 	}
 	if (argc == 2 && strcmp(argv[1], "loop") == 0) {
