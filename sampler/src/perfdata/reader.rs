@@ -210,11 +210,86 @@ fn read_exact_at(file: &File, buf: &mut [u8], off: u64, name: &str) -> Result<()
 
 /// The records of a data section, read through a window: a slice of the memory, or a
 /// buffer of at least [`STREAM_CHUNK`] bytes refilled from the file as records pass.
+/// A big file's next chunk is read on another thread while the records of the current
+/// one are visited ([`ReadAhead`]), so the reader's copy from the page cache costs the
+/// visitor no time.
 struct Window<'a> {
     source: &'a Source,
+    /// The bytes read, from `buf[base]` on.
     buf: Vec<u8>,
-    /// File offset of `buf[0]`.
+    base: usize,
+    /// File offset of `buf[base]`.
     start: u64,
+    /// The thread reading the chunk after `buf`, once the file is seen to be long.
+    ahead: Option<ReadAhead>,
+    /// Chunks read so far (the read-ahead starts at the third: small files, and the
+    /// few reads of a file's header and features, never start a thread).
+    loads: u32,
+}
+
+/// Room left before a chunk read ahead for the start of the record that runs into it
+/// (a record is at most 64 KiB), so that joining them copies the record's start only.
+const HEADROOM: usize = 1 << 16;
+
+/// A thread reading a file's chunks ahead: one at a time, the one asked, each into a
+/// buffer after [`HEADROOM`] bytes.
+struct ReadAhead {
+    ask: std::sync::mpsc::Sender<(u64, Vec<u8>)>,
+    got: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    /// The chunk asked and not yet taken: its offset and length.
+    asked: Option<(u64, usize)>,
+}
+
+impl ReadAhead {
+    /// A thread reading from its own handle of `file` (`None` if it cannot start:
+    /// every chunk is then read when needed, as for small files).
+    fn start(file: &File) -> Option<ReadAhead> {
+        let file = file.try_clone().ok()?;
+        let (ask, asks) = std::sync::mpsc::channel::<(u64, Vec<u8>)>();
+        let (give, got) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("read-ahead".into())
+            .spawn(move || {
+                for (off, mut buf) in asks {
+                    let r = file
+                        .read_exact_at(buf.get_mut(HEADROOM..).unwrap_or_default(), off)
+                        .map(|()| buf);
+                    if give.send(r).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(ReadAhead {
+            ask,
+            got,
+            asked: None,
+        })
+    }
+
+    /// Asks for `n` bytes at `off`, read into `buf` after its headroom (its old
+    /// contents reused: only what grows is zeroed).
+    fn ask(&mut self, off: u64, n: usize, mut buf: Vec<u8>) {
+        if self.asked.is_some() || n == 0 {
+            return;
+        }
+        let len = HEADROOM + n;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        } else {
+            buf.truncate(len);
+        }
+        if self.ask.send((off, buf)).is_ok() {
+            self.asked = Some((off, n));
+        }
+    }
+
+    /// The chunk asked (headroom first), if it was read (`None`: the read failed, or
+    /// the thread is gone; the caller reads it itself, and meets the same error there).
+    fn take(&mut self) -> Option<Vec<u8>> {
+        self.asked.take()?;
+        self.got.recv().ok()?.ok()
+    }
 }
 
 impl<'a> Window<'a> {
@@ -222,25 +297,88 @@ impl<'a> Window<'a> {
         Window {
             source,
             buf: Vec::new(),
+            base: 0,
             start: 0,
+            ahead: None,
+            loads: 0,
         }
     }
 
-    /// Makes `buf` hold `off..off+need` (clipped to `end`), reading ahead up to a chunk.
+    /// The bytes read, from file offset `start` on.
+    fn data(&self) -> &[u8] {
+        self.buf.get(self.base..).unwrap_or_default()
+    }
+
+    /// Makes the window hold `off..off+need` (clipped to `end`), reading ahead up to a
+    /// chunk.
     fn load(&mut self, off: u64, need: u64, end: u64) -> Result<()> {
         let Source::File { file, name, .. } = self.source else {
             return Ok(());
         };
-        let have = off >= self.start && off + need <= self.start + self.buf.len() as u64;
+        let held = self.data().len() as u64;
+        let have = off >= self.start && off + need <= self.start + held;
         if have || off >= end {
             return Ok(());
         }
+        self.loads = self.loads.saturating_add(1);
+        if self.loads == 3 && self.ahead.is_none() {
+            self.ahead = ReadAhead::start(file);
+        }
+        let held_end = self.start + held;
+        // The chunk read ahead continues the window: the start of the record that runs
+        // into it goes into its headroom.
+        if let Some(a) = &mut self.ahead
+            && let Some((at, n)) = a.asked
+            && at == held_end
+            && off >= self.start
+            && off <= held_end
+            && held_end - off <= HEADROOM as u64
+            && off + need <= at + n as u64
+            && let Some(mut chunk) = a.take()
+        {
+            let tail = (held_end - off) as usize;
+            let from = self.base + (off - self.start) as usize;
+            let base = HEADROOM - tail;
+            if let (Some(dst), Some(src)) = (
+                chunk.get_mut(base..HEADROOM),
+                self.buf.get(from..from + tail),
+            ) {
+                dst.copy_from_slice(src);
+                let old = std::mem::replace(&mut self.buf, chunk);
+                self.base = base;
+                self.start = off;
+                self.ask_next(end, old);
+                return Ok(());
+            }
+        }
+        // Anything asked that does not continue here is not wanted.
+        if let Some(a) = &mut self.ahead {
+            a.take();
+        }
         let n = need.max(STREAM_CHUNK).min(end - off);
         let n = usize::try_from(n).unwrap_or(usize::MAX);
-        self.buf.clear();
-        self.buf.resize(n, 0);
+        // Only what grows is zeroed (the read overwrites the rest).
+        if self.buf.len() < n {
+            self.buf.resize(n, 0);
+        } else {
+            self.buf.truncate(n);
+        }
+        self.base = 0;
         self.start = off;
-        read_exact_at(file, &mut self.buf, off, name)
+        read_exact_at(file, &mut self.buf, off, name)?;
+        self.ask_next(end, Vec::new());
+        Ok(())
+    }
+
+    /// Has the read-ahead read the chunk after the window into `buf`.
+    fn ask_next(&mut self, end: u64, buf: Vec<u8>) {
+        let next = self.start + self.data().len() as u64;
+        if let Some(a) = &mut self.ahead
+            && next < end
+        {
+            let n = usize::try_from(STREAM_CHUNK.min(end - next)).unwrap_or(0);
+            a.ask(next, n, buf);
+        }
     }
 
     /// The record at `off` (checked against `end` and its own size field).
@@ -250,12 +388,12 @@ impl<'a> Window<'a> {
             Source::File { .. } => {
                 self.load(off, 8.min(end.saturating_sub(off)), end)?;
                 let size = self
-                    .buf
+                    .data()
                     .get(usize::try_from(off - self.start).unwrap_or(usize::MAX)..)
                     .and_then(peek_header)
                     .map_or(8, |(_, _, size)| u64::from(size));
                 self.load(off, size.min(end - off), end)?;
-                record_at(&self.buf, self.start, off, end)
+                record_at(self.data(), self.start, off, end)
             }
         }
     }

@@ -10,11 +10,16 @@ use super::{kind, misc};
 use crate::error::Result;
 
 /// The decoded body of one record; strings and payloads borrow from the input.
+///
+/// A sample is held in place, not boxed: records are decoded one at a time and
+/// borrowed, never stored in bulk, so the size costs nothing, where a box cost an
+/// allocation per sample (3% of reading a big recording).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[allow(clippy::large_enum_variant)]
 pub enum Body<'a> {
     /// `PERF_RECORD_SAMPLE`.
-    Sample(Box<Sample<'a>>),
+    Sample(Sample<'a>),
     /// `PERF_RECORD_MMAP`.
     Mmap(Mmap<'a>),
     /// `PERF_RECORD_MMAP2`.

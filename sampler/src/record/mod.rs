@@ -403,7 +403,7 @@ impl Decoder {
                 header,
                 attr: Some(idx),
                 sample_id: None,
-                body: Body::Sample(Box::new(s)),
+                body: Body::Sample(s),
             });
         }
         // Kernel records other than samples: maybe a sample_id trailer.

@@ -284,6 +284,7 @@ pub(crate) fn sample_id_size(sample_type: u64) -> usize {
         * 8
 }
 
+#[inline(always)]
 fn opt<T>(present: bool, f: impl FnOnce() -> Result<T>) -> Result<Option<T>> {
     if present { f().map(Some) } else { Ok(None) }
 }

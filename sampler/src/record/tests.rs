@@ -44,7 +44,7 @@ fn attr(sample_type: u64) -> Attr {
 
 fn sample<'a>(d: &Decoder, b: &'a [u8]) -> Sample<'a> {
     match d.decode(b, 0).unwrap().body {
-        Body::Sample(s) => *s,
+        Body::Sample(s) => s,
         b => panic!("not a sample: {b:?}"),
     }
 }

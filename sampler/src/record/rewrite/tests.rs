@@ -185,7 +185,7 @@ fn dwarf_attr(extra: u64) -> Attr {
 fn decoded<'a>(attr: &Attr, rec: &'a [u8]) -> Sample<'a> {
     match Decoder::new(&[(attr.clone(), vec![7, 8])]).decode(rec, 0) {
         Ok(r) => match r.body {
-            Body::Sample(s) => *s,
+            Body::Sample(s) => s,
             b => panic!("not a sample: {b:?}"),
         },
         Err(e) => panic!("{e}"),

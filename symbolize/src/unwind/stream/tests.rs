@@ -159,7 +159,7 @@ impl Stream {
             }),
             ..Sample::default()
         };
-        let r = rec(Body::Sample(Box::new(s)));
+        let r = rec(Body::Sample(s));
         let (frames, _) = self.u.record(&r).expect("a sample with a user stack");
         frames.iter().map(|f| f.addr).collect()
     }
