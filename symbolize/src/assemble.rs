@@ -108,6 +108,10 @@ pub(crate) struct Builder<'r> {
     pub stack_locs: Vec<u32>,
     /// The stack being built (scratch).
     pub cur: Vec<u32>,
+    /// The stacks of the recorded callchains seen.
+    pub chains: crate::stacks::ChainCache,
+    /// Per module id: a location in it was met (its file is being read ahead).
+    pub met: Vec<bool>,
     pub samples: Vec<RawSample>,
     /// With [`Options::merge`]: the index in `samples` of each distinct sample.
     pub merged: Option<HashMap<MergeKey, u32>>,
@@ -128,6 +132,8 @@ pub(crate) struct Builder<'r> {
     /// With [`ProfileBuilder::branches`]: the distinct branch-stack entries (per sample,
     /// which [`Options::merge`] merges) in the order first seen, with counts.
     pub branches: Option<BranchCounts>,
+    /// With [`ProfileBuilder::timeline`]: every sample as the merged one it went into.
+    pub timeline: Option<Vec<Timed>>,
     pub weigh: Option<Weigh<'r>>,
 }
 
@@ -159,7 +165,34 @@ pub struct ProfileBuilder<'a, 'r> {
     opts: &'a Options,
     sym: Option<Symbolizer>,
     branches: bool,
+    timeline: bool,
     weigh: Option<Weigh<'r>>,
+}
+
+/// One recorded sample of a merged profile, in a [`Built::timeline`]: the merged sample
+/// it went into, its own time and period (24 bytes: a timeline holds one per recorded
+/// sample).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timed {
+    /// Its time (ns), [`Timed::NO_TIME`] when not sampled.
+    pub time: u64,
+    /// Its period (as [`Sample::period`] counts it).
+    pub period: u64,
+    /// Its index in [`Profile::samples`].
+    pub sample: u32,
+    /// Recorded samples it stands for (as [`Sample::count`] counts them; at most
+    /// `u32::MAX`).
+    pub count: u32,
+}
+
+impl Timed {
+    /// [`Timed::time`] of a sample without a time.
+    pub const NO_TIME: u64 = u64::MAX;
+
+    /// Its time, if sampled.
+    pub fn time(&self) -> Option<u64> {
+        (self.time != Timed::NO_TIME).then_some(self.time)
+    }
 }
 
 /// What [`ProfileBuilder::build`] gives.
@@ -171,6 +204,9 @@ pub struct Built {
     pub symbolizer: Symbolizer,
     /// With [`ProfileBuilder::branches`]: every sample's branch-stack (LBR) entries.
     pub branches: Vec<Branch>,
+    /// With [`ProfileBuilder::timeline`] and [`Options::merge`]: every recorded sample
+    /// in file order, as the merged sample it went into and its own time.
+    pub timeline: Vec<Timed>,
 }
 
 /// A recording replayed, not yet symbolized: what [`ProfileBuilder::replay`] gives, so
@@ -198,6 +234,7 @@ impl<'a, 'r> ProfileBuilder<'a, 'r> {
             opts,
             sym: None,
             branches: false,
+            timeline: false,
             weigh: None,
         }
     }
@@ -214,6 +251,15 @@ impl<'a, 'r> ProfileBuilder<'a, 'r> {
     /// kernel's.
     pub fn branches(mut self, on: bool) -> Self {
         self.branches = on;
+        self
+    }
+
+    /// With [`Options::merge`], also keeps every recorded sample's time and period with
+    /// the merged sample it went into ([`Built::timeline`]): a timeline of the
+    /// recording at 24 bytes a sample, where unmerged samples cost each its own copy of
+    /// its stack (and the time to make it).
+    pub fn timeline(mut self, on: bool) -> Self {
+        self.timeline = on;
         self
     }
 
@@ -301,6 +347,8 @@ impl<'a, 'r> ProfileBuilder<'a, 'r> {
             stack_ids: HashMap::default(),
             stack_locs: Vec::new(),
             cur: Vec::new(),
+            chains: Default::default(),
+            met: Vec::new(),
             samples: Vec::new(),
             merged: opts.merge.then(HashMap::default),
             lost: 0,
@@ -311,6 +359,7 @@ impl<'a, 'r> ProfileBuilder<'a, 'r> {
             fp_stacks,
             short_stacks: ShortStacks::default(),
             branches: self.branches.then(Default::default),
+            timeline: (self.timeline && opts.merge).then(Vec::new),
             weigh: self.weigh,
         };
         let mut procs = Processes::new(buildid::by_path(pd.features()));
@@ -329,13 +378,15 @@ impl Replayed<'_> {
     /// Resolves every distinct location (one batch per module), interns the frames and
     /// assembles the samples.
     pub fn finish(self) -> Built {
-        let (mut profile, symbolizer, branches) =
-            self.b.finish(self.procs, self.events, &self.opts);
+        let mut b = self.b;
+        let timeline = b.timeline.take().unwrap_or_default();
+        let (mut profile, symbolizer, branches) = b.finish(self.procs, self.events, &self.opts);
         profile.notices.extend(self.order.notice());
         Built {
             profile,
             symbolizer,
             branches,
+            timeline,
         }
     }
 }

@@ -54,7 +54,7 @@ mod stacks;
 pub mod symbolizer;
 pub mod unwind;
 
-pub use assemble::{Built, ProfileBuilder, Replayed, Weigh, Weighed};
+pub use assemble::{Built, ProfileBuilder, Replayed, Timed, Weigh, Weighed};
 pub use buildid::BuildId;
 pub use error::{Error, Result};
 pub use locate::Locator;

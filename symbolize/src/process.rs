@@ -423,6 +423,8 @@ impl Processes {
         };
         if pid == KERNEL_PID {
             self.kernel.insert(m);
+            self.versions += 1;
+            self.kernel.version = self.versions;
         } else {
             self.mappers.entry(module).or_insert(pid);
             let space = self.code.entry(pid).or_default();
@@ -499,6 +501,13 @@ impl Processes {
     /// The version of `pid`'s executable mappings (0: none known).
     pub fn version(&self, pid: u32) -> u64 {
         self.code.get(&pid).map_or(0, |s| s.version)
+    }
+
+    /// What a code address of `pid` locates against: the versions of its executable
+    /// mappings and of the kernel's. Equal pairs locate every address alike, so a
+    /// reader may keep what it made of a stack under them.
+    pub fn maps_version(&self, pid: u32) -> (u64, u64) {
+        (self.version(pid), self.kernel.version)
     }
 
     /// How many processes' mappings are kept.

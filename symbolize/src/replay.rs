@@ -472,9 +472,14 @@ impl SideBand {
     /// earlier times, or an equal time earlier in the file (perf's order); without a
     /// sample time, file order. A FORK first advances its parent to it.
     pub fn advance(&mut self, procs: &mut Processes, pid: u32, at: (Option<u64>, Pos)) {
-        if let Some(q) = self.queues.get_mut(&pid)
-            && q.unsorted
-        {
+        let Some(q) = self.queues.get_mut(&pid) else {
+            return;
+        };
+        if q.q.is_empty() {
+            // Most samples: nothing held for their process.
+            return;
+        }
+        if q.unsorted {
             q.q.make_contiguous().sort_by_key(|&(t, s, _)| (t, s));
             q.unsorted = false;
         }

@@ -4,19 +4,117 @@
 //! stitching (`--call-graph lbr`), DWARF unwinding of its user registers and stack copy
 //! (`--call-graph dwarf`), and its branch-stack entries (`report -b`).
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use hwprof_sampler::record::{Record, Sample, context, misc};
 
-use crate::assemble::{Builder, MergeKey, RawBranch, RawSample};
+use crate::assemble::{Builder, MergeKey, RawBranch, RawSample, Timed};
 use crate::locate::Locator;
 use crate::module::{Module, ModuleId};
 use crate::process::Processes;
 use crate::unwind::fp;
 use crate::unwind::stream::TRUNCATED_MARK;
 use crate::unwind::{Ending, FileData, Mapped, UserRegs};
+
+/// What identifies a sample once its stack is known.
+struct SampleParts {
+    event: u32,
+    period: u64,
+    weight: Option<u64>,
+    count: u64,
+    pid: u32,
+    tid: u32,
+    comm: u32,
+    stack: u32,
+}
+
+/// What makes a recorded callchain's stack: the chain's words, its process, the
+/// versions of that process's and the kernel's mappings, and the sample's cpumode.
+pub(crate) struct ChainKey<'a> {
+    pid: u32,
+    maps: (u64, u64),
+    cpumode: u16,
+    words: &'a [u8],
+}
+
+impl ChainKey<'_> {
+    fn hash(&self) -> u64 {
+        let mut h = rustc_hash::FxHasher::default();
+        self.pid.hash(&mut h);
+        self.maps.hash(&mut h);
+        self.cpumode.hash(&mut h);
+        self.words.hash(&mut h);
+        h.finish()
+    }
+}
+
+/// What a callchain made, to give again: its stack, the truncation marks it counted, and
+/// its frame-pointer user part (length, first module) when that was noted.
+#[derive(Clone, Copy)]
+pub(crate) struct ChainHit {
+    stack: u32,
+    marks: u64,
+    fp: Option<(usize, Option<ModuleId>)>,
+}
+
+/// One callchain seen: its key's fields, its words in [`ChainCache::words`], what it made.
+struct ChainEntry {
+    pid: u32,
+    maps: (u64, u64),
+    cpumode: u16,
+    words: (usize, usize),
+    hit: ChainHit,
+}
+
+/// The stacks of the callchains seen, so that a chain seen again (most samples of a
+/// recording repeat a few thousand stacks) costs a hash and a compare instead of
+/// locating and interning each of its addresses. Bounded: past [`ChainCache::MAX_BYTES`]
+/// of words it starts again empty (stacks are interned apart from it, so only speed
+/// is lost).
+#[derive(Default)]
+pub(crate) struct ChainCache {
+    by_hash: HashMap<u64, u32>,
+    entries: Vec<ChainEntry>,
+    words: Vec<u8>,
+}
+
+impl ChainCache {
+    const MAX_BYTES: usize = 64 << 20;
+
+    fn get(&self, key: &ChainKey<'_>) -> Option<ChainHit> {
+        let &i = self.by_hash.get(&key.hash())?;
+        let e = self.entries.get(i as usize)?;
+        let same = e.pid == key.pid
+            && e.maps == key.maps
+            && e.cpumode == key.cpumode
+            && self.words.get(e.words.0..e.words.1) == Some(key.words);
+        same.then_some(e.hit)
+    }
+
+    /// Keeps `hit` for `key` (a hash already taken by another chain keeps that one).
+    fn insert(&mut self, key: &ChainKey<'_>, hit: ChainHit) {
+        if self.words.len() + key.words.len() > Self::MAX_BYTES {
+            *self = ChainCache::default();
+        }
+        let h = key.hash();
+        if self.by_hash.contains_key(&h) {
+            return;
+        }
+        let start = self.words.len();
+        self.words.extend_from_slice(key.words);
+        self.by_hash.insert(h, self.entries.len() as u32);
+        self.entries.push(ChainEntry {
+            pid: key.pid,
+            maps: key.maps,
+            cpumode: key.cpumode,
+            words: (start, self.words.len()),
+            hit,
+        });
+    }
+}
 
 impl Builder<'_> {
     /// The location of an address of `pid`.
@@ -29,6 +127,16 @@ impl Builder<'_> {
         ret: bool,
     ) -> u32 {
         let (m, off) = procs.locate(pid, addr, kernel);
+        if self.met.get(m as usize) != Some(&true) {
+            // A module met first: its file is read while the replay goes on.
+            if self.met.len() <= m as usize {
+                self.met.resize(m as usize + 1, false);
+            }
+            self.met[m as usize] = true;
+            if let Some(module) = procs.module(m) {
+                self.sym.prefetch(module);
+            }
+        }
         self.intern_loc((m, off, ret))
     }
 
@@ -94,6 +202,41 @@ impl Builder<'_> {
             _ => None,
         };
         let lbr_used = lbr.is_some();
+        // A recorded callchain alone (no DWARF, no LBR): its stack is a function of its
+        // words, its process's and the kernel's mappings and the cpumode, so each
+        // distinct one is made once while those mappings stay as they are.
+        let cacheable = dwarf.is_none() && !lbr_used;
+        let fp_stack = !lbr_used && self.fp_stacks.get(attr).copied().unwrap_or(false);
+        let chain_key = match (&s.callchain, cacheable) {
+            (Some(chain), true) => Some(ChainKey {
+                pid,
+                maps: procs.maps_version(pid),
+                cpumode,
+                words: chain.as_bytes(),
+            }),
+            _ => None,
+        };
+        if let Some(key) = &chain_key
+            && let Some(hit) = self.chains.get(key)
+        {
+            self.cur = cur;
+            self.marked_truncated += hit.marks;
+            if fp_stack && let Some((n, module)) = hit.fp {
+                self.short_stacks.add(hit.stack, n, module);
+            }
+            let parts = SampleParts {
+                event,
+                period,
+                weight,
+                count,
+                pid,
+                tid,
+                comm,
+                stack: hit.stack,
+            };
+            return self.finish_sample(procs, s, parts);
+        }
+        let marks_before = self.marked_truncated;
         if let Some((kernel_part, bs)) = lbr {
             let mut kernel = cpumode == misc::KERNEL;
             let mut first = true;
@@ -159,11 +302,9 @@ impl Builder<'_> {
         }
         let stack = self.intern_stack(&cur);
         self.cur = cur;
-        if let (false, true, Some(chain)) = (
-            lbr_used,
-            self.fp_stacks.get(attr).copied().unwrap_or(false),
-            &s.callchain,
-        ) && !chain.iter().any(|a| a == TRUNCATED_MARK)
+        let mut fp_part = None;
+        if let (true, Some(chain)) = (fp_stack, &s.callchain)
+            && !chain.iter().any(|a| a == TRUNCATED_MARK)
         {
             // Frame-pointer stacks (not those unwound while recording, which may end in
             // the mark): how far they got, and in which module they started.
@@ -171,8 +312,50 @@ impl Builder<'_> {
             if let Some(pc) = first {
                 let module = procs.code_module(pid, pc);
                 self.short_stacks.add(stack, n, module);
+                fp_part = Some((n, module));
             }
         }
+        if let Some(key) = &chain_key
+            && pushed
+        {
+            self.chains.insert(
+                key,
+                ChainHit {
+                    stack,
+                    marks: self.marked_truncated - marks_before,
+                    fp: fp_part,
+                },
+            );
+        }
+        self.finish_sample(
+            procs,
+            s,
+            SampleParts {
+                event,
+                period,
+                weight,
+                count,
+                pid,
+                tid,
+                comm,
+                stack,
+            },
+        )
+    }
+
+    /// The rest of [`Builder::sample`] once the sample's stack is known: its branches,
+    /// and the sample itself (merged into an equal one with [`crate::Options::merge`]).
+    fn finish_sample(&mut self, procs: &mut Processes, s: &Sample<'_>, parts: SampleParts) {
+        let SampleParts {
+            event,
+            period,
+            weight,
+            count,
+            pid,
+            tid,
+            comm,
+            stack,
+        } = parts;
         // What identifies the sample when samples are merged.
         let key = MergeKey {
             event,
@@ -219,15 +402,27 @@ impl Builder<'_> {
             }
         }
         if let Some(merged) = &mut self.merged {
-            if let Some(&i) = merged.get(&key)
-                && let Some(m) = self.samples.get_mut(i as usize)
-            {
+            let i = match merged.get(&key) {
+                Some(&i) => i,
+                None => {
+                    merged.insert(key, self.samples.len() as u32);
+                    self.samples.len() as u32
+                }
+            };
+            if let Some(t) = &mut self.timeline {
+                t.push(Timed {
+                    time: s.time.unwrap_or(Timed::NO_TIME),
+                    period,
+                    sample: i,
+                    count: u32::try_from(count).unwrap_or(u32::MAX),
+                });
+            }
+            if let Some(m) = self.samples.get_mut(i as usize) {
                 m.period = m.period.saturating_add(period);
                 m.weight = m.weight.map(|w| w.saturating_add(weight.unwrap_or(0)));
                 m.count += count;
                 return;
             }
-            merged.insert(key, self.samples.len() as u32);
         }
         let merge = self.merged.is_some();
         self.samples.push(RawSample {

@@ -9,6 +9,8 @@
 //! code. Results are cached per (module, offset, return address), so asking twice costs
 //! a hash lookup.
 
+mod ahead;
+
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
@@ -115,6 +117,8 @@ pub struct Symbolizer {
     modules: Interner<Module>,
     /// Per file module: the ELF to read symbols from, `None` when none matches.
     sources: HashMap<ModuleId, Option<SymSource>>,
+    /// The thread reading files ahead ([`Symbolizer::prefetch`]), once started.
+    ahead: Option<ahead::Ahead>,
     cache: HashMap<(ModuleId, u64, bool), Vec<Frame>>,
     lookups: u64,
 }
@@ -152,6 +156,7 @@ impl Symbolizer {
             perf_maps: HashMap::default(),
             modules: Interner::default(),
             sources: HashMap::default(),
+            ahead: None,
             cache: HashMap::default(),
             lookups: 0,
         }
@@ -254,6 +259,7 @@ impl Symbolizer {
         // The offsets to look up, per batch; the files' sources found here (the locator
         // and its memo stay on this thread).
         let mut files: Vec<FileJob> = Vec::new();
+        let mut ahead_batches: Vec<ahead::Batch> = Vec::new();
         let mut others: Vec<(ModuleId, Vec<(u64, bool)>)> = Vec::new();
         for (module, offsets) in batches {
             let mut todo: Vec<(u64, bool)> = offsets
@@ -268,6 +274,11 @@ impl Symbolizer {
             }
             self.lookups += todo.len() as u64;
             match self.modules.get(*module).cloned() {
+                Some(Module::File { path, .. })
+                    if self.ahead.as_ref().is_some_and(|a| a.has(*module)) =>
+                {
+                    ahead_batches.push((*module, path, todo));
+                }
                 Some(Module::File { path, build_id }) => {
                     match self.source(*module, &path, build_id.as_ref()) {
                         Some(src) => files.push((*module, path, src, todo)),
@@ -283,6 +294,16 @@ impl Symbolizer {
                 _ => others.push((*module, todo)),
             }
         }
+        // The modules read ahead are looked up on their thread meanwhile (the same
+        // batches come back, in order, to be stored).
+        let sent: Vec<(ModuleId, Vec<(u64, bool)>)> = ahead_batches
+            .iter()
+            .map(|(m, _, todo)| (*m, todo.clone()))
+            .collect();
+        let from_ahead = match &self.ahead {
+            Some(a) if !ahead_batches.is_empty() => Some(a.resolve(ahead_batches)),
+            _ => None,
+        };
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(files.len());
@@ -344,6 +365,11 @@ impl Symbolizer {
                 self.store(*m, todo, r);
             }
         }
+        if let Some(pending) = from_ahead {
+            for ((m, todo), r) in sent.iter().zip(pending.wait()) {
+                self.store(*m, todo, r);
+            }
+        }
         batches
             .iter()
             .map(|(m, offsets)| {
@@ -385,11 +411,7 @@ impl Symbolizer {
         }
     }
 
-    /// The ELF file to read a file module's symbols from: its separate debug file when
-    /// the locator finds one (full symbol table and DWARF), else its executable; `None`
-    /// when neither is found (a FIFO, device or directory is never chosen or opened:
-    /// `[unknown]` frames). Offsets into a debug file go through the executable's
-    /// segments (or the debug file's own when they have contents).
+    /// The ELF file to read a file module's symbols from ([`find_source`]), found once.
     fn source(
         &mut self,
         id: ModuleId,
@@ -399,43 +421,29 @@ impl Symbolizer {
         if let Some(s) = self.sources.get(&id) {
             return s.clone();
         }
-        let exe = self.locator.executable(path, build_id);
-        let debug = self.locator.debug_file(path, build_id).and_then(|d| {
-            let segs = exe
-                .as_deref()
-                .map(load_segments)
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| load_segments(&d));
-            (!segs.is_empty()).then_some((d, segs))
-        });
-        let found = match (debug, exe) {
-            (Some((elf, segs)), _) => Some(SymSource {
-                dwarf: self.dwarf_is_safe(&elf),
-                elf,
-                segments: Some(segs),
-            }),
-            (None, Some(elf)) => Some(SymSource {
-                dwarf: self.dwarf_is_safe(&elf),
-                elf,
-                segments: None,
-            }),
-            (None, None) => None,
-        };
+        let found = find_source(&self.locator, path, build_id);
         self.sources.insert(id, found.clone());
         found
     }
 
-    /// [`crate::debugfiles::dwarf_is_safe`], with a notice when a debug file is not
-    /// read because of [`crate::elfcheck`].
-    fn dwarf_is_safe(&self, elf: &Path) -> bool {
-        match crate::debugfiles::unsafe_debug_file(elf) {
-            None => true,
-            Some(crate::debugfiles::Unsafe::NotRegular) => false,
-            Some(crate::debugfiles::Unsafe::Rejected(p)) => {
-                // Noted once per file, as the locator notes its own candidates.
-                self.locator.elf_ok(&p);
-                false
-            }
+    /// Starts reading the symbols of module `m` (a file module; others cost nothing to
+    /// read) on a thread of their own, for lookups to come: called as a replay first
+    /// meets each module, so that loading files overlaps with the replay (see
+    /// [`ahead`]). Its lookups then go to that thread.
+    pub fn prefetch(&mut self, m: &Module) {
+        let Module::File { path, build_id } = m else {
+            return;
+        };
+        let id = self.modules.id(m.clone());
+        if self.sources.contains_key(&id) {
+            // Already read here.
+            return;
+        }
+        if self.ahead.is_none() {
+            self.ahead = ahead::Ahead::start(self.inline, self.locator.clone());
+        }
+        if let Some(a) = &mut self.ahead {
+            a.load(id, path, build_id.as_ref());
         }
     }
 
@@ -446,6 +454,15 @@ impl Symbolizer {
         build_id: Option<&BuildId>,
         todo: &[(u64, bool)],
     ) -> Vec<Vec<Frame>> {
+        if let Some(a) = self.ahead.as_ref().filter(|a| a.has(id)) {
+            let batch = vec![(id, path.to_string(), todo.to_vec())];
+            return a
+                .resolve(batch)
+                .wait()
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+        }
         match self.source(id, path, build_id) {
             Some(source) => symbolize_file(&self.blaze, path, &source, todo),
             None => todo
@@ -534,6 +551,50 @@ impl Symbolizer {
     /// Whether inlined functions are expanded.
     pub fn inline(&self) -> bool {
         self.inline
+    }
+}
+
+/// The ELF file to read a file module's symbols from: its separate debug file when
+/// `locator` finds one (full symbol table and DWARF), else its executable; `None` when
+/// neither is found (a FIFO, device or directory is never chosen or opened: `[unknown]`
+/// frames). Offsets into a debug file go through the executable's segments (or the
+/// debug file's own when they have contents).
+fn find_source(locator: &Locator, path: &str, build_id: Option<&BuildId>) -> Option<SymSource> {
+    let exe = locator.executable(path, build_id);
+    let debug = locator.debug_file(path, build_id).and_then(|d| {
+        let segs = exe
+            .as_deref()
+            .map(load_segments)
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| load_segments(&d));
+        (!segs.is_empty()).then_some((d, segs))
+    });
+    match (debug, exe) {
+        (Some((elf, segs)), _) => Some(SymSource {
+            dwarf: dwarf_is_safe(locator, &elf),
+            elf,
+            segments: Some(segs),
+        }),
+        (None, Some(elf)) => Some(SymSource {
+            dwarf: dwarf_is_safe(locator, &elf),
+            elf,
+            segments: None,
+        }),
+        (None, None) => None,
+    }
+}
+
+/// [`crate::debugfiles::dwarf_is_safe`], with a notice when a debug file is not read
+/// because of [`crate::elfcheck`].
+fn dwarf_is_safe(locator: &Locator, elf: &Path) -> bool {
+    match crate::debugfiles::unsafe_debug_file(elf) {
+        None => true,
+        Some(crate::debugfiles::Unsafe::NotRegular) => false,
+        Some(crate::debugfiles::Unsafe::Rejected(p)) => {
+            // Noted once per file, as the locator notes its own candidates.
+            locator.elf_ok(&p);
+            false
+        }
     }
 }
 
