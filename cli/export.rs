@@ -46,12 +46,16 @@ fn export_file(a: &ExportArgs, path: &Path, early: Option<Output>) -> anyhow::Re
         inline: !a.no_inline,
         kernel: !a.no_kernel,
         user: true,
-        // The Firefox Profiler's timeline needs each sample at its time.
-        merge: a.format != ExportFormat::Firefox,
+        merge: true,
         symfs: a.input.symfs.clone(),
     };
     let pd = crate::input::open(path)?;
-    let e = Export::load(&pd, &opts).with_context(|| format!("symbolizing {}", path.display()))?;
+    // The Firefox Profiler's timeline needs each sample at its time.
+    let e = match a.format {
+        ExportFormat::Firefox => Export::load_timeline(&pd, &opts),
+        _ => Export::load(&pd, &opts),
+    }
+    .with_context(|| format!("symbolizing {}", path.display()))?;
     drop(pd);
     crate::input::notices(&e.profile);
     if !a.records() {

@@ -106,7 +106,17 @@ pub struct Export {
     pub series: Vec<Series>,
     /// The build ids the recording's header names, by module path.
     pub build_ids: rustc_hash::FxHashMap<String, BuildId>,
+    /// With [`Export::load_timeline`]: every recorded sample of the (merged) profile's
+    /// first samples, in file order, as the merged sample it went into with its own
+    /// time and period; the samples after those it covers stand each for themselves.
+    pub timeline: Vec<hwprof_symbolize::Timed>,
+    /// How many of the profile's first samples the timeline covers.
+    pub timed_samples: usize,
 }
+
+/// One recorded sample in time: its index in [`Profile::samples`], its time, period and
+/// the recorded samples it stands for.
+pub type Occurrence = (usize, Option<u64>, u64, u64);
 
 /// The series of event `ev` named `name` (its attr's `type_`).
 fn series_of(ev: u32, name: &str, tracepoint: bool) -> Vec<Series> {
@@ -163,11 +173,43 @@ impl Export {
     /// Reads and symbolizes `pd` as `opts` says (see the module's doc for what becomes
     /// a series). Events without samples are left out of the series.
     pub fn load(pd: &PerfData, opts: &Options) -> crate::Result<Export> {
-        let profile = ProfileBuilder::new(pd, opts).build()?.profile;
+        Export::load_as(pd, opts, false)
+    }
+
+    /// [`Export::load`] with merged samples and the [`Export::timeline`] of every
+    /// recorded one (what a timeline such as the Firefox Profiler's needs, at a fraction
+    /// of unmerged samples' memory and time).
+    pub fn load_timeline(pd: &PerfData, opts: &Options) -> crate::Result<Export> {
+        let opts = Options {
+            merge: true,
+            ..opts.clone()
+        };
+        Export::load_as(pd, &opts, true)
+    }
+
+    fn load_as(pd: &PerfData, opts: &Options, timeline: bool) -> crate::Result<Export> {
+        let built = ProfileBuilder::new(pd, opts).timeline(timeline).build()?;
         let mut e = Export {
-            profile,
             series: Vec::new(),
             build_ids: buildid::by_path(pd.features()),
+            timed_samples: if built.timeline.is_empty() {
+                0
+            } else {
+                built.profile.samples.len()
+            },
+            profile: built.profile,
+            timeline: built.timeline,
+        };
+        // The off-CPU blocks appended below are few: each keeps its own time.
+        let unmerged;
+        let opts = if timeline {
+            unmerged = Options {
+                merge: false,
+                ..opts.clone()
+            };
+            &unmerged
+        } else {
+            opts
         };
         let attrs = pd.attrs();
         if offcpu::summed_event(attrs).is_none()
@@ -196,6 +238,26 @@ impl Export {
             series: series(&profile),
             profile,
             build_ids,
+            timeline: Vec::new(),
+            timed_samples: 0,
+        }
+    }
+
+    /// Every recorded sample in file order: the [`Export::timeline`]'s, then the
+    /// samples it does not cover (all of them without one), each for itself.
+    pub fn occurrences(&self) -> impl Iterator<Item = Occurrence> + '_ {
+        (0..).map_while(|at| self.occurrence(at))
+    }
+
+    /// The recorded sample at position `at` of [`Export::occurrences`].
+    pub fn occurrence(&self, at: usize) -> Option<Occurrence> {
+        match self.timeline.get(at) {
+            Some(t) => Some((t.sample as usize, t.time(), t.period, u64::from(t.count))),
+            None => {
+                let i = self.timed_samples + (at - self.timeline.len());
+                let s = self.profile.samples.get(i)?;
+                Some((i, s.time, s.period, s.count))
+            }
         }
     }
 

@@ -21,7 +21,7 @@
 //! Frames are labels (the recording is symbolized here), in category `User` or
 //! `Kernel` (the waits' leaves in `Off-CPU` and `I/O`).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 
 use fxprof_processed_profile::{
@@ -78,18 +78,17 @@ fn roles(e: &Export) -> Vec<Role> {
         .collect()
 }
 
-/// The Firefox Profiler profile of `e` (built unmerged: every sample with its time);
-/// `product` names it.
+/// The Firefox Profiler profile of `e` (every recorded sample at its time: loaded with
+/// [`Export::load_timeline`], or unmerged); `product` names it.
 pub fn profile(e: &Export, product: &str) -> FxProfile {
     let p = &e.profile;
     let roles = roles(e);
     let role = |s: &Sample| roles.get(s.event as usize).copied().unwrap_or(Role::None);
     // Times: those beyond every real one are a sum's (perf's OFF_CPU_TIMESTAMP).
     let real = |t: u64| t < crate::io::LABELLED_TIME;
-    let start = p
-        .samples
-        .iter()
-        .filter_map(|s| s.time)
+    let start = e
+        .occurrences()
+        .filter_map(|(_, t, _, _)| t)
         .filter(|&t| real(t))
         .min()
         .unwrap_or(0);
@@ -118,81 +117,101 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
         io: fx.add_category("I/O", CategoryColor::Green).into(),
     };
 
-    // Samples by thread, in time order; each thread's last real time.
-    let mut order: Vec<(u32, u64, usize)> = p
-        .samples
-        .iter()
+    // Samples by thread, in time order (then file order); each thread's last real time.
+    // 16 bytes per recorded sample: (tid, position among the occurrences), time.
+    let mut order: Vec<(u32, u32, u64)> = e
+        .occurrences()
         .enumerate()
-        .filter(|(_, s)| role(s) != Role::None)
-        .map(|(i, s)| (s.tid, s.time.unwrap_or(u64::MAX), i))
+        .filter_map(|(at, (i, time, _, _))| {
+            let s = p.samples.get(i)?;
+            (role(s) != Role::None).then(|| (s.tid, at as u32, time.unwrap_or(u64::MAX)))
+        })
         .collect();
-    order.sort_unstable();
-    let mut last: HashMap<u32, u64> = HashMap::new();
-    for &(tid, t, _) in &order {
+    order.sort_unstable_by_key(|&(tid, at, time)| (tid, time, at));
+    let mut last: HashMap<u32, u64> = HashMap::default();
+    for &(tid, _, t) in &order {
         if real(t) {
             last.insert(tid, t);
         }
     }
-    let mut processes: HashMap<u32, ProcessHandle> = HashMap::new();
-    let mut threads: HashMap<(u32, u32), ThreadHandle> = HashMap::new();
+    let mut processes: HashMap<u32, ProcessHandle> = HashMap::default();
+    let mut threads: HashMap<(u32, u32), ThreadHandle> = HashMap::default();
     let mut names: Vec<Option<StringHandle>> = vec![None; p.frames.len()];
     type Key<'a> = (ThreadHandle, Option<&'static str>, &'a [FrameId]);
-    let mut stacks: HashMap<Key<'_>, Option<StackHandle>> = HashMap::new();
-    for (tid, time, i) in order {
-        let Some(s) = p.samples.get(i) else { continue };
-        let r = role(s);
-        let zero = Timestamp::from_nanos_since_reference(0);
-        let comm = p.comm(s);
-        let process = *processes
-            .entry(s.pid)
-            .or_insert_with(|| fx.add_process(comm, s.pid, zero));
-        let track = match r {
-            Role::Own => s.event,
-            _ => u32::MAX,
+    let mut stacks: HashMap<Key<'_>, Option<StackHandle>> = HashMap::default();
+    let mut handles: Vec<Option<(ThreadHandle, Option<StackHandle>)>> = vec![None; p.samples.len()];
+    for (tid, at, time) in order {
+        let Some((i, _, period, count)) = e.occurrence(at as usize) else {
+            continue;
         };
-        let thread = *threads.entry((tid, track)).or_insert_with(|| {
-            let t = fx.add_thread(process, tid, zero, tid == s.pid && track == u32::MAX);
-            let name = match r {
-                Role::Own => {
-                    let ev = p
-                        .events
-                        .get(s.event as usize)
-                        .map_or("", |x| x.name.as_str());
-                    format!("{comm} ({ev})")
+        let Some(s) = p.samples.get(i) else {
+            continue;
+        };
+        let r = role(s);
+        // A (merged) sample is of one thread and track, with one stack: its handles are
+        // found once, at its first occurrence.
+        let (thread, stack) = match handles.get(i).copied().flatten() {
+            Some(h) => h,
+            None => {
+                let zero = Timestamp::from_nanos_since_reference(0);
+                let comm = p.comm(s);
+                let process = *processes
+                    .entry(s.pid)
+                    .or_insert_with(|| fx.add_process(comm, s.pid, zero));
+                let track = match r {
+                    Role::Own => s.event,
+                    _ => u32::MAX,
+                };
+                let thread = *threads.entry((tid, track)).or_insert_with(|| {
+                    let t = fx.add_thread(process, tid, zero, tid == s.pid && track == u32::MAX);
+                    let name = match r {
+                        Role::Own => {
+                            let ev = p
+                                .events
+                                .get(s.event as usize)
+                                .map_or("", |x| x.name.as_str());
+                            format!("{comm} ({ev})")
+                        }
+                        _ => comm.to_string(),
+                    };
+                    fx.set_thread_name(t, &name);
+                    t
+                });
+                // Each distinct stack of a thread is interned once.
+                let label = match r {
+                    Role::Wait(label) => Some(label),
+                    _ => None,
+                };
+                let key = (thread, label, s.stack.as_slice());
+                let stack = match stacks.get(&key) {
+                    Some(&st) => st,
+                    None => {
+                        let st =
+                            intern_stack(&mut fx, thread, &s.stack, label, &mut names, cats, p);
+                        stacks.insert(key, st);
+                        st
+                    }
+                };
+                if let Some(slot) = handles.get_mut(i) {
+                    *slot = Some((thread, stack));
                 }
-                _ => comm.to_string(),
-            };
-            fx.set_thread_name(t, &name);
-            t
-        });
+                (thread, stack)
+            }
+        };
         let at = if real(time) {
             time
         } else {
             last.get(&tid).copied().unwrap_or(start)
         };
         let ts = Timestamp::from_nanos_since_reference(at.saturating_sub(start));
-        // Each distinct stack of a thread is interned once.
-        let label = match r {
-            Role::Wait(label) => Some(label),
-            _ => None,
-        };
-        let key = (thread, label, s.stack.as_slice());
-        let stack = match stacks.get(&key) {
-            Some(&st) => st,
-            None => {
-                let st = intern_stack(&mut fx, thread, &s.stack, label, &mut names, cats, p);
-                stacks.insert(key, st);
-                st
-            }
-        };
         let weight = |v: u64| i32::try_from(v.max(1)).unwrap_or(i32::MAX);
         match r {
             Role::Cpu => {
                 let delta = match e.series.iter().find(|x| x.event == s.event) {
-                    Some(x) if x.unit == Unit::Nanoseconds => CpuDelta::from_nanos(s.period),
+                    Some(x) if x.unit == Unit::Nanoseconds => CpuDelta::from_nanos(period),
                     _ => CpuDelta::ZERO,
                 };
-                fx.add_sample(thread, ts, stack, delta, weight(s.count));
+                fx.add_sample(thread, ts, stack, delta, weight(count));
             }
             Role::Wait(_) => {
                 fx.add_sample(
@@ -200,14 +219,14 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
                     ts,
                     stack,
                     CpuDelta::ZERO,
-                    weight(s.period / interval_ns),
+                    weight(period / interval_ns),
                 );
             }
             Role::Bytes => {
-                let bytes = i64::try_from(s.period).unwrap_or(i64::MAX);
+                let bytes = i64::try_from(period).unwrap_or(i64::MAX);
                 fx.add_allocation_sample(thread, ts, stack, 0, bytes);
             }
-            Role::Own => fx.add_sample(thread, ts, stack, CpuDelta::ZERO, weight(s.count)),
+            Role::Own => fx.add_sample(thread, ts, stack, CpuDelta::ZERO, weight(count)),
             Role::None => {}
         }
     }
