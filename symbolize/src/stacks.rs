@@ -132,7 +132,9 @@ impl Builder<'_> {
             if self.met.len() <= m as usize {
                 self.met.resize(m as usize + 1, false);
             }
-            self.met[m as usize] = true;
+            if let Some(slot) = self.met.get_mut(m as usize) {
+                *slot = true;
+            }
             if let Some(module) = procs.module(m) {
                 self.sym.prefetch(module);
             }

@@ -304,3 +304,65 @@ fn past_the_window_samples_go_and_late_records_are_counted() {
     assert_eq!(order, Order { sweeps: 1, late: 0 });
     assert!(seen.0.iter().all(|(_, f)| f.as_deref() == Some("/bin/new")));
 }
+
+/// A sample with a callchain: IP|TID|TIME|CALLCHAIN, the chain `[PERF_CONTEXT_USER, ip]`.
+fn chain_sample(pid: u32, time: u64, ip: u64) -> Vec<u8> {
+    let mut b = u64s(&[ip]);
+    b.extend(u32s(&[pid, pid]));
+    b.extend(u64s(&[time, 2, hwprof_sampler::record::context::USER, ip]));
+    record(9, 2, b)
+}
+
+/// The same callchain words twice in one process, with an exec and a new program mapped
+/// at the same address between them: the profile's stacks (whose recorded chains the
+/// builder keeps by words and mappings' versions) name each its own program; and the
+/// same words again under unchanged mappings give the same stack.
+#[test]
+fn the_same_callchain_under_new_mappings_is_located_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = Attr::new(1, 0);
+    a.sample_period = 1000;
+    a.sample_type = sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN;
+    a.sample_id_all = true;
+    a.mmap2 = true;
+    a.comm = true;
+    a.task = true;
+    let path = dir.path().join("chains.data");
+    let mut w = Writer::create(
+        &path,
+        vec![EventEntry {
+            attr: a,
+            name: "cpu-clock".into(),
+            ids: vec![],
+        }],
+    )
+    .unwrap();
+    for r in [
+        mmap2(P, 0x1000, "/bin/old", 1),
+        chain_sample(P, 2, 0x1800),
+        chain_sample(P, 3, 0x1800),
+        exec(P, "new", 10),
+        mmap2(P, 0x1000, "/bin/new", 11),
+        chain_sample(P, 20, 0x1800),
+        chain_sample(P, 21, 0x1800),
+    ] {
+        w.write_record(&r).unwrap();
+    }
+    w.finish(&Features::default()).unwrap();
+    let pd = PerfData::open(&path).unwrap();
+    let p = crate::Profile::build(&pd, &crate::Options::default()).unwrap();
+    let modules: Vec<Option<&str>> = p
+        .samples
+        .iter()
+        .map(|s| s.stack.first().and_then(|&f| p.frame(f).module.as_deref()))
+        .collect();
+    assert_eq!(
+        modules,
+        [
+            Some("/bin/old"),
+            Some("/bin/old"),
+            Some("/bin/new"),
+            Some("/bin/new")
+        ]
+    );
+}
