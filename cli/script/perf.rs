@@ -11,11 +11,21 @@
 //! Samples come from the replay ([`hwprof_symbolize::replay`]): in the file's order
 //! (perf sorts them by time), each with the processes as they were at its time (a
 //! sample ahead, in the file, of its exec's COMM and MMAPs written on another ring is
-//! named as perf names it), DWARF stacks unwound against them. The samples' text is
-//! held until [`BATCH_TEXT`] bytes, then the locations not seen before are symbolized
-//! in one batch per module and the text written; each distinct (module, offset) is
-//! symbolized once and its text kept, so memory follows the distinct locations and the
-//! replay's window, not the file.
+//! named as perf names it), DWARF stacks unwound against them.
+//!
+//! A sample's text is its head and its stack's. Each distinct stack (the sample's words
+//! with what their meaning depends on: the process's mappings' versions, the CPU mode,
+//! the fields; [`Stacks`]) is located once and its text made once, so a sample whose
+//! stack was seen costs its head (mostly copied too, see [`Head`]) and one copy. From
+//! a sample whose stack is new on, the samples' text is held until [`BATCH_TEXT`]
+//! bytes, then the locations not seen before are symbolized in one batch per module and
+//! the text written; each distinct (module, offset) is symbolized once and its text
+//! kept, and the stacks' text is dropped past [`STACKS_HELD`], so memory follows the
+//! distinct locations and the replay's window, not the file. Each file module's
+//! symbols are read on a thread of their own from its first location on
+//! ([`Symbolizer::prefetch`]), while the replay goes on.
+
+use std::ops::Range;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -27,7 +37,7 @@ use hwprof_symbolize::process::Processes;
 use hwprof_symbolize::unwind::stream::TRUNCATED_MARK;
 use hwprof_symbolize::{Frame, Locator, Module, ModuleId, Symbolizer};
 
-use super::out::{dec, dec_pad, hex, hex_pad};
+use super::out::{dec, dec_pad, dec_zero, hex, hex_pad, id_left, id_pad};
 use crate::render::escape as esc;
 
 /// One field of `-F`.
@@ -189,13 +199,17 @@ impl Fields {
     }
 }
 
-/// Per event: its name, fields, whether frames go on lines of their own, and its
-/// tracepoint format.
+/// Per event: its fields, whether frames go on lines of their own, its tracepoint
+/// format, and its name as printed.
 struct EventOut {
-    name: String,
+    /// Its fields.
     fields: Fields,
+    /// Its frames go on lines of their own (it has callchains or stacks to unwind).
     chain: bool,
+    /// Its tracepoint format (a tracepoint's, when the file has it).
     trace: Option<TraceFormat>,
+    /// `name: `, padded on the left to the widest event name (perf aligns them).
+    label: Box<[u8]>,
 }
 
 /// A location's text: per frame (inlined ones first), what follows the address.
@@ -209,36 +223,69 @@ type Key = (ModuleId, u64, bool, u32);
 const FRAME_FIELDS: u32 =
     Field::Ip as u32 | Field::Sym as u32 | Field::SymOff as u32 | Field::Dso as u32;
 
-/// Samples' text waits for its frames' until this much is held, then the locations
+/// A [`Shape`] flag: the stack is printed a frame a line (else it is the sampled
+/// address, on the sample's line).
+const CHAIN: u32 = 1 << 16;
+/// A [`Shape`] flag: the sample was taken in the kernel.
+const KERNEL_MODE: u32 = 1 << 17;
+/// A [`Shape`] flag: the chain's user part was unwound here (a DWARF sample).
+const UNWOUND: u32 = 1 << 18;
+
+/// Samples' text waits for its stacks' until this much is held, then the locations
 /// not seen before are symbolized in one batch per module (memory stays bounded; a
 /// batch costs one read of a file's symbols where one address at a time costs one
 /// each).
 const BATCH_TEXT: usize = 1 << 20;
+/// ... or until this many samples wait, or new stacks have this many locations.
 const BATCH_FRAMES: usize = 1 << 16;
 
-/// A frame waiting for its text: where it goes in [`PerfText::text`].
+/// The most bytes [`Stacks`] holds past a batch: then it is emptied and fills again.
+/// A recording of many distinct stacks (an interpreter's, say) would otherwise keep
+/// the text of every one of them; emptied, a stack seen again costs its locations
+/// once more (their frames' text is kept in [`PerfText::lines`], so not its
+/// symbolizing), while one recurring stack (a loop's) is rebuilt once per refill.
+const STACKS_HELD: usize = 64 << 20;
+
+/// A sample waiting for its stack's text: where it goes in [`PerfText::text`].
 struct Pending {
+    /// The offset in [`PerfText::text`] of the end of its head.
     at: usize,
-    key: Key,
-    shown: u64,
-    /// A line of a callchain (else the end of the sample's line).
-    chain: bool,
+    /// Its stack, in [`PerfText::stacks`].
+    stack: u32,
 }
 
 /// Prints samples as `perf script` does.
+///
+/// A sample's text is its head (`comm tid ... event:`, see [`Head`]) and its stack's
+/// text (every frame's line, or the sampled address), which is made once per distinct
+/// stack ([`Stacks`]): a sample whose stack was seen costs its head and one copy.
 pub struct PerfText {
+    /// Per event (attr index): how its samples print.
     events: Vec<EventOut>,
-    /// The widest event name (perf aligns names to it).
-    name_width: usize,
+    /// The samples' heads, mostly copied.
+    head: Head,
+    /// Every location's frames.
     sym: Symbolizer,
     /// Per location: the text of its frames.
     lines: HashMap<Key, Lines>,
-    /// The current sample's locations.
-    locs: Vec<(u64, ModuleId, u64, bool)>,
-    /// The samples' text so far, without their frames' (see [`BATCH_TEXT`]).
+    /// Per module id: whether a stack met it (its file is then read ahead).
+    met: Vec<bool>,
+    /// The samples' stacks, each with its text once it is made.
+    stacks: Stacks,
+    /// Per thread slot (see [`THREADS`]): the stack of its last sample, which its next
+    /// one mostly repeats (found without hashing).
+    recent: Vec<u32>,
+    /// The stacks first seen since the last batch, each with its locations' range in
+    /// `fresh_locs`.
+    fresh: Vec<(u32, Range<usize>)>,
+    /// The locations of the `fresh` stacks, each with the address it shows.
+    fresh_locs: Vec<(Key, u64)>,
+    /// The samples' text from the first one whose stack's text is not made yet,
+    /// without the stacks' text (see [`BATCH_TEXT`]); until such a sample, samples
+    /// go straight to the output.
     text: Vec<u8>,
-    /// Their frames, in order.
-    frames: Vec<Pending>,
+    /// The samples waiting for their stack's text, in order.
+    pending: Vec<Pending>,
 }
 
 impl PerfText {
@@ -251,10 +298,17 @@ impl PerfText {
             .flatten()
             .and_then(|b| hwprof_sampler::perfdata::tracing::formats(&b).ok())
             .unwrap_or_default();
+        let names: Vec<String> = data
+            .attrs()
+            .iter()
+            .map(|e| esc(&e.name).into_owned())
+            .collect();
+        let name_width = names.iter().map(String::len).max().unwrap_or(0);
         let events: Vec<EventOut> = data
             .attrs()
             .iter()
-            .map(|e| {
+            .zip(names)
+            .map(|(e, name)| {
                 let a = &e.attr;
                 let fields = spec.resolve(a.type_, a.sample_type);
                 let both = sample_type::REGS_USER | sample_type::STACK_USER;
@@ -264,32 +318,38 @@ impl PerfText {
                 let trace = (a.type_ == hwprof_pmu::attr::types::TRACEPOINT)
                     .then(|| formats.iter().find(|f| f.id == Some(a.config)).cloned())
                     .flatten();
+                let mut label = vec![b' '; name_width.saturating_sub(name.len())];
+                label.extend_from_slice(name.as_bytes());
+                label.extend_from_slice(b": ");
                 EventOut {
-                    name: esc(&e.name).into_owned(),
                     fields,
                     chain,
                     trace,
+                    label: label.into_boxed_slice(),
                 }
             })
             .collect();
-        let name_width = events.iter().map(|e| e.name.len()).max().unwrap_or(0);
         let trusted = hwprof_symbolize::kernel_matches(data.features());
         let mut sym = Symbolizer::with_locator(true, trusted, locator);
         sym.prefetch_kernel_symbols();
         PerfText {
             events,
-            name_width,
+            head: Head::default(),
             sym,
             lines: HashMap::default(),
-            locs: Vec::new(),
+            met: Vec::new(),
+            stacks: Stacks::default(),
+            recent: vec![NO_STACK; THREADS],
+            fresh: Vec::new(),
+            fresh_locs: Vec::new(),
             text: Vec::new(),
-            frames: Vec::new(),
+            pending: Vec::new(),
         }
     }
 
     /// Takes one sample, with `procs` as they were at its time; its text goes to `out`
-    /// (in batches), with `unwound`: its callchain with the user part unwound (a DWARF
-    /// sample).
+    /// (at once when its stack's text is made, else in batches), with `unwound`: its
+    /// callchain with the user part unwound (a DWARF sample).
     pub fn sample(
         &mut self,
         procs: &mut Processes,
@@ -298,19 +358,22 @@ impl PerfText {
         s: &Sample,
         unwound: Option<&[u64]>,
     ) {
-        self.take(procs, rec, s, unwound);
-        if self.text.len() >= BATCH_TEXT || self.frames.len() >= BATCH_FRAMES {
+        self.take(procs, out, rec, s, unwound);
+        if self.text.len() >= BATCH_TEXT
+            || self.pending.len() >= BATCH_FRAMES
+            || self.fresh_locs.len() >= BATCH_FRAMES
+        {
             self.finish(procs, out);
         }
     }
 
-    /// Writes what is held to `out`: the frames' text (symbolizing the locations not
-    /// seen before, one batch per module) in the samples' text.
+    /// Writes what is held to `out`: the new stacks' text (symbolizing the locations
+    /// not seen before, one batch per module) in the samples' text.
     pub fn finish(&mut self, procs: &Processes, out: &mut Vec<u8>) {
         let mut todo: HashMap<ModuleId, Vec<(u64, bool)>> = HashMap::default();
-        for p in &self.frames {
-            if !self.lines.contains_key(&p.key) {
-                let (m, off, ret, _) = p.key;
+        for (key, _) in &self.fresh_locs {
+            if !self.lines.contains_key(key) {
+                let (m, off, ret, _) = *key;
                 todo.entry(m).or_default().push((off, ret));
             }
         }
@@ -327,162 +390,258 @@ impl PerfText {
                 resolved.insert((m, off, ret), frames);
             }
         }
-        for p in &self.frames {
-            let (m, off, ret, bits) = p.key;
-            if !self.lines.contains_key(&p.key)
+        for (key, _) in &self.fresh_locs {
+            let (m, off, ret, bits) = *key;
+            if !self.lines.contains_key(key)
                 && let Some(frames) = resolved.get(&(m, off, ret))
             {
                 let f = Fields(bits);
                 let lines = frames.iter().map(|fr| frame_text(fr, off, f)).collect();
-                self.lines.insert(p.key, lines);
+                self.lines.insert(*key, lines);
             }
         }
+        for (id, locs) in self.fresh.drain(..) {
+            self.stacks
+                .make_text(id, &self.fresh_locs[locs], &self.lines);
+        }
+        self.fresh_locs.clear();
         let mut from = 0;
-        static EMPTY: Lines = Vec::new();
-        for p in &self.frames {
+        for p in &self.pending {
             out.extend_from_slice(&self.text[from..p.at]);
+            out.extend_from_slice(self.stacks.text(p.stack).unwrap_or_default());
             from = p.at;
-            let lines = self.lines.get(&p.key).unwrap_or(&EMPTY);
-            if p.chain {
-                for line in lines {
-                    out.push(b'\t');
-                    if p.key.3 & Field::Ip as u32 != 0 {
-                        hex_pad(out, p.shown, 16);
-                    }
-                    out.extend_from_slice(line);
-                    out.push(b'\n');
-                }
-            } else if let Some(last) = lines.last() {
-                // The sampled address, one frame: its containing function.
-                out.extend_from_slice(last);
-            }
         }
         out.extend_from_slice(&self.text[from..]);
         self.text.clear();
-        self.frames.clear();
+        self.pending.clear();
+        // Nothing refers to a stack now: the cache may start again (see STACKS_HELD).
+        if self.stacks.held() > STACKS_HELD {
+            self.stacks.clear();
+        }
     }
 
-    /// One sample: its text is held.
-    fn take(&mut self, procs: &mut Processes, rec: &Record, s: &Sample, unwound: Option<&[u64]>) {
-        let Some(ev) = rec.attr.and_then(|i| self.events.get(i)) else {
+    /// One sample: its head, then its stack's text, or its place to wait for it.
+    fn take(
+        &mut self,
+        procs: &mut Processes,
+        out: &mut Vec<u8>,
+        rec: &Record,
+        s: &Sample,
+        unwound: Option<&[u64]>,
+    ) {
+        let Some((attr, ev)) = rec.attr.and_then(|i| Some((i, self.events.get(i)?))) else {
             return;
         };
         let (fields, chain) = (ev.fields, ev.chain);
-        let pid = s.pid.unwrap_or(u32::MAX);
-        let tid = s.tid.unwrap_or(pid);
-        let mut b = std::mem::take(&mut self.text);
-        self.head(procs, &mut b, rec.attr.unwrap_or(0), s, pid, tid);
-        let bits = fields.0 & FRAME_FIELDS;
+        let (pid, tid) = ids(s);
+        // While no sample waits for its stack's text, samples go straight to `out`.
+        let direct = self.pending.is_empty();
+        let mut b = std::mem::take(if direct { &mut *out } else { &mut self.text });
+        self.head.write(procs, &mut b, attr, ev, s);
         let kernel_mode = rec.header.misc & misc::CPUMODE_MASK == misc::KERNEL;
-        if chain {
-            b.push(b'\n');
-            self.locs.clear();
-            match (unwound, &s.callchain) {
-                (Some(c), _) => self.chain_locs(procs, pid, kernel_mode, true, c.iter().copied()),
-                (None, Some(c)) => self.chain_locs(procs, pid, kernel_mode, false, c.iter()),
-                (None, None) => {
-                    if let Some(ip) = s.ip {
-                        self.chain_locs(procs, pid, kernel_mode, false, [ip].into_iter());
+        let flags = (fields.0 & FRAME_FIELDS) | if kernel_mode { KERNEL_MODE } else { 0 };
+        let stack = if chain {
+            let flags = flags | CHAIN;
+            Some(match (unwound, &s.callchain) {
+                (Some(c), _) => self.stack(procs, pid, tid, flags | UNWOUND, c.iter().copied()),
+                (None, Some(c)) => self.stack(procs, pid, tid, flags, words(c.as_bytes())),
+                (None, None) => self.stack(procs, pid, tid, flags, s.ip.into_iter()),
+            })
+        } else if fields.has(Field::Ip)
+            && let Some(ip) = s.ip
+        {
+            Some(self.stack(procs, pid, tid, flags, std::iter::once(ip)))
+        } else {
+            None
+        };
+        match stack.map(|id| (id, self.stacks.text(id))) {
+            None => b.push(b'\n'),
+            Some((_, Some(text))) if direct => b.extend_from_slice(text),
+            Some((stack, _)) => {
+                // Held, a sample's stack waits as a reference (its text is copied
+                // once, into `out`). `text` is empty while samples go to `out`.
+                let at = if direct { 0 } else { b.len() };
+                self.pending.push(Pending { at, stack });
+            }
+        }
+        if direct {
+            *out = b;
+        } else {
+            self.text = b;
+        }
+    }
+
+    /// The stack of a sample of `pid` and `tid` (`flags`: its [`Shape`]'s) made of
+    /// `words`; a stack not seen before is located now, against `procs` at the sample's
+    /// time.
+    fn stack(
+        &mut self,
+        procs: &mut Processes,
+        pid: u32,
+        tid: u32,
+        flags: u32,
+        words: impl Iterator<Item = u64> + Clone,
+    ) -> u32 {
+        let shape = Shape {
+            pid,
+            flags,
+            versions: procs.maps_version(pid),
+        };
+        let recent = &mut self.recent[tid as usize % THREADS];
+        let (id, new) = self.stacks.find_or_add(shape, words, *recent);
+        *recent = id;
+        if new {
+            let start = self.fresh_locs.len();
+            locations(procs, shape, self.stacks.words(id), &mut self.fresh_locs);
+            for &((m, ..), _) in &self.fresh_locs[start..] {
+                if self.met.get(m as usize) != Some(&true) {
+                    // A module met first: its file is read while the replay goes on.
+                    if self.met.len() <= m as usize {
+                        self.met.resize(m as usize + 1, false);
+                    }
+                    self.met[m as usize] = true;
+                    if let Some(module) = procs.module(m) {
+                        self.sym.prefetch(module);
                     }
                 }
             }
-            for &(addr, m, off, ret) in &self.locs {
-                let shown = shown_addr(procs, m, addr, off);
-                self.frames.push(Pending {
-                    at: b.len(),
-                    key: (m, off, ret, bits),
-                    shown,
-                    chain: true,
-                });
-            }
-            b.push(b'\n');
-        } else {
-            if fields.has(Field::Ip)
-                && let Some(ip) = s.ip
-            {
-                let (m, off) = procs.locate(pid, ip, kernel_mode);
-                b.push(b' ');
-                hex_pad(&mut b, ip, 16);
-                self.frames.push(Pending {
-                    at: b.len(),
-                    key: (m, off, false, bits),
-                    shown: ip,
-                    chain: false,
-                });
-            }
-            b.push(b'\n');
+            self.fresh.push((id, start..self.fresh_locs.len()));
         }
-        self.text = b;
+        id
+    }
+}
+
+/// How many threads' leads [`Head`] keeps, and their last stacks
+/// [`PerfText::recent`] (a thread's slot: its tid modulo this).
+const THREADS: usize = 64;
+/// How many events' tails [`Head`] keeps (an event's slot: its index modulo this).
+const TAILS: usize = 8;
+/// The longest piece of a head a [`Memo`] keeps.
+const MEMO: usize = 64;
+
+/// Nanoseconds in a second.
+const NS: u64 = 1_000_000_000;
+
+/// What a thread's lead is made of: the event, comm id, pid, tid, cpu and second.
+type LeadKey = (usize, u32, u32, u32, Option<u32>, Option<u64>);
+/// What an event's tail is made of: the event and the period.
+type TailKey = (usize, Option<u64>);
+
+/// The start of every sample's line: `comm tid [cpu] time: period event: ` (and addr,
+/// trace data), each field as the event has it.
+///
+/// Consecutive samples of a thread mostly differ only in their time's microseconds:
+/// what comes before them (the lead: comm, pid/tid, cpu, second) is kept per thread,
+/// and what follows (the tail: period, event) per event, each written once and
+/// copied while its key holds.
+struct Head {
+    /// Per thread slot: its last lead.
+    leads: Vec<Memo<LeadKey>>,
+    /// Per event slot: its last tail.
+    tails: Vec<Memo<TailKey>>,
+}
+
+impl Default for Head {
+    fn default() -> Self {
+        Head {
+            leads: vec![Memo::default(); THREADS],
+            tails: vec![Memo::default(); TAILS],
+        }
+    }
+}
+
+/// A piece of text kept with the key it was made for.
+#[derive(Clone, Copy)]
+struct Memo<K> {
+    /// What it was made for (none yet, or it did not fit).
+    key: Option<K>,
+    /// How many bytes of `text` it is.
+    len: usize,
+    /// The text, then whatever was there before.
+    text: [u8; MEMO],
+}
+
+impl<K> Default for Memo<K> {
+    fn default() -> Self {
+        Memo {
+            key: None,
+            len: 0,
+            text: [0; MEMO],
+        }
+    }
+}
+
+impl<K: Copy + PartialEq> Memo<K> {
+    /// Appends the text kept for `key`; false (nothing appended) when it is not kept.
+    #[inline]
+    fn put(&self, key: K, b: &mut Vec<u8>) -> bool {
+        if self.key != Some(key) {
+            return false;
+        }
+        // The whole buffer, then cut: a copy of a length the compiler knows.
+        let at = b.len();
+        b.extend_from_slice(&self.text);
+        b.truncate(at + self.len);
+        true
     }
 
-    /// `comm tid [cpu] time: period event: ` (and addr, trace data).
-    fn head(
-        &self,
+    /// Keeps `text` for `key` (when it fits).
+    fn keep(&mut self, key: K, text: &[u8]) {
+        match self.text.get_mut(..text.len()) {
+            Some(t) => {
+                t.copy_from_slice(text);
+                self.key = Some(key);
+                self.len = text.len();
+            }
+            None => self.key = None,
+        }
+    }
+}
+
+impl Head {
+    /// Appends the head of sample `s` of event `ev` (the `attr`th) to `b`.
+    fn write(
+        &mut self,
         procs: &mut Processes,
         b: &mut Vec<u8>,
         attr: usize,
+        ev: &EventOut,
         s: &Sample,
-        pid: u32,
-        tid: u32,
     ) {
-        let Some(ev) = self.events.get(attr) else {
-            return;
-        };
+        let (pid, tid) = ids(s);
         let f = ev.fields;
-        if f.has(Field::Comm) {
-            let c = procs.comm_of(pid, tid);
-            let comm = esc(procs.comm(c));
-            if !ev.chain {
-                b.resize(b.len() + 16usize.saturating_sub(comm.chars().count()), b' ');
-            }
-            b.extend_from_slice(comm.as_bytes());
-            b.push(b' ');
+        // Comm ids are interned: an id names one comm while `procs` lives.
+        let comm = if f.has(Field::Comm) {
+            procs.comm_of(pid, tid)
+        } else {
+            0
+        };
+        let time = s.time.filter(|_| f.has(Field::Time));
+        let key = (attr, comm, pid, tid, s.cpu, time.map(|t| t / NS));
+        let lead = &mut self.leads[tid as usize % THREADS];
+        if !lead.put(key, b) {
+            let at = b.len();
+            lead_text(procs, b, ev, s, comm, pid, tid);
+            lead.keep(key, &b[at..]);
         }
-        match (f.has(Field::Pid), f.has(Field::Tid)) {
-            (true, true) => {
-                id(b, pid, 5, false);
-                b.push(b'/');
-                id(b, tid, 5, true);
-                b.push(b' ');
-            }
-            (true, false) => {
-                id(b, pid, 5, false);
-                b.push(b' ');
-            }
-            (false, true) => {
-                id(b, tid, 5, false);
-                b.push(b' ');
-            }
-            _ => {}
-        }
-        if f.has(Field::Cpu)
-            && let Some(cpu) = s.cpu
-        {
-            b.push(b'[');
-            dec_zero(b, cpu.into(), 3);
-            b.extend_from_slice(b"] ");
-        }
-        if f.has(Field::Time)
-            && let Some(t) = s.time
-        {
-            dec_pad(b, t / 1_000_000_000, 5);
-            b.push(b'.');
-            dec_zero(b, t % 1_000_000_000 / 1000, 6);
+        if let Some(t) = time {
+            dec_zero(b, t % NS / 1000, 6);
             b.extend_from_slice(b": ");
         }
-        if f.has(Field::Period)
-            && let Some(p) = s.period
-        {
-            dec_pad(b, p, 10);
-            b.push(b' ');
-        }
-        if f.has(Field::Event) {
-            b.resize(
-                b.len() + self.name_width.saturating_sub(ev.name.len()),
-                b' ',
-            );
-            b.extend_from_slice(ev.name.as_bytes());
-            b.extend_from_slice(b": ");
+        let key = (attr, s.period);
+        let tail = &mut self.tails[attr % TAILS];
+        if !tail.put(key, b) {
+            let at = b.len();
+            if f.has(Field::Period)
+                && let Some(p) = s.period
+            {
+                dec_pad(b, p, 10);
+                b.push(b' ');
+            }
+            if f.has(Field::Event) {
+                b.extend_from_slice(&ev.label);
+            }
+            tail.keep(key, &b[at..]);
         }
         if f.has(Field::Addr)
             && let Some(a) = s.addr
@@ -495,39 +654,282 @@ impl PerfText {
             trace(b, fmt, raw);
         }
     }
+}
 
-    /// The locations of a callchain, as perf lists them: markers switch between the
-    /// kernel and user parts and are not frames; every entry after the first is a
-    /// return address (in an unwound user part: after its first). `unwound`: the user
-    /// part was unwound here, and its mark of a
-    /// cut stack is left out (perf's own unwinding just ends); a mark in the recorded
-    /// chain (written by `hwprof record --call-graph dwarf`) is an address perf
-    /// prints as `[unknown]`, and so is it here.
-    fn chain_locs(
-        &mut self,
-        procs: &mut Processes,
-        pid: u32,
-        kernel_mode: bool,
-        unwound: bool,
-        chain: impl Iterator<Item = u64>,
-    ) {
-        let mut kernel = kernel_mode;
-        let mut first = true;
-        for addr in chain {
-            if addr >= context::MAX {
-                kernel = addr == context::KERNEL || addr == context::GUEST_KERNEL;
-                // An unwound user part starts with the user pc, not a return address
-                // (as hwprof's profiles read it).
-                first |= unwound && addr == context::USER;
-                continue;
-            }
-            if unwound && addr == TRUNCATED_MARK && !kernel {
-                continue;
-            }
-            let (m, off) = procs.locate(pid, addr, kernel);
-            self.locs.push((addr, m, off, !first));
-            first = false;
+/// The pid and tid of a sample (the kernel's -1 when it has none; its pid when it has
+/// no tid).
+fn ids(s: &Sample) -> (u32, u32) {
+    let pid = s.pid.unwrap_or(u32::MAX);
+    (pid, s.tid.unwrap_or(pid))
+}
+
+/// A head's lead: `comm tid [cpu] second.`, as the event's fields have it (`comm`:
+/// the thread's comm id).
+fn lead_text(
+    procs: &Processes,
+    b: &mut Vec<u8>,
+    ev: &EventOut,
+    s: &Sample,
+    comm: u32,
+    pid: u32,
+    tid: u32,
+) {
+    let f = ev.fields;
+    if f.has(Field::Comm) {
+        let name = esc(procs.comm(comm));
+        if !ev.chain {
+            b.resize(b.len() + 16usize.saturating_sub(name.chars().count()), b' ');
         }
+        b.extend_from_slice(name.as_bytes());
+        b.push(b' ');
+    }
+    match (f.has(Field::Pid), f.has(Field::Tid)) {
+        (true, true) => {
+            id_pad(b, pid, 5);
+            b.push(b'/');
+            id_left(b, tid, 5);
+            b.push(b' ');
+        }
+        (true, false) => {
+            id_pad(b, pid, 5);
+            b.push(b' ');
+        }
+        (false, true) => {
+            id_pad(b, tid, 5);
+            b.push(b' ');
+        }
+        _ => {}
+    }
+    if f.has(Field::Cpu)
+        && let Some(cpu) = s.cpu
+    {
+        b.push(b'[');
+        dec_zero(b, cpu.into(), 3);
+        b.extend_from_slice(b"] ");
+    }
+    if f.has(Field::Time)
+        && let Some(t) = s.time
+    {
+        dec_pad(b, t / NS, 5);
+        b.push(b'.');
+    }
+}
+
+/// What a stack's text depends on besides its words: equal shapes and words print
+/// alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    /// The sample's process.
+    pid: u32,
+    /// The frame fields' bits, [`CHAIN`], [`KERNEL_MODE`], [`UNWOUND`].
+    flags: u32,
+    /// [`Processes::maps_version`] of `pid` at the sample's time: its addresses
+    /// locate alike while it stays.
+    versions: (u64, u64),
+}
+
+/// No stack: the end of a list of stacks of one hash.
+const NO_STACK: u32 = u32::MAX;
+
+/// One distinct stack.
+struct Stack {
+    /// What its text depends on besides its words.
+    shape: Shape,
+    /// Its words, in [`Stacks::words`].
+    words: Range<usize>,
+    /// Its text, in [`Stacks::text`], once made.
+    text: Option<Range<usize>>,
+    /// The stack added before it with the same hash, or [`NO_STACK`].
+    next: u32,
+}
+
+/// The samples' distinct stacks, each with its text once made.
+///
+/// A stack is a sample's words (its callchain, unwound chain or sampled address) and
+/// its [`Shape`]. It is found by a hash of both, without allocating; stacks of one
+/// hash are listed from [`Stacks::by_hash`] through [`Stack::next`] and told apart by
+/// their shapes and words.
+#[derive(Default)]
+struct Stacks {
+    /// Per hash: the last stack added with it.
+    by_hash: HashMap<u64, u32>,
+    /// The stacks, by id.
+    list: Vec<Stack>,
+    /// Every stack's words, end to end.
+    words: Vec<u64>,
+    /// Every made stack's text, end to end.
+    text: Vec<u8>,
+}
+
+impl Stacks {
+    /// The stack of `shape` and `words`, and whether it is new (added now); `hint`:
+    /// the stack it likely is (compared first; any id, or [`NO_STACK`]).
+    fn find_or_add(
+        &mut self,
+        shape: Shape,
+        words: impl Iterator<Item = u64> + Clone,
+        hint: u32,
+    ) -> (u32, bool) {
+        if self.is(hint, shape, words.clone()) {
+            return (hint, false);
+        }
+        let h = stack_hash(shape, words.clone());
+        let mut at = self.by_hash.get(&h).copied().unwrap_or(NO_STACK);
+        while let Some(s) = self.list.get(at as usize) {
+            if self.is(at, shape, words.clone()) {
+                return (at, false);
+            }
+            at = s.next;
+        }
+        let id = u32::try_from(self.list.len()).expect("fewer stacks than bytes held");
+        let start = self.words.len();
+        self.words.extend(words);
+        let next = self.by_hash.insert(h, id).unwrap_or(NO_STACK);
+        self.list.push(Stack {
+            shape,
+            words: start..self.words.len(),
+            text: None,
+            next,
+        });
+        (id, true)
+    }
+
+    /// Whether stack `id` is there and is of `shape` and `words`.
+    #[inline]
+    fn is(&self, id: u32, shape: Shape, words: impl Iterator<Item = u64>) -> bool {
+        self.list.get(id as usize).is_some_and(|s| {
+            s.shape == shape && words.eq(self.words[s.words.clone()].iter().copied())
+        })
+    }
+
+    /// The words of stack `id`.
+    fn words(&self, id: u32) -> &[u64] {
+        &self.words[self.list[id as usize].words.clone()]
+    }
+
+    /// The text of stack `id`, once made.
+    fn text(&self, id: u32) -> Option<&[u8]> {
+        let r = self.list[id as usize].text.clone()?;
+        Some(&self.text[r])
+    }
+
+    /// Makes the text of stack `id` from its locations (each with the address it
+    /// shows) and their frames' `lines`: for a chain, a line per frame between blank
+    /// ones (`\n\t addr sym+off (dso)\n...\n`); for a sampled address, ` addr sym+off
+    /// (dso)\n` with its containing function.
+    fn make_text(&mut self, id: u32, locs: &[(Key, u64)], lines: &HashMap<Key, Lines>) {
+        static NONE: Lines = Vec::new();
+        let t = &mut self.text;
+        let start = t.len();
+        let s = &mut self.list[id as usize];
+        if s.shape.flags & CHAIN != 0 {
+            t.push(b'\n');
+            for (key, shown) in locs {
+                for line in lines.get(key).unwrap_or(&NONE) {
+                    t.push(b'\t');
+                    if key.3 & Field::Ip as u32 != 0 {
+                        hex_pad(t, *shown, 16);
+                    }
+                    t.extend_from_slice(line);
+                    t.push(b'\n');
+                }
+            }
+        } else {
+            for (key, shown) in locs {
+                t.push(b' ');
+                hex_pad(t, *shown, 16);
+                // The sampled address, one frame: its containing function.
+                if let Some(last) = lines.get(key).and_then(|l| l.last()) {
+                    t.extend_from_slice(last);
+                }
+            }
+        }
+        t.push(b'\n');
+        s.text = Some(start..t.len());
+    }
+
+    /// About how many bytes are held.
+    fn held(&self) -> usize {
+        self.words.len() * 8
+            + self.text.len()
+            + self.list.len() * std::mem::size_of::<Stack>()
+            + self.by_hash.len() * 16
+    }
+
+    /// Forgets every stack.
+    fn clear(&mut self) {
+        self.by_hash.clear();
+        self.list.clear();
+        self.words.clear();
+        self.text.clear();
+    }
+}
+
+/// A hash of a stack: its shape and words through a folded 64x64->128 bit multiply
+/// (every bit of a word reaches every bit of the hash; equal hashes are told apart
+/// by [`Stacks::find_or_add`], so this only keeps lists short).
+fn stack_hash(shape: Shape, words: impl Iterator<Item = u64>) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mix = |h: u64, w: u64| {
+        let p = u128::from(h ^ w) * u128::from(K);
+        (p as u64) ^ ((p >> 64) as u64)
+    };
+    let mut h = mix(
+        u64::from(shape.pid) << 32 | u64::from(shape.flags),
+        shape.versions.0,
+    );
+    h = mix(h, shape.versions.1);
+    for w in words {
+        h = mix(h, w);
+    }
+    h
+}
+
+/// The little-endian words of a recorded callchain's bytes (a trailing partial word
+/// is left out, as [`hwprof_sampler::record::U64s`] does).
+fn words(bytes: &[u8]) -> impl Iterator<Item = u64> + Clone + '_ {
+    bytes.chunks_exact(8).map(|c| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        u64::from_le_bytes(a)
+    })
+}
+
+/// The locations of a stack's words, each with the address it shows, as perf lists
+/// them. A sampled address is one location shown as it is. In a chain, markers switch
+/// between the kernel and user parts and are not frames; every entry after the first
+/// is a return address (in an unwound user part: after its first). An unwound user
+/// part ([`UNWOUND`]) was unwound here, and its mark of a cut stack is left out
+/// (perf's own unwinding just ends); a mark in the recorded chain (written by `hwprof
+/// record --call-graph dwarf`) is an address perf prints as `[unknown]`, and so is it
+/// here.
+fn locations(procs: &mut Processes, shape: Shape, words: &[u64], locs: &mut Vec<(Key, u64)>) {
+    let bits = shape.flags & FRAME_FIELDS;
+    let kernel_mode = shape.flags & KERNEL_MODE != 0;
+    if shape.flags & CHAIN == 0 {
+        for &ip in words {
+            let (m, off) = procs.locate(shape.pid, ip, kernel_mode);
+            locs.push(((m, off, false, bits), ip));
+        }
+        return;
+    }
+    let unwound = shape.flags & UNWOUND != 0;
+    let mut kernel = kernel_mode;
+    let mut first = true;
+    for &addr in words {
+        if addr >= context::MAX {
+            kernel = addr == context::KERNEL || addr == context::GUEST_KERNEL;
+            // An unwound user part starts with the user pc, not a return address
+            // (as hwprof's profiles read it).
+            first |= unwound && addr == context::USER;
+            continue;
+        }
+        if unwound && addr == TRUNCATED_MARK && !kernel {
+            continue;
+        }
+        let (m, off) = procs.locate(shape.pid, addr, kernel);
+        locs.push(((m, off, !first, bits), shown_addr(procs, m, addr, off)));
+        first = false;
     }
 }
 
@@ -564,28 +966,6 @@ fn frame_text(fr: &Frame, off: u64, f: Fields) -> Box<[u8]> {
         b.push(b')');
     }
     b.into_boxed_slice()
-}
-
-/// A pid or tid as perf prints it (`-1` for the kernel's), padded to `width`
-/// (`left`: `%-5d`).
-fn id(b: &mut Vec<u8>, v: u32, width: usize, left: bool) {
-    let s = (v as i32).to_string();
-    let pad = width.saturating_sub(s.len());
-    if !left {
-        b.resize(b.len() + pad, b' ');
-    }
-    b.extend_from_slice(s.as_bytes());
-    if left {
-        b.resize(b.len() + pad, b' ');
-    }
-}
-
-/// `v` zero-padded to `width` digits.
-fn dec_zero(b: &mut Vec<u8>, v: u64, width: usize) {
-    let mut tmp = Vec::with_capacity(20);
-    dec(&mut tmp, v);
-    b.resize(b.len() + width.saturating_sub(tmp.len()), b'0');
-    b.extend_from_slice(&tmp);
 }
 
 /// A tracepoint's fields after the common ones, `name=value`: integers in decimal,
@@ -644,6 +1024,93 @@ mod tests {
         assert!(!t.has(Field::Ip));
         let t = FieldSpec::Default.resolve(2, st | sample_type::CALLCHAIN);
         assert!(t.has(Field::Ip) && t.has(Field::Sym));
+    }
+
+    #[test]
+    fn stacks_are_found_by_shape_and_words() {
+        let mut st = Stacks::default();
+        let shape = Shape {
+            pid: 7,
+            flags: CHAIN | FRAME_FIELDS,
+            versions: (3, 1),
+        };
+        let (a, new) = st.find_or_add(shape, [1u64, 2, 3].into_iter(), NO_STACK);
+        assert!(new);
+        assert_eq!(
+            st.find_or_add(shape, [1u64, 2, 3].into_iter(), NO_STACK),
+            (a, false)
+        );
+        // A hint is a first guess only.
+        let (b, new) = st.find_or_add(shape, [1u64, 2].into_iter(), a);
+        assert!(new && b != a);
+        assert_eq!(
+            st.find_or_add(shape, [1u64, 2, 3].into_iter(), b),
+            (a, false)
+        );
+        // The words of a recorded callchain's bytes.
+        let bytes: Vec<u8> = [1u64, 2, 3].iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(st.find_or_add(shape, words(&bytes), b), (a, false));
+        // Other mappings, another stack.
+        let moved = Shape {
+            versions: (4, 1),
+            ..shape
+        };
+        assert!(st.find_or_add(moved, [1u64, 2, 3].into_iter(), a).1);
+        assert_eq!(st.words(a), &[1, 2, 3]);
+        assert_eq!(st.text(a), None);
+        // Emptied, a stack is new again (a stale hint included).
+        st.clear();
+        assert!(st.find_or_add(shape, [1u64, 2, 3].into_iter(), a).1);
+    }
+
+    #[test]
+    fn stack_text_as_perf_prints_it() {
+        let mut st = Stacks::default();
+        let chain = Shape {
+            pid: 1,
+            flags: CHAIN | FRAME_FIELDS,
+            versions: (1, 0),
+        };
+        let (pc, ret) = (
+            (0, 0x19, false, FRAME_FIELDS),
+            (0, 0x40, true, FRAME_FIELDS),
+        );
+        let line = |t: &str| t.as_bytes().to_vec().into_boxed_slice();
+        let mut lines: HashMap<Key, Lines> = HashMap::default();
+        lines.insert(
+            pc,
+            vec![line(" f+0x9 (inlined)"), line(" main+0x19 (/bin/x)")],
+        );
+        lines.insert(ret, vec![line(" start+0x0 (/bin/x)")]);
+        let (id, _) = st.find_or_add(chain, [0x1019u64, 0x1040].into_iter(), NO_STACK);
+        st.make_text(id, &[(pc, 0x19), (ret, 0x40)], &lines);
+        let want = format!(
+            "\n\t{:>16x} f+0x9 (inlined)\n\t{:>16x} main+0x19 (/bin/x)\n\t{:>16x} start+0x0 (/bin/x)\n\n",
+            0x19, 0x19, 0x40
+        );
+        assert_eq!(st.text(id), Some(want.as_bytes()));
+        // A sampled address: its containing function, on the sample's line.
+        let single = Shape {
+            flags: FRAME_FIELDS,
+            ..chain
+        };
+        let (id, _) = st.find_or_add(single, [0x1019u64].into_iter(), NO_STACK);
+        st.make_text(id, &[(pc, 0x1019)], &lines);
+        let want = format!(" {:>16x} main+0x19 (/bin/x)\n", 0x1019);
+        assert_eq!(st.text(id), Some(want.as_bytes()));
+    }
+
+    #[test]
+    fn memo_keeps_what_fits() {
+        let mut m: Memo<u32> = Memo::default();
+        let mut b = b"x".to_vec();
+        assert!(!m.put(1, &mut b));
+        m.keep(1, b"abc");
+        assert!(m.put(1, &mut b) && !m.put(2, &mut b));
+        assert_eq!(b, b"xabc");
+        m.keep(2, &[b'y'; MEMO + 1]);
+        assert!(!m.put(2, &mut b) && !m.put(1, &mut b));
+        assert_eq!(b, b"xabc");
     }
 
     #[test]
