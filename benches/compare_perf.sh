@@ -36,7 +36,8 @@
 #   SPIN_ITERS=N   iterations of the busy loop (default 150000000, ~0.2 s)
 #   N_REC=10       runs per tool of the record workload (REC_ITERS iterations, default 1.5e9)
 #   LOSS_PAGES=8   ring size (-m) for the lost-sample search, the same for both tools
-#   BIG_SECS=4     seconds of the 2-thread `perf record -F 20000 -g` that makes big.data
+#   BIG_SECS=24    seconds of the 2-thread `perf record -F 20000 -g` that makes big.data
+#                  (24 s: some 950k samples, 75-95 MB, the recording issue 24's goal names)
 #   N_SCRIPT=3     runs per variant of the script comparison
 #   BIG_DATA=FILE  script, export: compare on this recording instead of making big.data
 #   N_EXPORT=3     runs per variant of the export comparison
@@ -302,7 +303,7 @@ bench_script() {
     find_perf
     find_hwprof
     build_spin2
-    local secs=${BIG_SECS:-4} big=${BIG_DATA:-$WORK/big.data} samples
+    local secs=${BIG_SECS:-24} big=${BIG_DATA:-$WORK/big.data} samples
     [[ -n ${BIG_DATA:-} ]] ||
         "$PERF" record -q -F 20000 -g -o "$big" -- timeout -s INT "$secs" "$WORK/spin2" 100000000000 2 >/dev/null 2>&1 || true
     samples=$("$HWPROF" script -i "$big" --format jsonl | grep -c '"type":"sample"' || true)
@@ -349,7 +350,7 @@ bench_export() {
     find_perf
     find_hwprof
     build_spin2
-    local secs=${BIG_SECS:-4} big=${BIG_DATA:-$WORK/big.data} samples n=${N_EXPORT:-3} pf f
+    local secs=${BIG_SECS:-24} big=${BIG_DATA:-$WORK/big.data} samples n=${N_EXPORT:-3} pf f
     [[ -s $big ]] || "$PERF" record -q -F 20000 -g -o "$big" -- timeout -s INT "$secs" "$WORK/spin2" 100000000000 2 >/dev/null 2>&1 || true
     samples=$("$HWPROF" report -i "$big" --json --no-children -s comm |
         awk '/"samples":/ { gsub(/[^0-9]/, ""); print; exit }')
