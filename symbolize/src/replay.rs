@@ -40,8 +40,12 @@ use crate::process::{Event, KERNEL_PID, Processes};
 const MISC_MMAP_DATA: u16 = 1 << 13;
 
 /// Bytes of samples held, with no round ended, at which a file is taken to have no
-/// rounds and is replayed in two sweeps instead.
-pub const NO_ROUNDS_LIMIT: usize = 256 << 10;
+/// rounds and is replayed in two sweeps instead. perf's first round holds whatever the
+/// rings gathered while it synthesized the existing processes' records: 0.4 MB in a
+/// 2-CPU `perf record -F 20000 -g` measured here (where 256 KiB, the limit before, read
+/// such files twice), up to every CPU's whole ring (512 KiB each by default): 4 MiB
+/// covers 8 CPUs' rings. Guessing wrong costs one more read, never a wrong answer.
+pub const NO_ROUNDS_LIMIT: usize = 4 << 20;
 
 /// Bytes of samples held at most while waiting for rounds to end; past it the oldest
 /// half is given.
