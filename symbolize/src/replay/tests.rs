@@ -72,10 +72,15 @@ fn sample_rec(pid: u32, time: u64, ip: u64) -> Vec<u8> {
 }
 
 fn write(dir: &std::path::Path, records: &[Vec<u8>]) -> PerfData {
+    write_as(dir, records, sample::IP | sample::TID | sample::TIME)
+}
+
+/// A recording of `records`, its one event sampling `sample_type`.
+fn write_as(dir: &std::path::Path, records: &[Vec<u8>], sample_type: u64) -> PerfData {
     let mut a = Attr::new(1, 0);
     a.sample_period = 1000;
     a.freq = false;
-    a.sample_type = sample::IP | sample::TID | sample::TIME;
+    a.sample_type = sample_type;
     a.sample_id_all = true;
     a.mmap = true;
     a.mmap2 = true;
@@ -320,36 +325,19 @@ fn chain_sample(pid: u32, time: u64, ip: u64) -> Vec<u8> {
 #[test]
 fn the_same_callchain_under_new_mappings_is_located_again() {
     let dir = tempfile::tempdir().unwrap();
-    let mut a = Attr::new(1, 0);
-    a.sample_period = 1000;
-    a.sample_type = sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN;
-    a.sample_id_all = true;
-    a.mmap2 = true;
-    a.comm = true;
-    a.task = true;
-    let path = dir.path().join("chains.data");
-    let mut w = Writer::create(
-        &path,
-        vec![EventEntry {
-            attr: a,
-            name: "cpu-clock".into(),
-            ids: vec![],
-        }],
-    )
-    .unwrap();
-    for r in [
-        mmap2(P, 0x1000, "/bin/old", 1),
-        chain_sample(P, 2, 0x1800),
-        chain_sample(P, 3, 0x1800),
-        exec(P, "new", 10),
-        mmap2(P, 0x1000, "/bin/new", 11),
-        chain_sample(P, 20, 0x1800),
-        chain_sample(P, 21, 0x1800),
-    ] {
-        w.write_record(&r).unwrap();
-    }
-    w.finish(&Features::default()).unwrap();
-    let pd = PerfData::open(&path).unwrap();
+    let pd = write_as(
+        dir.path(),
+        &[
+            mmap2(P, 0x1000, "/bin/old", 1),
+            chain_sample(P, 2, 0x1800),
+            chain_sample(P, 3, 0x1800),
+            exec(P, "new", 10),
+            mmap2(P, 0x1000, "/bin/new", 11),
+            chain_sample(P, 20, 0x1800),
+            chain_sample(P, 21, 0x1800),
+        ],
+        sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN,
+    );
     let p = crate::Profile::build(&pd, &crate::Options::default()).unwrap();
     let modules: Vec<Option<&str>> = p
         .samples
