@@ -190,14 +190,17 @@ fn graphs_agree_with_perf_on_perf_and_hwprof_recordings() {
             "{h:#?}"
         );
         assert_graphs_agree(&format!("{who} recording -s sym,dso"), &p, &h);
-        // The known shape: leaf's time 2/3 under via_a, 1/3 under via_b.
+        // The known shape: leaf's time 2/3 under via_a, 1/3 under via_b. Some 400
+        // samples (400 ms of CPU at 999 Hz): the share under via_a has a binomial
+        // spread of 2.4 points, so 4 of those (57-76%) put the ratio in 1.3-3.3 (CI's
+        // loaded clone measured 72.6% against 26.7%, 2.72, on perf's recording).
         let h = parse_graphs(
             &hwprof_text(&file, &["--no-children", "-g", "callee"]),
             &same,
         );
         let (a, b) = leaf_callers(&h);
         assert!(
-            a > 40.0 && b > 20.0 && (1.5..=2.7).contains(&(a / b)),
+            a > 40.0 && b > 20.0 && (1.3..=3.3).contains(&(a / b)),
             "{who} recording: leaf under via_a {a}%, under via_b {b}%\n{h:#?}"
         );
         // -g alone is perf's caller order: the root first.
