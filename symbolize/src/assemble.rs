@@ -109,7 +109,7 @@ pub(crate) struct Builder<'r> {
     /// The stack being built (scratch).
     pub cur: Vec<u32>,
     /// The stacks of the recorded callchains seen.
-    pub chains: crate::stacks::ChainCache,
+    pub chains: crate::chains::ChainCache,
     /// Per module id: a location in it was met (its file is being read ahead).
     pub met: Vec<bool>,
     pub samples: Vec<RawSample>,

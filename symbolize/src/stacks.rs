@@ -4,7 +4,6 @@
 //! stitching (`--call-graph lbr`), DWARF unwinding of its user registers and stack copy
 //! (`--call-graph dwarf`), and its branch-stack entries (`report -b`).
 
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -12,109 +11,13 @@ use rustc_hash::FxHashMap as HashMap;
 use hwprof_sampler::record::{Record, Sample, context, misc};
 
 use crate::assemble::{Builder, MergeKey, RawBranch, RawSample, Timed};
+use crate::chains::{ChainHit, ChainKey};
 use crate::locate::Locator;
 use crate::module::{Module, ModuleId};
 use crate::process::Processes;
 use crate::unwind::fp;
 use crate::unwind::stream::TRUNCATED_MARK;
 use crate::unwind::{Ending, FileData, Mapped, UserRegs};
-
-/// What identifies a sample once its stack is known.
-struct SampleParts {
-    event: u32,
-    period: u64,
-    weight: Option<u64>,
-    count: u64,
-    pid: u32,
-    tid: u32,
-    comm: u32,
-    stack: u32,
-}
-
-/// What makes a recorded callchain's stack: the chain's words, its process, the
-/// versions of that process's and the kernel's mappings, and the sample's cpumode.
-pub(crate) struct ChainKey<'a> {
-    pid: u32,
-    maps: (u64, u64),
-    cpumode: u16,
-    words: &'a [u8],
-}
-
-impl ChainKey<'_> {
-    fn hash(&self) -> u64 {
-        let mut h = rustc_hash::FxHasher::default();
-        self.pid.hash(&mut h);
-        self.maps.hash(&mut h);
-        self.cpumode.hash(&mut h);
-        self.words.hash(&mut h);
-        h.finish()
-    }
-}
-
-/// What a callchain made, to give again: its stack, the truncation marks it counted, and
-/// its frame-pointer user part (length, first module) when that was noted.
-#[derive(Clone, Copy)]
-pub(crate) struct ChainHit {
-    stack: u32,
-    marks: u64,
-    fp: Option<(usize, Option<ModuleId>)>,
-}
-
-/// One callchain seen: its key's fields, its words in [`ChainCache::words`], what it made.
-struct ChainEntry {
-    pid: u32,
-    maps: (u64, u64),
-    cpumode: u16,
-    words: (usize, usize),
-    hit: ChainHit,
-}
-
-/// The stacks of the callchains seen, so that a chain seen again (most samples of a
-/// recording repeat a few thousand stacks) costs a hash and a compare instead of
-/// locating and interning each of its addresses. Bounded: past [`ChainCache::MAX_BYTES`]
-/// of words it starts again empty (stacks are interned apart from it, so only speed
-/// is lost).
-#[derive(Default)]
-pub(crate) struct ChainCache {
-    by_hash: HashMap<u64, u32>,
-    entries: Vec<ChainEntry>,
-    words: Vec<u8>,
-}
-
-impl ChainCache {
-    const MAX_BYTES: usize = 64 << 20;
-
-    fn get(&self, key: &ChainKey<'_>) -> Option<ChainHit> {
-        let &i = self.by_hash.get(&key.hash())?;
-        let e = self.entries.get(i as usize)?;
-        let same = e.pid == key.pid
-            && e.maps == key.maps
-            && e.cpumode == key.cpumode
-            && self.words.get(e.words.0..e.words.1) == Some(key.words);
-        same.then_some(e.hit)
-    }
-
-    /// Keeps `hit` for `key` (a hash already taken by another chain keeps that one).
-    fn insert(&mut self, key: &ChainKey<'_>, hit: ChainHit) {
-        if self.words.len() + key.words.len() > Self::MAX_BYTES {
-            *self = ChainCache::default();
-        }
-        let h = key.hash();
-        if self.by_hash.contains_key(&h) {
-            return;
-        }
-        let start = self.words.len();
-        self.words.extend_from_slice(key.words);
-        self.by_hash.insert(h, self.entries.len() as u32);
-        self.entries.push(ChainEntry {
-            pid: key.pid,
-            maps: key.maps,
-            cpumode: key.cpumode,
-            words: (start, self.words.len()),
-            hit,
-        });
-    }
-}
 
 impl Builder<'_> {
     /// The location of an address of `pid`.
@@ -167,6 +70,100 @@ impl Builder<'_> {
         let pid = s.pid.unwrap_or(u32::MAX);
         let tid = s.tid.unwrap_or(pid);
         let comm = procs.comm_of(pid, tid);
+        let stack = self.sample_stack(procs, rec, s, pid);
+        // What identifies the sample when samples are merged.
+        let key = MergeKey {
+            event,
+            pid,
+            tid,
+            comm,
+            stack,
+            weighed: weight.is_some(),
+        };
+        if self.branches.is_some()
+            && let Some(bs) = &s.branch_stack
+        {
+            let index = match &self.merged {
+                Some(merged) => merged
+                    .get(&key)
+                    .copied()
+                    .unwrap_or(self.samples.len() as u32),
+                None => self.samples.len() as u32,
+            };
+            for e in bs.iter() {
+                let from = self.locate(procs, pid, e.from, false, false);
+                let to = self.locate(procs, pid, e.to, false, false);
+                if let Some((list, ids)) = &mut self.branches {
+                    let key = RawBranch {
+                        sample: index,
+                        from,
+                        to,
+                        from_addr: e.from,
+                        to_addr: e.to,
+                        flags: e.flags,
+                    };
+                    match ids.get(&key) {
+                        Some(&i) => {
+                            if let Some((_, n)) = list.get_mut(i as usize) {
+                                *n += 1;
+                            }
+                        }
+                        None => {
+                            ids.insert(key, list.len() as u32);
+                            list.push((key, 1));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(merged) = &mut self.merged {
+            let i = match merged.get(&key) {
+                Some(&i) => i,
+                None => {
+                    merged.insert(key, self.samples.len() as u32);
+                    self.samples.len() as u32
+                }
+            };
+            if let Some(t) = &mut self.timeline {
+                t.push(Timed {
+                    time: s.time.unwrap_or(Timed::NO_TIME),
+                    period,
+                    sample: i,
+                    count: u32::try_from(count).unwrap_or(u32::MAX),
+                });
+            }
+            if let Some(m) = self.samples.get_mut(i as usize) {
+                m.period = m.period.saturating_add(period);
+                m.weight = m.weight.map(|w| w.saturating_add(weight.unwrap_or(0)));
+                m.count += count;
+                return;
+            }
+        }
+        let merge = self.merged.is_some();
+        self.samples.push(RawSample {
+            event,
+            pid,
+            tid,
+            comm,
+            time: if merge { None } else { s.time },
+            cpu: if merge { None } else { s.cpu },
+            period,
+            weight,
+            stack,
+            count,
+        });
+    }
+
+    /// The stack (interned) of sample `s` of process `pid`: its recorded callchain, LBR
+    /// call stack or DWARF-unwound user stack, as located against `procs`.
+    fn sample_stack(
+        &mut self,
+        procs: &mut Processes,
+        rec: &Record<'_>,
+        s: &Sample<'_>,
+        pid: u32,
+    ) -> u32 {
+        let attr = rec.attr.unwrap_or(0);
         let cpumode = rec.header.misc & misc::CPUMODE_MASK;
         let mut cur = std::mem::take(&mut self.cur);
         cur.clear();
@@ -226,17 +223,7 @@ impl Builder<'_> {
             if fp_stack && let Some((n, module)) = hit.fp {
                 self.short_stacks.add(hit.stack, n, module);
             }
-            let parts = SampleParts {
-                event,
-                period,
-                weight,
-                count,
-                pid,
-                tid,
-                comm,
-                stack: hit.stack,
-            };
-            return self.finish_sample(procs, s, parts);
+            return hit.stack;
         }
         let marks_before = self.marked_truncated;
         if let Some((kernel_part, bs)) = lbr {
@@ -329,116 +316,7 @@ impl Builder<'_> {
                 },
             );
         }
-        self.finish_sample(
-            procs,
-            s,
-            SampleParts {
-                event,
-                period,
-                weight,
-                count,
-                pid,
-                tid,
-                comm,
-                stack,
-            },
-        )
-    }
-
-    /// The rest of [`Builder::sample`] once the sample's stack is known: its branches,
-    /// and the sample itself (merged into an equal one with [`crate::Options::merge`]).
-    fn finish_sample(&mut self, procs: &mut Processes, s: &Sample<'_>, parts: SampleParts) {
-        let SampleParts {
-            event,
-            period,
-            weight,
-            count,
-            pid,
-            tid,
-            comm,
-            stack,
-        } = parts;
-        // What identifies the sample when samples are merged.
-        let key = MergeKey {
-            event,
-            pid,
-            tid,
-            comm,
-            stack,
-            weighed: weight.is_some(),
-        };
-        if self.branches.is_some()
-            && let Some(bs) = &s.branch_stack
-        {
-            let index = match &self.merged {
-                Some(merged) => merged
-                    .get(&key)
-                    .copied()
-                    .unwrap_or(self.samples.len() as u32),
-                None => self.samples.len() as u32,
-            };
-            for e in bs.iter() {
-                let from = self.locate(procs, pid, e.from, false, false);
-                let to = self.locate(procs, pid, e.to, false, false);
-                if let Some((list, ids)) = &mut self.branches {
-                    let key = RawBranch {
-                        sample: index,
-                        from,
-                        to,
-                        from_addr: e.from,
-                        to_addr: e.to,
-                        flags: e.flags,
-                    };
-                    match ids.get(&key) {
-                        Some(&i) => {
-                            if let Some((_, n)) = list.get_mut(i as usize) {
-                                *n += 1;
-                            }
-                        }
-                        None => {
-                            ids.insert(key, list.len() as u32);
-                            list.push((key, 1));
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(merged) = &mut self.merged {
-            let i = match merged.get(&key) {
-                Some(&i) => i,
-                None => {
-                    merged.insert(key, self.samples.len() as u32);
-                    self.samples.len() as u32
-                }
-            };
-            if let Some(t) = &mut self.timeline {
-                t.push(Timed {
-                    time: s.time.unwrap_or(Timed::NO_TIME),
-                    period,
-                    sample: i,
-                    count: u32::try_from(count).unwrap_or(u32::MAX),
-                });
-            }
-            if let Some(m) = self.samples.get_mut(i as usize) {
-                m.period = m.period.saturating_add(period);
-                m.weight = m.weight.map(|w| w.saturating_add(weight.unwrap_or(0)));
-                m.count += count;
-                return;
-            }
-        }
-        let merge = self.merged.is_some();
-        self.samples.push(RawSample {
-            event,
-            pid,
-            tid,
-            comm,
-            time: if merge { None } else { s.time },
-            cpu: if merge { None } else { s.cpu },
-            period,
-            weight,
-            stack,
-            count,
-        });
+        stack
     }
 
     /// Appends the user stack unwound from `regs` and `stack` to `cur`, ending it with
