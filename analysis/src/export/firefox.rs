@@ -86,12 +86,21 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
     let role = |s: &Sample| roles.get(s.event as usize).copied().unwrap_or(Role::None);
     // Times: those beyond every real one are a sum's (perf's OFF_CPU_TIMESTAMP).
     let real = |t: u64| t < crate::io::LABELLED_TIME;
-    let start = e
-        .occurrences()
-        .filter_map(|(_, t, _, _)| t)
-        .filter(|&t| real(t))
-        .min()
-        .unwrap_or(0);
+    // One pass: the first real time, and each thread's last (where its sums go).
+    let mut start = u64::MAX;
+    let mut last: HashMap<u32, u64> = HashMap::default();
+    for (i, t, _, _) in e.occurrences() {
+        let (Some(t), Some(s)) = (t.filter(|&t| real(t)), p.samples.get(i)) else {
+            continue;
+        };
+        if role(s) == Role::None {
+            continue;
+        }
+        start = start.min(t);
+        let l = last.entry(s.tid).or_insert(t);
+        *l = (*l).max(t);
+    }
+    let start = if start == u64::MAX { 0 } else { start };
     let (mut cpu_period, mut cpu_count) = (0u64, 0u64);
     for s in p.samples.iter().filter(|s| role(s) == Role::Cpu) {
         cpu_period += s.period;
@@ -117,66 +126,73 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
         io: fx.add_category("I/O", CategoryColor::Green).into(),
     };
 
-    // Samples by thread, in time order (then file order); each thread's last real time.
-    // 16 bytes per recorded sample: (tid, position among the occurrences), time.
-    let mut order: Vec<(u32, u32, u64)> = e
-        .occurrences()
+    // The tracks, in thread id order (then the thread's main track first): a (merged)
+    // sample is of one thread and track.
+    let track_of = |s: &Sample| match role(s) {
+        Role::Own => s.event,
+        _ => u32::MAX,
+    };
+    let mut tracks: Vec<(u32, u32, usize)> = p
+        .samples
+        .iter()
         .enumerate()
-        .filter_map(|(at, (i, time, _, _))| {
-            let s = p.samples.get(i)?;
-            (role(s) != Role::None).then(|| (s.tid, at as u32, time.unwrap_or(u64::MAX)))
-        })
+        .filter(|(_, s)| role(s) != Role::None)
+        .map(|(i, s)| (s.tid, track_of(s), i))
         .collect();
-    order.sort_unstable_by_key(|&(tid, at, time)| (tid, time, at));
-    let mut last: HashMap<u32, u64> = HashMap::default();
-    for &(tid, _, t) in &order {
-        if real(t) {
-            last.insert(tid, t);
-        }
-    }
+    tracks.sort_unstable();
+    tracks.dedup_by_key(|&mut (tid, track, _)| (tid, track));
+    let zero = Timestamp::from_nanos_since_reference(0);
     let mut processes: HashMap<u32, ProcessHandle> = HashMap::default();
     let mut threads: HashMap<(u32, u32), ThreadHandle> = HashMap::default();
+    for (tid, track, i) in tracks {
+        let Some(s) = p.samples.get(i) else { continue };
+        let comm = p.comm(s);
+        let process = *processes
+            .entry(s.pid)
+            .or_insert_with(|| fx.add_process(comm, s.pid, zero));
+        let t = fx.add_thread(process, tid, zero, tid == s.pid && track == u32::MAX);
+        let name = match role(s) {
+            Role::Own => {
+                let ev = p.events.get(s.event as usize).map_or("", |x| x.name.as_str());
+                format!("{comm} ({ev})")
+            }
+            _ => comm.to_string(),
+        };
+        fx.set_thread_name(t, &name);
+        threads.insert((tid, track), t);
+    }
+
+    // Every recorded sample, in file order (time order but for the sums of other
+    // profiles; the crate sorts a thread's samples by time when they are not).
+    // Whether each event's series is in ns (a CPU delta).
+    let ns: Vec<bool> = (0..p.events.len() as u32)
+        .map(|ev| {
+            e.series
+                .iter()
+                .find(|x| x.event == ev)
+                .is_some_and(|x| x.unit == Unit::Nanoseconds)
+        })
+        .collect();
     let mut names: Vec<Option<StringHandle>> = vec![None; p.frames.len()];
     type Key<'a> = (ThreadHandle, Option<&'static str>, &'a [FrameId]);
     let mut stacks: HashMap<Key<'_>, Option<StackHandle>> = HashMap::default();
     let mut handles: Vec<Option<(ThreadHandle, Option<StackHandle>)>> = vec![None; p.samples.len()];
-    for (tid, at, time) in order {
-        let Some((i, _, period, count)) = e.occurrence(at as usize) else {
-            continue;
-        };
+    for (i, time, period, count) in e.occurrences() {
         let Some(s) = p.samples.get(i) else {
             continue;
         };
         let r = role(s);
-        // A (merged) sample is of one thread and track, with one stack: its handles are
-        // found once, at its first occurrence.
+        if r == Role::None {
+            continue;
+        }
+        let time = time.unwrap_or(u64::MAX);
+        // A (merged) sample's handles are found once, at its first occurrence.
         let (thread, stack) = match handles.get(i).copied().flatten() {
             Some(h) => h,
             None => {
-                let zero = Timestamp::from_nanos_since_reference(0);
-                let comm = p.comm(s);
-                let process = *processes
-                    .entry(s.pid)
-                    .or_insert_with(|| fx.add_process(comm, s.pid, zero));
-                let track = match r {
-                    Role::Own => s.event,
-                    _ => u32::MAX,
+                let Some(&thread) = threads.get(&(s.tid, track_of(s))) else {
+                    continue;
                 };
-                let thread = *threads.entry((tid, track)).or_insert_with(|| {
-                    let t = fx.add_thread(process, tid, zero, tid == s.pid && track == u32::MAX);
-                    let name = match r {
-                        Role::Own => {
-                            let ev = p
-                                .events
-                                .get(s.event as usize)
-                                .map_or("", |x| x.name.as_str());
-                            format!("{comm} ({ev})")
-                        }
-                        _ => comm.to_string(),
-                    };
-                    fx.set_thread_name(t, &name);
-                    t
-                });
                 // Each distinct stack of a thread is interned once.
                 let label = match r {
                     Role::Wait(label) => Some(label),
@@ -198,6 +214,7 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
                 (thread, stack)
             }
         };
+        let tid = s.tid;
         let at = if real(time) {
             time
         } else {
@@ -207,8 +224,8 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
         let weight = |v: u64| i32::try_from(v.max(1)).unwrap_or(i32::MAX);
         match r {
             Role::Cpu => {
-                let delta = match e.series.iter().find(|x| x.event == s.event) {
-                    Some(x) if x.unit == Unit::Nanoseconds => CpuDelta::from_nanos(period),
+                let delta = match ns.get(s.event as usize) {
+                    Some(true) => CpuDelta::from_nanos(period),
                     _ => CpuDelta::ZERO,
                 };
                 fx.add_sample(thread, ts, stack, delta, weight(count));
