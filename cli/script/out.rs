@@ -84,6 +84,17 @@ struct Layout {
     left: bool,
 }
 
+impl Layout {
+    /// Right-aligned to `width`, padded with `fill` (`%5d`, `%05d`).
+    const fn right(width: usize, fill: u8) -> Layout {
+        Layout {
+            width,
+            fill,
+            left: false,
+        }
+    }
+}
+
 /// Appends a number of `len` characters (a `-` first when `neg`) laid out as `l`
 /// says, its digits written by `put` (ending at the index it is given).
 #[inline]
@@ -234,15 +245,7 @@ fn id_in(out: &mut Vec<u8>, v: u32, l: Layout) {
 /// Appends the decimal digits of `v`.
 #[inline]
 pub fn dec(out: &mut Vec<u8>, v: u64) {
-    dec_in(
-        out,
-        v,
-        Layout {
-            width: 0,
-            fill: b' ',
-            left: false,
-        },
-    );
+    dec_in(out, v, Layout::right(0, b' '));
 }
 
 /// Appends `v` in lowercase hex without prefix.
@@ -254,26 +257,14 @@ pub fn hex(out: &mut Vec<u8>, v: u64) {
 /// Appends `v` in hex, left-padded with spaces to `width`.
 #[inline]
 pub fn hex_pad(out: &mut Vec<u8>, v: u64, width: usize) {
-    let l = Layout {
-        width,
-        fill: b' ',
-        left: false,
-    };
+    let l = Layout::right(width, b' ');
     number(out, hex_len(v), false, l, |b, end| put_hex(b, end, v));
 }
 
 /// Appends `v` in decimal, right-aligned to `width`.
 #[inline]
 pub fn dec_pad(out: &mut Vec<u8>, v: u64, width: usize) {
-    dec_in(
-        out,
-        v,
-        Layout {
-            width,
-            fill: b' ',
-            left: false,
-        },
-    );
+    dec_in(out, v, Layout::right(width, b' '));
 }
 
 /// Appends `v` in decimal, zero-padded to `width` digits (`%0*lu`).
@@ -288,29 +279,13 @@ pub fn dec_zero(out: &mut Vec<u8>, v: u64, width: usize) {
         out.truncate(at + width);
         return;
     }
-    dec_in(
-        out,
-        v,
-        Layout {
-            width,
-            fill: b'0',
-            left: false,
-        },
-    );
+    dec_in(out, v, Layout::right(width, b'0'));
 }
 
 /// Appends a pid or tid as perf prints it (`(u32)-1` is -1), right-aligned to `width`.
 #[inline]
 pub fn id_pad(out: &mut Vec<u8>, v: u32, width: usize) {
-    id_in(
-        out,
-        v,
-        Layout {
-            width,
-            fill: b' ',
-            left: false,
-        },
-    );
+    id_in(out, v, Layout::right(width, b' '));
 }
 
 /// Appends a pid or tid as perf prints it (`(u32)-1` is -1), left-aligned to `width`

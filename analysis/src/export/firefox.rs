@@ -153,7 +153,10 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
         let t = fx.add_thread(process, tid, zero, tid == s.pid && track == u32::MAX);
         let name = match role(s) {
             Role::Own => {
-                let ev = p.events.get(s.event as usize).map_or("", |x| x.name.as_str());
+                let ev = p
+                    .events
+                    .get(s.event as usize)
+                    .map_or("", |x| x.name.as_str());
                 format!("{comm} ({ev})")
             }
             _ => comm.to_string(),
