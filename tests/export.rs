@@ -590,8 +590,8 @@ fn firefox(data: &Path, tag: &str) -> Value {
     serde_json::from_slice(&fs::read(&out).expect("output")).expect("json")
 }
 
-/// The function names of a thread's samples' leaves, with their counts (the processed
-/// format's tables: samples.stack -> stackTable.frame -> frameTable.func ->
+/// The function names of a thread's samples' leaves, with their samples (weights; the
+/// processed format's tables: samples.stack -> stackTable.frame -> frameTable.func ->
 /// funcTable.name -> stringArray).
 fn leaves(t: &Value, strings: &[Value]) -> HashMap<String, usize> {
     let stack_frame = t["stackTable"]["frame"]
@@ -599,14 +599,20 @@ fn leaves(t: &Value, strings: &[Value]) -> HashMap<String, usize> {
         .expect("stackTable.frame");
     let frame_func = t["frameTable"]["func"].as_array().expect("frameTable.func");
     let func_name = t["funcTable"]["name"].as_array().expect("funcTable.name");
+    let weights = t["samples"]["weight"].as_array().expect("samples.weight");
     let mut out = HashMap::new();
-    for st in t["samples"]["stack"].as_array().expect("samples.stack") {
+    for (st, w) in t["samples"]["stack"]
+        .as_array()
+        .expect("samples.stack")
+        .iter()
+        .zip(weights)
+    {
         let Some(st) = st.as_u64() else { continue };
         let frame = stack_frame[st as usize].as_u64().expect("frame");
         let func = frame_func[frame as usize].as_u64().expect("func");
         let name = func_name[func as usize].as_u64().expect("name");
         let name = strings[name as usize].as_str().expect("string").to_string();
-        *out.entry(name).or_insert(0) += 1;
+        *out.entry(name).or_insert(0) += w.as_u64().expect("weight") as usize;
     }
     out
 }
@@ -630,16 +636,40 @@ fn firefox_has_a_thread_track_with_every_sample() {
     let t = &threads[0];
     assert_eq!(t["name"], "two_hot");
     let rep = report(data);
-    let (samples, _, _) = rep.get("cpu-clock").expect("cpu-clock");
+    let (samples, period, _) = rep.get("cpu-clock").expect("cpu-clock");
     // Times as the processed format keeps them: deltas from one sample to the next.
     let deltas = t["samples"]["timeDeltas"]
         .as_array()
         .expect("samples.timeDeltas");
+    let numbers = |what: &str| -> Vec<u64> {
+        t["samples"][what]
+            .as_array()
+            .unwrap_or_else(|| panic!("samples.{what}"))
+            .iter()
+            .map(|x| x.as_u64().expect("a count"))
+            .collect()
+    };
+    // Every recorded sample counted once, its CPU time once (in the µs the format
+    // keeps: each entry's rounded down), runs of one stack kept as two entries (the
+    // first sample, then the rest at the run's last time), so that a loop's 600 ms
+    // are fewer entries than samples.
+    let weights = numbers("weight");
     assert_eq!(
-        deltas.len() as u64,
+        weights.iter().sum::<u64>(),
         *samples,
-        "one sample per recorded sample"
+        "every recorded sample"
     );
+    let cpu_us = numbers("threadCPUDelta").iter().sum::<u64>();
+    let entries = weights.len() as u64;
+    assert!(
+        cpu_us <= period / 1000 && cpu_us + entries >= period / 1000,
+        "CPU time {cpu_us} µs of {period} ns in {entries} entries"
+    );
+    assert!(
+        entries < *samples && entries > 1,
+        "{entries} entries for {samples} samples"
+    );
+    assert_eq!(deltas.len() as u64, entries);
     let deltas: Vec<f64> = deltas.iter().map(|x| x.as_f64().expect("time")).collect();
     assert!(deltas.iter().all(|&d| d >= 0.0), "samples in time order");
     let span: f64 = deltas.iter().skip(1).sum();

@@ -19,8 +19,9 @@
 //!   switch-out.
 //!
 //! With [`Options::merge`] the profile holds the distinct stacks (pprof, speedscope:
-//! memory follows the answer); the Firefox Profiler's timeline needs every sample and
-//! its time, so its profile is built unmerged.
+//! memory follows the answer); the Firefox Profiler's also needs every sample's time:
+//! [`Export::load_timeline`] adds the timeline of the merged samples, in which a run of
+//! one (a loop's) is two entries ([`hwprof_symbolize::timeline`]).
 
 pub mod firefox;
 pub mod pprof;
@@ -108,7 +109,8 @@ pub struct Export {
     pub build_ids: rustc_hash::FxHashMap<String, BuildId>,
     /// With [`Export::load_timeline`]: every recorded sample of the (merged) profile's
     /// first samples, in file order, as the merged sample it went into with its own
-    /// time and period; the samples after those it covers stand each for themselves.
+    /// time and period (a run's rest: its last time, summed period and count); the
+    /// samples after those it covers stand each for themselves.
     pub timeline: Vec<hwprof_symbolize::Timed>,
     /// How many of the profile's first samples the timeline covers.
     pub timed_samples: usize,
@@ -243,8 +245,9 @@ impl Export {
         }
     }
 
-    /// Every recorded sample in file order: the [`Export::timeline`]'s, then the
-    /// samples it does not cover (all of them without one), each for itself.
+    /// Every recorded sample in file order (a run's rest as one): the
+    /// [`Export::timeline`]'s, then the samples it does not cover (all of them without
+    /// one), each for itself.
     pub fn occurrences(&self) -> impl Iterator<Item = Occurrence> + '_ {
         (0..).map_while(|at| self.occurrence(at))
     }

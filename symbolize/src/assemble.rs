@@ -23,6 +23,7 @@ use crate::profile::{
 };
 use crate::replay::{Order, Visitor, replay};
 use crate::symbolizer::{Symbolizer, kernel_matches};
+use crate::timeline::{Timed, Timeline};
 use crate::unwind::fp::{self, ShortStacks};
 use crate::unwind::{Arch, FileData, Unwinder, UserFrame};
 
@@ -133,7 +134,7 @@ pub(crate) struct Builder<'r> {
     /// which [`Options::merge`] merges) in the order first seen, with counts.
     pub branches: Option<BranchCounts>,
     /// With [`ProfileBuilder::timeline`]: every sample as the merged one it went into.
-    pub timeline: Option<Vec<Timed>>,
+    pub timeline: Option<Timeline>,
     pub weigh: Option<Weigh<'r>>,
 }
 
@@ -169,32 +170,6 @@ pub struct ProfileBuilder<'a, 'r> {
     weigh: Option<Weigh<'r>>,
 }
 
-/// One recorded sample of a merged profile, in a [`Built::timeline`]: the merged sample
-/// it went into, its own time and period (24 bytes: a timeline holds one per recorded
-/// sample).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Timed {
-    /// Its time (ns), [`Timed::NO_TIME`] when not sampled.
-    pub time: u64,
-    /// Its period (as [`Sample::period`] counts it).
-    pub period: u64,
-    /// Its index in [`Profile::samples`].
-    pub sample: u32,
-    /// Recorded samples it stands for (as [`Sample::count`] counts them; at most
-    /// `u32::MAX`).
-    pub count: u32,
-}
-
-impl Timed {
-    /// [`Timed::time`] of a sample without a time.
-    pub const NO_TIME: u64 = u64::MAX;
-
-    /// Its time, if sampled.
-    pub fn time(&self) -> Option<u64> {
-        (self.time != Timed::NO_TIME).then_some(self.time)
-    }
-}
-
 /// What [`ProfileBuilder::build`] gives.
 pub struct Built {
     /// The profile.
@@ -205,7 +180,8 @@ pub struct Built {
     /// With [`ProfileBuilder::branches`]: every sample's branch-stack (LBR) entries.
     pub branches: Vec<Branch>,
     /// With [`ProfileBuilder::timeline`] and [`Options::merge`]: every recorded sample
-    /// in file order, as the merged sample it went into and its own time.
+    /// in file order, as the merged sample it went into and its own time, runs of one
+    /// sample kept as two entries ([`crate::timeline`]).
     pub timeline: Vec<Timed>,
 }
 
@@ -359,7 +335,8 @@ impl<'a, 'r> ProfileBuilder<'a, 'r> {
             fp_stacks,
             short_stacks: ShortStacks::default(),
             branches: self.branches.then(Default::default),
-            timeline: (self.timeline && opts.merge).then(Vec::new),
+            timeline: (self.timeline && opts.merge)
+                .then(|| Timeline::new(events.iter().map(|e| &e.attr))),
             weigh: self.weigh,
         };
         let mut procs = Processes::new(buildid::by_path(pd.features()));
@@ -379,7 +356,11 @@ impl Replayed<'_> {
     /// assembles the samples.
     pub fn finish(self) -> Built {
         let mut b = self.b;
-        let timeline = b.timeline.take().unwrap_or_default();
+        let timeline = b
+            .timeline
+            .take()
+            .map(Timeline::into_entries)
+            .unwrap_or_default();
         let (mut profile, symbolizer, branches) = b.finish(self.procs, self.events, &self.opts);
         profile.notices.extend(self.order.notice());
         Built {

@@ -53,9 +53,10 @@ pub mod profile;
 pub mod replay;
 mod stacks;
 pub mod symbolizer;
+pub mod timeline;
 pub mod unwind;
 
-pub use assemble::{Built, ProfileBuilder, Replayed, Timed, Weigh, Weighed};
+pub use assemble::{Built, ProfileBuilder, Replayed, Weigh, Weighed};
 pub use buildid::BuildId;
 pub use error::{Error, Result};
 pub use locate::Locator;
@@ -64,3 +65,4 @@ pub use profile::{
     Branch, BranchEnd, EventInfo, Frame, FrameId, FrameKind, Options, Profile, Sample,
 };
 pub use symbolizer::{Symbolizer, kernel_matches};
+pub use timeline::Timed;

@@ -10,11 +10,12 @@ use rustc_hash::FxHashMap as HashMap;
 
 use hwprof_sampler::record::{Record, Sample, context, misc};
 
-use crate::assemble::{Builder, MergeKey, RawBranch, RawSample, Timed};
+use crate::assemble::{Builder, MergeKey, RawBranch, RawSample};
 use crate::chains::{ChainHit, ChainKey};
 use crate::locate::Locator;
 use crate::module::{Module, ModuleId};
 use crate::process::Processes;
+use crate::timeline::Timed;
 use crate::unwind::fp;
 use crate::unwind::stream::TRUNCATED_MARK;
 use crate::unwind::{Ending, FileData, Mapped, UserRegs};
@@ -125,12 +126,13 @@ impl Builder<'_> {
                 }
             };
             if let Some(t) = &mut self.timeline {
-                t.push(Timed {
+                let timed = Timed {
                     time: s.time.unwrap_or(Timed::NO_TIME),
                     period,
                     sample: i,
                     count: u32::try_from(count).unwrap_or(u32::MAX),
-                });
+                };
+                t.push(attr, tid, event, timed);
             }
             if let Some(m) = self.samples.get_mut(i as usize) {
                 m.period = m.period.saturating_add(period);

@@ -1,11 +1,13 @@
 //! The Firefox Profiler's processed format, written by `fxprof-processed-profile` (the
 //! crate samply writes it with): one process per pid, one thread track per tid, named by
 //! its command, every sample at its time on the recording's timeline (0 = the first
-//! sample).
+//! sample), a run of one stack at a steady pace as its first sample and its rest
+//! ([`hwprof_symbolize::timeline`]: the same stack chart, call tree and CPU time).
 //!
 //! What each series becomes, on the thread that recorded it:
 //! - the CPU samples of the first sampled event (`cpu-clock`...): samples with their
-//!   period as the CPU delta (the track's CPU graph), weight 1 per recorded sample;
+//!   period as the CPU delta (the track's CPU graph), weighted by the recorded samples
+//!   they stand for;
 //! - off-CPU blocks ([`OFF_CPU`], [`OFFCPU_TIME`]) and I/O waits ([`IO_TIME`]):
 //!   samples with no CPU delta, as samply writes off-CPU time, their stacks under an
 //!   `[off-CPU]` or `[I/O]` leaf, weighted by their time in sampling intervals (the
@@ -78,8 +80,9 @@ fn roles(e: &Export) -> Vec<Role> {
         .collect()
 }
 
-/// The Firefox Profiler profile of `e` (every recorded sample at its time: loaded with
-/// [`Export::load_timeline`], or unmerged); `product` names it.
+/// The Firefox Profiler profile of `e` (every recorded sample at its time, or a run's
+/// rest at its last: loaded with [`Export::load_timeline`], or unmerged); `product`
+/// names it.
 pub fn profile(e: &Export, product: &str) -> FxProfile {
     let p = &e.profile;
     let roles = roles(e);
