@@ -303,10 +303,16 @@ fn release<V: Visitor + ?Sized>(
         };
         let end = held.start + p.len as usize;
         let bytes = held.bytes.get(held.start..end).unwrap_or(&[]);
-        let rec = pd.decoder().decode(bytes, p.off)?;
+        // Borrowed where it lies, not moved out of the result (a sample is some 600
+        // bytes).
+        let decoded = pd.decoder().decode(bytes, p.off);
+        let rec = match decoded {
+            Ok(ref rec) => rec,
+            Err(e) => return Err(e.into()),
+        };
         match &rec.body {
             Body::Sample(s) => {
-                st.give(procs, v, (p.off, p.n), &rec, s)?;
+                st.give(procs, v, (p.off, p.n), rec, s)?;
                 held.gave((p.time != NO_TIME).then_some(p.time));
             }
             Body::Lost { lost, .. } | Body::LostSamples { lost } => v.lost(*lost),

@@ -398,13 +398,16 @@ impl Decoder {
             let idx = self.pick(id, "sample", offset)?;
             let info = self.attrs.get(idx).unwrap_or(first);
             let mut c = Cursor::new(payload, body_off, "sample");
-            let s = sample::decode_sample(&mut c, &info.attr)?;
-            return Ok(Record {
+            let mut rec = Record {
                 header,
                 attr: Some(idx),
                 sample_id: None,
-                body: Body::Sample(s),
-            });
+                body: Body::Sample(Sample::default()),
+            };
+            if let Body::Sample(s) = &mut rec.body {
+                sample::decode_sample(&mut c, &info.attr, s)?;
+            }
+            return Ok(rec);
         }
         // Kernel records other than samples: maybe a sample_id trailer.
         let (idx, sid, body_bytes) = if first.attr.sample_id_all {

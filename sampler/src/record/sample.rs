@@ -357,14 +357,13 @@ pub(super) fn decode_regs<'a>(c: &mut Cursor<'a>, mask: u64) -> Result<Regs<'a>>
     Ok(Regs { abi, mask, regs })
 }
 
-/// Decodes a sample body (after the 8-byte header) for `attr`.
-pub(crate) fn decode_sample<'a>(c: &mut Cursor<'a>, attr: &Attr) -> Result<Sample<'a>> {
+/// Decodes a sample body (after the 8-byte header) for `attr` into `s` (a default
+/// sample: the fields `attr` does not sample stay `None`). In place: a sample is some
+/// 500 bytes, and a replay decodes a million of them.
+pub(crate) fn decode_sample<'a>(c: &mut Cursor<'a>, attr: &Attr, s: &mut Sample<'a>) -> Result<()> {
     let t = attr.sample_type;
-    let mut s = Sample {
-        identifier: opt(t & st::IDENTIFIER != 0, || c.u64())?,
-        ip: opt(t & st::IP != 0, || c.u64())?,
-        ..Sample::default()
-    };
+    s.identifier = opt(t & st::IDENTIFIER != 0, || c.u64())?;
+    s.ip = opt(t & st::IP != 0, || c.u64())?;
     if t & st::TID != 0 {
         s.pid = Some(c.u32()?);
         s.tid = Some(c.u32()?);
@@ -443,7 +442,7 @@ pub(crate) fn decode_sample<'a>(c: &mut Cursor<'a>, attr: &Attr) -> Result<Sampl
             .ok_or_else(|| c.err(format!("aux sample of {n} bytes does not fit")))?;
         s.aux = Some(c.bytes(n)?);
     }
-    Ok(s)
+    Ok(())
 }
 
 /// Index (in u64 words after the header) of the sample's id, as perf's `id_pos`.
