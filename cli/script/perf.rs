@@ -33,6 +33,7 @@ use hwprof_pmu::attr::sample as sample_type;
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::perfdata::tracing::TraceFormat;
 use hwprof_sampler::record::{Record, Sample, context, misc};
+use hwprof_symbolize::chains::{self, ShapeHash, WordCache, words};
 use hwprof_symbolize::process::Processes;
 use hwprof_symbolize::unwind::stream::TRUNCATED_MARK;
 use hwprof_symbolize::{Frame, Locator, Module, ModuleId, Symbolizer};
@@ -728,35 +729,26 @@ struct Shape {
     versions: (u64, u64),
 }
 
-/// No stack: the end of a list of stacks of one hash.
-const NO_STACK: u32 = u32::MAX;
-
-/// One distinct stack.
-struct Stack {
-    /// What its text depends on besides its words.
-    shape: Shape,
-    /// Its words, in [`Stacks::words`].
-    words: Range<usize>,
-    /// Its text, in [`Stacks::text`], once made.
-    text: Option<Range<usize>>,
-    /// The stack added before it with the same hash, or [`NO_STACK`].
-    next: u32,
+impl ShapeHash for Shape {
+    fn words(&self) -> [u64; 2] {
+        [
+            u64::from(self.pid) << 32 | u64::from(self.flags),
+            self.versions.0 ^ self.versions.1.rotate_left(32),
+        ]
+    }
 }
+
+/// No stack (a hint that names none).
+const NO_STACK: u32 = chains::NONE;
 
 /// The samples' distinct stacks, each with its text once made.
 ///
 /// A stack is a sample's words (its callchain, unwound chain or sampled address) and
-/// its [`Shape`]. It is found by a hash of both, without allocating; stacks of one
-/// hash are listed from [`Stacks::by_hash`] through [`Stack::next`] and told apart by
-/// their shapes and words.
+/// its [`Shape`], found again through [`WordCache`]; its value is its text's place in
+/// [`Stacks::text`], once made.
 #[derive(Default)]
 struct Stacks {
-    /// Per hash: the last stack added with it.
-    by_hash: HashMap<u64, u32>,
-    /// The stacks, by id.
-    list: Vec<Stack>,
-    /// Every stack's words, end to end.
-    words: Vec<u64>,
+    cache: WordCache<Shape, Option<Range<usize>>>,
     /// Every made stack's text, end to end.
     text: Vec<u8>,
 }
@@ -770,47 +762,18 @@ impl Stacks {
         words: impl Iterator<Item = u64> + Clone,
         hint: u32,
     ) -> (u32, bool) {
-        if self.is(hint, shape, words.clone()) {
-            return (hint, false);
-        }
-        let h = stack_hash(shape, words.clone());
-        let mut at = self.by_hash.get(&h).copied().unwrap_or(NO_STACK);
-        while let Some(s) = self.list.get(at as usize) {
-            if self.is(at, shape, words.clone()) {
-                return (at, false);
-            }
-            at = s.next;
-        }
-        let id = u32::try_from(self.list.len()).expect("fewer stacks than bytes held");
-        let start = self.words.len();
-        self.words.extend(words);
-        let next = self.by_hash.insert(h, id).unwrap_or(NO_STACK);
-        self.list.push(Stack {
-            shape,
-            words: start..self.words.len(),
-            text: None,
-            next,
-        });
-        (id, true)
-    }
-
-    /// Whether stack `id` is there and is of `shape` and `words`.
-    #[inline]
-    fn is(&self, id: u32, shape: Shape, words: impl Iterator<Item = u64>) -> bool {
-        self.list.get(id as usize).is_some_and(|s| {
-            s.shape == shape && words.eq(self.words[s.words.clone()].iter().copied())
-        })
+        self.cache.find_or_add(shape, words, hint, || None)
     }
 
     /// The words of stack `id`.
     fn words(&self, id: u32) -> &[u64] {
-        &self.words[self.list[id as usize].words.clone()]
+        self.cache.words(id)
     }
 
     /// The text of stack `id`, once made.
     fn text(&self, id: u32) -> Option<&[u8]> {
-        let r = self.list[id as usize].text.clone()?;
-        Some(&self.text[r])
+        let r = self.cache.value(id)?.clone()?;
+        self.text.get(r)
     }
 
     /// Makes the text of stack `id` from its locations (each with the address it
@@ -819,10 +782,12 @@ impl Stacks {
     /// (dso)\n` with its containing function.
     fn make_text(&mut self, id: u32, locs: &[(Key, u64)], lines: &HashMap<Key, Lines>) {
         static NONE: Lines = Vec::new();
+        let Some(shape) = self.cache.shape(id).copied() else {
+            return;
+        };
         let t = &mut self.text;
         let start = t.len();
-        let s = &mut self.list[id as usize];
-        if s.shape.flags & CHAIN != 0 {
+        if shape.flags & CHAIN != 0 {
             t.push(b'\n');
             for (key, shown) in locs {
                 for line in lines.get(key).unwrap_or(&NONE) {
@@ -845,54 +810,22 @@ impl Stacks {
             }
         }
         t.push(b'\n');
-        s.text = Some(start..t.len());
+        let end = t.len();
+        if let Some(v) = self.cache.value_mut(id) {
+            *v = Some(start..end);
+        }
     }
 
     /// About how many bytes are held.
     fn held(&self) -> usize {
-        self.words.len() * 8
-            + self.text.len()
-            + self.list.len() * std::mem::size_of::<Stack>()
-            + self.by_hash.len() * 16
+        self.cache.held() + self.text.len()
     }
 
     /// Forgets every stack.
     fn clear(&mut self) {
-        self.by_hash.clear();
-        self.list.clear();
-        self.words.clear();
+        self.cache.clear();
         self.text.clear();
     }
-}
-
-/// A hash of a stack: its shape and words through a folded 64x64->128 bit multiply
-/// (every bit of a word reaches every bit of the hash; equal hashes are told apart
-/// by [`Stacks::find_or_add`], so this only keeps lists short).
-fn stack_hash(shape: Shape, words: impl Iterator<Item = u64>) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mix = |h: u64, w: u64| {
-        let p = u128::from(h ^ w) * u128::from(K);
-        (p as u64) ^ ((p >> 64) as u64)
-    };
-    let mut h = mix(
-        u64::from(shape.pid) << 32 | u64::from(shape.flags),
-        shape.versions.0,
-    );
-    h = mix(h, shape.versions.1);
-    for w in words {
-        h = mix(h, w);
-    }
-    h
-}
-
-/// The little-endian words of a recorded callchain's bytes (a trailing partial word
-/// is left out, as [`hwprof_sampler::record::U64s`] does).
-fn words(bytes: &[u8]) -> impl Iterator<Item = u64> + Clone + '_ {
-    bytes.chunks_exact(8).map(|c| {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(c);
-        u64::from_le_bytes(a)
-    })
 }
 
 /// The locations of a stack's words, each with the address it shows, as perf lists
@@ -1027,7 +960,8 @@ mod tests {
     }
 
     #[test]
-    fn stacks_are_found_by_shape_and_words() {
+    fn a_stack_is_its_shape_and_words() {
+        // (How stacks are found again is chains::WordCache's, tested there.)
         let mut st = Stacks::default();
         let shape = Shape {
             pid: 7,
@@ -1036,26 +970,23 @@ mod tests {
         };
         let (a, new) = st.find_or_add(shape, [1u64, 2, 3].into_iter(), NO_STACK);
         assert!(new);
-        assert_eq!(
-            st.find_or_add(shape, [1u64, 2, 3].into_iter(), NO_STACK),
-            (a, false)
-        );
-        // A hint is a first guess only.
-        let (b, new) = st.find_or_add(shape, [1u64, 2].into_iter(), a);
-        assert!(new && b != a);
-        assert_eq!(
-            st.find_or_add(shape, [1u64, 2, 3].into_iter(), b),
-            (a, false)
-        );
-        // The words of a recorded callchain's bytes.
-        let bytes: Vec<u8> = [1u64, 2, 3].iter().flat_map(|w| w.to_le_bytes()).collect();
-        assert_eq!(st.find_or_add(shape, words(&bytes), b), (a, false));
-        // Other mappings, another stack.
-        let moved = Shape {
-            versions: (4, 1),
-            ..shape
-        };
-        assert!(st.find_or_add(moved, [1u64, 2, 3].into_iter(), a).1);
+        // Other mappings, other fields: another stack each.
+        for other in [
+            Shape {
+                versions: (4, 1),
+                ..shape
+            },
+            Shape {
+                versions: (3, 2),
+                ..shape
+            },
+            Shape {
+                flags: FRAME_FIELDS,
+                ..shape
+            },
+        ] {
+            assert!(st.find_or_add(other, [1u64, 2, 3].into_iter(), a).1);
+        }
         assert_eq!(st.words(a), &[1, 2, 3]);
         assert_eq!(st.text(a), None);
         // Emptied, a stack is new again (a stale hint included).

@@ -36,7 +36,7 @@
 mod aliases;
 mod assemble;
 pub mod buildid;
-mod chains;
+pub mod chains;
 pub mod datasym;
 pub mod debugfiles;
 pub mod elfcheck;

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap as HashMap;
 use hwprof_sampler::record::{Record, Sample, context, misc};
 
 use crate::assemble::{Builder, MergeKey, RawBranch, RawSample};
-use crate::chains::{ChainHit, ChainKey};
+use crate::chains::{ChainHit, ChainShape};
 use crate::locate::Locator;
 use crate::module::{Module, ModuleId};
 use crate::process::Processes;
@@ -209,16 +209,18 @@ impl Builder<'_> {
         let cacheable = dwarf.is_none() && !lbr_used;
         let fp_stack = !lbr_used && self.fp_stacks.get(attr).copied().unwrap_or(false);
         let chain_key = match (&s.callchain, cacheable) {
-            (Some(chain), true) => Some(ChainKey {
-                pid,
-                maps: procs.maps_version(pid),
-                cpumode,
-                words: chain.as_bytes(),
-            }),
+            (Some(chain), true) => Some((
+                ChainShape {
+                    pid,
+                    maps: procs.maps_version(pid),
+                    cpumode,
+                },
+                chain.as_bytes(),
+            )),
             _ => None,
         };
-        if let Some(key) = &chain_key
-            && let Some(hit) = self.chains.get(key)
+        if let Some((shape, bytes)) = chain_key
+            && let Some(hit) = self.chains.get(shape, bytes)
         {
             self.cur = cur;
             self.marked_truncated += hit.marks;
@@ -306,11 +308,12 @@ impl Builder<'_> {
                 fp_part = Some((n, module));
             }
         }
-        if let Some(key) = &chain_key
+        if let Some((shape, bytes)) = chain_key
             && pushed
         {
             self.chains.insert(
-                key,
+                shape,
+                bytes,
                 ChainHit {
                     stack,
                     marks: self.marked_truncated - marks_before,
