@@ -157,13 +157,27 @@ fn inferno_collapse_of_script_is_flamegraph_folded() {
         folder
             .collapse(r.stdout.as_bytes(), &mut out)
             .expect("inferno reads hwprof script's text");
-        // inferno names an unnamed `[vdso]` frame `[[vdso]]` and, its module being in
-        // brackets, marks it as the kernel's; hwprof's label is `[vdso]`.
-        let theirs = folded_map(
-            &String::from_utf8(out)
-                .unwrap()
-                .replace("[[vdso]]_[k]", "[vdso]"),
-        );
+        // inferno takes a `[vdso]` frame, its module being in brackets, for the
+        // kernel's (`__vdso_clock_gettime_[k]`), and names an unnamed one `[[vdso]]`;
+        // hwprof's labels are `__vdso_clock_gettime` and `[vdso]` (the vDSO of another
+        // kernel's recording; this kernel's is named).
+        let text = String::from_utf8(out).unwrap();
+        let unmarked: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let (stack, count) = line.rsplit_once(' ').unwrap_or((line, ""));
+                let frames: Vec<&str> = stack
+                    .split(';')
+                    .map(|f| match f.strip_suffix("_[k]") {
+                        Some(name) if name.starts_with("__vdso_") => name,
+                        Some("[[vdso]]") => "[vdso]",
+                        _ => f,
+                    })
+                    .collect();
+                format!("{} {count}", frames.join(";"))
+            })
+            .collect();
+        let theirs = folded_map(&unmarked.join("\n"));
         let mark = (what == "hwprof --call-graph dwarf").then_some("[unknown]");
         let ours = hwprof_folded(&data, mark);
         let total: u64 = ours.values().sum();
@@ -288,8 +302,9 @@ fn default_output_lists_what_perf_script_lists() {
         let (mut frames, mut same_sym, mut named_apart) = (0usize, 0usize, Vec::new());
         let mut vdso_cut = 0;
         for ((h, a), (_, b)) in ours.iter().zip(&theirs) {
-            // hwprof cannot unwind out of [vdso] (no copy of it on disk; perf keeps
-            // one): such a stack ends there, and its frames are compared that far.
+            // hwprof cannot unwind a raw stack out of [vdso] (it names the vDSO's
+            // functions from its own, but reads no unwind tables there): such a stack
+            // ends there, and its frames are compared that far.
             let cut_in_vdso = libdw
                 && a.len() < b.len()
                 && a.last()
@@ -328,15 +343,11 @@ fn default_output_lists_what_perf_script_lists() {
                     same_sym += 1;
                     continue;
                 }
-                // Allowed: perf names no function in [vdso] it did not copy, and names
-                // PLT entries (`getppid@plt`) where hwprof names the symbol before; a return
+                // Allowed: perf names PLT entries (`getppid@plt`) where hwprof names the symbol before; a return
                 // address at a function's first byte (after a call that does not
                 // return) is named by perf for the function it starts (or nothing,
                 // past the last function of a file), by hwprof for the call's; libdw's names of the whole functions it takes as inlined.
-                let allowed = fb
-                    .lines
-                    .iter()
-                    .any(|l| l.dso == "[vdso]" || l.sym.contains("@plt"))
+                let allowed = fb.lines.iter().any(|l| l.sym.contains("@plt"))
                     || (i > 0
                         && fb.lines.iter().all(|l| {
                             l.sym.ends_with("+0x0")

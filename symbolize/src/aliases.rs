@@ -17,13 +17,12 @@
 //! `STT_GNU_IFUNC`) that are defined and named take part: the symbols blazesym reports.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::path::Path;
 
 use object::elf::{SHT_DYNSYM, SHT_SYMTAB, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC};
 use object::read::ReadCache;
 use object::read::elf::{FileHeader, Sym};
-use object::{Endianness, FileKind};
+use object::{Endianness, FileKind, ReadRef};
 
 /// One symbol at an address, as `choose_best_symbol` sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,10 +90,22 @@ pub(crate) fn best_names(elf: &Path, addrs: &[u64]) -> HashMap<u64, String> {
     let Ok((file, _)) = hwprof_pmu::file::open(elf) else {
         return HashMap::new();
     };
-    let cache = ReadCache::new(file);
-    let groups = match FileKind::parse(&cache) {
-        Ok(FileKind::Elf32) => groups::<object::elf::FileHeader32<Endianness>>(&cache, &want),
-        Ok(FileKind::Elf64) => groups::<object::elf::FileHeader64<Endianness>>(&cache, &want),
+    best_names_of(&ReadCache::new(file), &want)
+}
+
+/// [`best_names`] of an ELF image in memory (the vDSO's).
+pub(crate) fn best_names_in(image: &[u8], addrs: &[u64]) -> HashMap<u64, String> {
+    let want: HashSet<u64> = addrs.iter().copied().collect();
+    if want.is_empty() {
+        return HashMap::new();
+    }
+    best_names_of(image, &want)
+}
+
+fn best_names_of<'data, R: ReadRef<'data>>(data: R, want: &HashSet<u64>) -> HashMap<u64, String> {
+    let groups = match FileKind::parse(data) {
+        Ok(FileKind::Elf32) => groups::<object::elf::FileHeader32<Endianness>, R>(data, want),
+        Ok(FileKind::Elf64) => groups::<object::elf::FileHeader64<Endianness>, R>(data, want),
         _ => None,
     };
     groups
@@ -106,8 +117,8 @@ pub(crate) fn best_names(elf: &Path, addrs: &[u64]) -> HashMap<u64, String> {
 }
 
 /// The best candidate of each wanted address, and how many distinct names it has.
-fn groups<Elf: FileHeader<Endian = Endianness>>(
-    data: &ReadCache<File>,
+fn groups<'data, Elf: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
+    data: R,
     want: &HashSet<u64>,
 ) -> Option<HashMap<u64, (Candidate, usize)>> {
     let header = Elf::parse(data).ok()?;

@@ -14,7 +14,8 @@ mod ahead;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
-use blazesym::symbolize::source::{Elf, Source};
+use blazesym::Pid;
+use blazesym::symbolize::source::{Elf, Process, Source};
 use blazesym::symbolize::{CodeInfo, Input, Symbolized};
 use hwprof_sampler::buildid;
 use hwprof_sampler::perfdata::features::Features;
@@ -29,6 +30,40 @@ use crate::profile::{Frame, FrameKind};
 
 /// The kernel's module name, as perf spells it.
 pub const KERNEL_MODULE: &str = "[kernel.kallsyms]";
+
+/// The name of the vDSO's mapping.
+const VDSO: &str = "[vdso]";
+
+/// This process's vDSO: where it is mapped, and its image.
+struct Vdso {
+    start: u64,
+    end: u64,
+    image: Vec<u8>,
+}
+
+impl Vdso {
+    /// Read from `/proc/self/maps` and `/proc/self/mem` (`None` without one: a vDSO is
+    /// a page or two, at most 64 KiB is read).
+    fn of_this_process() -> Option<Vdso> {
+        use std::os::unix::fs::FileExt;
+        let m = hwprof_sampler::synth::read_maps(std::process::id() as i32)
+            .into_iter()
+            .find(|m| m.path == VDSO)?;
+        let len = usize::try_from(m.end.checked_sub(m.start)?)
+            .ok()
+            .filter(|&l| l <= 64 << 10)?;
+        let mut image = vec![0u8; len];
+        std::fs::File::open("/proc/self/mem")
+            .ok()?
+            .read_exact_at(&mut image, m.start)
+            .ok()?;
+        Some(Vdso {
+            start: m.start,
+            end: m.end,
+            image,
+        })
+    }
+}
 
 /// Whether a recording's kernel is this machine's kernel: its `[kernel.kallsyms]` build
 /// id equals the running kernel's, or, when the file has none, its OSRELEASE equals this
@@ -113,6 +148,8 @@ pub struct Symbolizer {
     kallsyms: Option<Kallsyms>,
     /// `/proc/kallsyms` being read on another thread (see [`Symbolizer::prefetch_kernel_symbols`]).
     kallsyms_pending: Option<std::thread::JoinHandle<Kallsyms>>,
+    /// This process's vDSO, once looked for.
+    vdso: Option<Option<Vdso>>,
     perf_maps: HashMap<u32, Option<PerfMap>>,
     modules: Interner<Module>,
     /// Per file module: the ELF to read symbols from, `None` when none matches.
@@ -153,6 +190,7 @@ impl Symbolizer {
             blaze,
             kallsyms: None,
             kallsyms_pending: None,
+            vdso: None,
             perf_maps: HashMap::default(),
             modules: Interner::default(),
             sources: HashMap::default(),
@@ -399,6 +437,7 @@ impl Symbolizer {
             Module::Kernel => self.lookup_kernel(KERNEL_MODULE, todo),
             Module::KernelModule { name } => self.lookup_kernel(&name, todo),
             Module::Anon { name, pid } => self.lookup_jit(&name, pid, todo),
+            Module::Other { name } if name == VDSO && self.kernel_trusted => self.lookup_vdso(todo),
             Module::Other { name } => todo
                 .iter()
                 .map(|&(o, _)| vec![unknown(Some(&name), o, FrameKind::User)])
@@ -409,6 +448,71 @@ impl Symbolizer {
                 .map(|&(o, _)| vec![unknown(None, o, FrameKind::User)])
                 .collect(),
         }
+    }
+
+    /// Frames of offsets in the `[vdso]` of a recording of this machine's kernel: the
+    /// vDSO is part of the kernel's build, the same image in every process, so it is
+    /// looked up in this process's own (blazesym reads it in memory; the image, read
+    /// from `/proc/self/mem`, gives perf's choice among its aliases:
+    /// `__vdso_clock_gettime`, not the weak `clock_gettime`), as perf names the vDSO of
+    /// a recording of the running kernel from its own.
+    fn lookup_vdso(&mut self, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
+        let unknowns = || -> Vec<Vec<Frame>> {
+            todo.iter()
+                .map(|&(o, _)| vec![unknown(Some(VDSO), o, FrameKind::User)])
+                .collect()
+        };
+        let vdso = self.vdso.get_or_insert_with(Vdso::of_this_process);
+        let Some(Vdso { start, end, image }) = vdso.as_ref() else {
+            return unknowns();
+        };
+        let (start, end) = (*start, *end);
+        let addrs: Vec<u64> = todo
+            .iter()
+            .map(|&(o, r)| {
+                let q = if r { o.saturating_sub(1) } else { o };
+                // An offset past this vDSO's end names nothing (address 0).
+                start.checked_add(q).filter(|&a| a < end).unwrap_or(0)
+            })
+            .collect();
+        let mut process = Process::new(Pid::Slf);
+        process.debug_syms = false;
+        process.perf_map = false;
+        process.map_files = false;
+        process.vdso = true;
+        let Ok(syms) = self
+            .blaze
+            .symbolize(&Source::Process(process), Input::AbsAddr(&addrs))
+        else {
+            return unknowns();
+        };
+        // blazesym gives a vDSO symbol's address in the image (linked at 0): its offset.
+        let starts: Vec<u64> = syms
+            .iter()
+            .filter_map(|s| match s {
+                Symbolized::Sym(sym) => Some(sym.addr),
+                _ => None,
+            })
+            .collect();
+        let best = crate::aliases::best_names_in(image, &starts);
+        todo.iter()
+            .zip(syms)
+            .map(|(&(o, _), s)| match s {
+                Symbolized::Sym(sym) => vec![Frame {
+                    function: Some(match best.get(&sym.addr) {
+                        Some(name) => name.clone(),
+                        None => crate::aliases::demangle(sym.name.as_bytes()),
+                    }),
+                    module: Some(VDSO.to_string()),
+                    module_offset: sym.addr,
+                    file: None,
+                    line: None,
+                    inlined: false,
+                    kind: FrameKind::User,
+                }],
+                _ => vec![unknown(Some(VDSO), o, FrameKind::User)],
+            })
+            .collect()
     }
 
     /// The ELF file to read a file module's symbols from ([`find_source`]), found once.
@@ -746,6 +850,52 @@ fn unknown(module: Option<&str>, offset: u64, kind: FrameKind) -> Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The offset in this process's vDSO of its `__vdso_clock_gettime` (the image is
+    /// linked at 0: a symbol's value is its offset), read from /proc/self/mem.
+    fn vdso_clock_gettime() -> Option<u64> {
+        use object::{Object, ObjectSymbol};
+        use std::os::unix::fs::FileExt;
+        let m = hwprof_sampler::synth::read_maps(std::process::id() as i32)
+            .into_iter()
+            .find(|m| m.path == VDSO)?;
+        let mut image = vec![0u8; usize::try_from(m.end - m.start).ok()?];
+        std::fs::File::open("/proc/self/mem")
+            .ok()?
+            .read_exact_at(&mut image, m.start)
+            .ok()?;
+        let elf = object::File::parse(image.as_slice()).ok()?;
+        elf.dynamic_symbols()
+            .chain(elf.symbols())
+            .find(|s| s.name() == Ok("__vdso_clock_gettime"))
+            .map(|s| s.address())
+    }
+
+    #[test]
+    fn the_vdso_of_this_kernel_is_named_from_this_process_own() {
+        let Some(at) = vdso_clock_gettime() else {
+            eprintln!("SKIPPED: this process has no vDSO with __vdso_clock_gettime");
+            return;
+        };
+        let vdso = Module::Other {
+            name: VDSO.to_string(),
+        };
+        // A recording of this kernel: named, at the function's offset.
+        let mut s = Symbolizer::new(false, true);
+        let id = s.module_id(vdso.clone());
+        let f = s.resolve(id, &[(at + 0x10, true), (0x7fff_ffff, false)]);
+        assert_eq!(f[0][0].name(), "__vdso_clock_gettime", "{:?}", f[0]);
+        assert_eq!(f[0][0].module_offset, at);
+        assert_eq!(f[0][0].module_name(), VDSO);
+        assert_eq!(f[1][0].name(), "[unknown]", "past the vDSO's end");
+        // Another kernel's recording: its vDSO is not this one.
+        let mut s = Symbolizer::new(false, false);
+        let id = s.module_id(vdso);
+        assert_eq!(
+            s.resolve(id, &[(at + 0x10, true)])[0][0].name(),
+            "[unknown]"
+        );
+    }
 
     #[test]
     fn own_function_resolves_once() {
