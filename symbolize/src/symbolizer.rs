@@ -874,7 +874,10 @@ mod tests {
     #[test]
     fn the_vdso_of_this_kernel_is_named_from_this_process_own() {
         let Some(at) = vdso_clock_gettime() else {
-            eprintln!("SKIPPED: this process has no vDSO with __vdso_clock_gettime");
+            hwprof_testkit::skip(
+                hwprof_testkit::Why::KernelSetting,
+                "this process has no vDSO with __vdso_clock_gettime (vdso=0)",
+            );
             return;
         };
         let vdso = Module::Other {
