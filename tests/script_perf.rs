@@ -300,7 +300,7 @@ fn default_output_lists_what_perf_script_lists() {
         let heads = |v: &[(String, Vec<Frame>)]| v.iter().map(|s| s.0.clone()).collect::<Vec<_>>();
         assert_eq!(heads(&ours), heads(&theirs), "{what}: sample lines");
         let (mut frames, mut same_sym, mut named_apart) = (0usize, 0usize, Vec::new());
-        let mut vdso_cut = 0;
+        let (mut vdso_cut, mut no_user) = (0, 0);
         for ((h, a), (_, b)) in ours.iter().zip(&theirs) {
             // hwprof cannot unwind a raw stack out of [vdso] (it names the vDSO's
             // functions from its own, but reads no unwind tables there): such a stack
@@ -309,8 +309,18 @@ fn default_output_lists_what_perf_script_lists() {
                 && a.len() < b.len()
                 && a.last()
                     .is_some_and(|f| f.lines.iter().any(|l| l.dso == "[vdso]"));
+            // perf's libdw now and then unwinds no user frame at all where hwprof does
+            // (seen once in a CI clone: a page fault in ld.so's `_dl_map_object_from_fd`
+            // at startup, perf's stack ending at `asm_exc_page_fault`): compared as
+            // far as perf's goes, and rare.
+            let libdw_stopped = libdw
+                && a.len() > b.len()
+                && b.iter()
+                    .all(|f| f.lines.iter().all(|l| l.dso == "[kernel.kallsyms]"));
             if cut_in_vdso {
                 vdso_cut += 1;
+            } else if libdw_stopped {
+                no_user += 1;
             } else {
                 assert_eq!(a.len(), b.len(), "{what}: frames of {h}:\n{a:#?}\n{b:#?}");
             }
@@ -359,11 +369,17 @@ fn default_output_lists_what_perf_script_lists() {
             }
         }
         assert!(frames > 1000, "{what}: {frames} frames");
+        assert!(
+            no_user * 100 <= ours.len(),
+            "{what}: perf unwound no user frame where hwprof did in {no_user} of {} samples",
+            ours.len()
+        );
         named_apart.sort();
         named_apart.dedup();
         report!(
             "{what}: {} samples, {frames} frames as perf script lists them ({same_sym} same symbol; \
-             {vdso_cut} stacks cut in [vdso]; named apart, as documented: {})",
+             {vdso_cut} stacks cut in [vdso]; {no_user} with no user frame from perf; named \
+             apart, as documented: {})",
             ours.len(),
             named_apart.join(", ")
         );
