@@ -852,19 +852,11 @@ mod tests {
     use super::*;
 
     /// The offset in this process's vDSO of its `__vdso_clock_gettime` (the image is
-    /// linked at 0: a symbol's value is its offset), read from /proc/self/mem.
+    /// linked at 0: a symbol's value is its offset).
     fn vdso_clock_gettime() -> Option<u64> {
         use object::{Object, ObjectSymbol};
-        use std::os::unix::fs::FileExt;
-        let m = hwprof_sampler::synth::read_maps(std::process::id() as i32)
-            .into_iter()
-            .find(|m| m.path == VDSO)?;
-        let mut image = vec![0u8; usize::try_from(m.end - m.start).ok()?];
-        std::fs::File::open("/proc/self/mem")
-            .ok()?
-            .read_exact_at(&mut image, m.start)
-            .ok()?;
-        let elf = object::File::parse(image.as_slice()).ok()?;
+        let vdso = Vdso::of_this_process()?;
+        let elf = object::File::parse(vdso.image.as_slice()).ok()?;
         elf.dynamic_symbols()
             .chain(elf.symbols())
             .find(|s| s.name() == Ok("__vdso_clock_gettime"))
