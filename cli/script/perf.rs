@@ -33,7 +33,7 @@ use hwprof_pmu::attr::sample as sample_type;
 use hwprof_sampler::perfdata::reader::PerfData;
 use hwprof_sampler::perfdata::tracing::TraceFormat;
 use hwprof_sampler::record::{Record, Sample, context, misc};
-use hwprof_symbolize::chains::{self, ShapeHash, WordCache, words};
+use hwprof_symbolize::chains::{self, ShapeHash, WordCache};
 use hwprof_symbolize::process::Processes;
 use hwprof_symbolize::unwind::stream::TRUNCATED_MARK;
 use hwprof_symbolize::{Frame, Locator, Module, ModuleId, Symbolizer};
@@ -445,7 +445,7 @@ impl PerfText {
             let flags = flags | CHAIN;
             Some(match (unwound, &s.callchain) {
                 (Some(c), _) => self.stack(procs, pid, tid, flags | UNWOUND, c.iter().copied()),
-                (None, Some(c)) => self.stack(procs, pid, tid, flags, words(c.as_bytes())),
+                (None, Some(c)) => self.stack(procs, pid, tid, flags, c.iter()),
                 (None, None) => self.stack(procs, pid, tid, flags, s.ip.into_iter()),
             })
         } else if fields.has(Field::Ip)

@@ -6,6 +6,8 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use hwprof_sampler::record::U64s;
+
 use crate::module::ModuleId;
 
 /// No entry: the end of a list of entries of one hash, or a hint that names none.
@@ -188,16 +190,6 @@ fn hash(shape: impl ShapeHash, words: impl Iterator<Item = u64>) -> u64 {
     h
 }
 
-/// The little-endian words of a recorded callchain's bytes (a trailing partial word
-/// is left out, as [`hwprof_sampler::record::U64s`] does).
-pub fn words(bytes: &[u8]) -> impl Iterator<Item = u64> + Clone + '_ {
-    bytes.chunks_exact(8).map(|c| {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(c);
-        u64::from_le_bytes(a)
-    })
-}
-
 /// What makes a recorded callchain's stack besides its words: its process, the versions
 /// of that process's and the kernel's mappings, and the sample's cpumode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,18 +225,18 @@ pub(crate) struct ChainCache(WordCache<ChainShape, ChainHit>);
 impl ChainCache {
     const MAX_BYTES: usize = 64 << 20;
 
-    /// What the chain of `shape` and `bytes` made, if it was kept.
-    pub(crate) fn get(&self, shape: ChainShape, bytes: &[u8]) -> Option<ChainHit> {
-        let id = self.0.find(shape, words(bytes), NONE)?;
+    /// What the chain of `shape` and `chain` made, if it was kept.
+    pub(crate) fn get(&self, shape: ChainShape, chain: U64s<'_>) -> Option<ChainHit> {
+        let id = self.0.find(shape, chain.iter(), NONE)?;
         self.0.value(id).copied()
     }
 
-    /// Keeps `hit` for the chain of `shape` and `bytes`.
-    pub(crate) fn insert(&mut self, shape: ChainShape, bytes: &[u8], hit: ChainHit) {
-        if self.0.held() + bytes.len() > Self::MAX_BYTES {
+    /// Keeps `hit` for the chain of `shape` and `chain`.
+    pub(crate) fn insert(&mut self, shape: ChainShape, chain: U64s<'_>, hit: ChainHit) {
+        if self.0.held() + chain.as_bytes().len() > Self::MAX_BYTES {
             self.0.clear();
         }
-        self.0.add(shape, words(bytes), hit);
+        self.0.add(shape, chain.iter(), hit);
     }
 }
 
@@ -277,7 +269,7 @@ mod tests {
         // Another shape, another entry; the words of a chain's bytes are its words.
         assert_eq!(c.find(Pid(8), [1u64, 2, 3].into_iter(), a), None);
         let bytes: Vec<u8> = [1u64, 2, 3].iter().flat_map(|w| w.to_le_bytes()).collect();
-        assert_eq!(c.find(Pid(7), words(&bytes), NONE), Some(a));
+        assert_eq!(c.find(Pid(7), U64s::new(&bytes).iter(), NONE), Some(a));
         assert_eq!(c.words(a), &[1, 2, 3]);
         assert_eq!(c.value(b), Some(&"b"));
         if let Some(v) = c.value_mut(b) {

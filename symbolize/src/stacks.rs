@@ -215,12 +215,12 @@ impl Builder<'_> {
                     maps: procs.maps_version(pid),
                     cpumode,
                 },
-                chain.as_bytes(),
+                *chain,
             )),
             _ => None,
         };
-        if let Some((shape, bytes)) = chain_key
-            && let Some(hit) = self.chains.get(shape, bytes)
+        if let Some((shape, chain)) = chain_key
+            && let Some(hit) = self.chains.get(shape, chain)
         {
             self.cur = cur;
             self.marked_truncated += hit.marks;
@@ -308,12 +308,12 @@ impl Builder<'_> {
                 fp_part = Some((n, module));
             }
         }
-        if let Some((shape, bytes)) = chain_key
+        if let Some((shape, chain)) = chain_key
             && pushed
         {
             self.chains.insert(
                 shape,
-                bytes,
+                chain,
                 ChainHit {
                     stack,
                     marks: self.marked_truncated - marks_before,

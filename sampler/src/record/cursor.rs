@@ -141,7 +141,7 @@ impl<'a> U64s<'a> {
     }
 
     /// The values.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + Clone + 'a {
         self.0.chunks_exact(8).map(|c| {
             let mut a = [0u8; 8];
             a.copy_from_slice(c);
