@@ -148,27 +148,38 @@ pub fn hottest(p: &Profile, event: usize, min: f64) -> Vec<String> {
     hot.into_iter().map(|(_, n)| n.to_string()).collect()
 }
 
-/// Up to five of `names` nearest to `name`: those containing it (or contained in it)
-/// first, then by edit distance.
+/// Up to five of `names` nearest to `name`, nearest first. A name's distance is the
+/// smaller of its edit distance to `name` (of the whole name, or of its base without a
+/// compiler's suffix such as `.constprop.0` or `.isra.0`) and, when it contains `name`
+/// (or is contained in it), one plus an eighth of the characters its base has beyond
+/// it; so `lef` finds `leaf` (one edit) before `can_vma_merge_left.constprop.0` (2:
+/// contains it, 15 characters more), and `merge` finds that one before `leaf` (4 edits). Ties go
+/// to the shorter name, then by name.
 fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let lower = name.to_lowercase();
-    let mut scored: Vec<(usize, &str)> = names
+    let chars = lower.chars().count();
+    let mut scored: Vec<(usize, usize, &str)> = names
         .into_iter()
         .map(|n| {
             let l = n.to_lowercase();
-            let d = if l.contains(&lower) || lower.contains(&l) {
-                0
-            } else {
-                distance(&lower, &l)
+            let base = match l.get(1..).and_then(|t| t.find('.')) {
+                Some(dot) => &l[..dot + 1],
+                None => &l[..],
             };
-            (d, n)
+            let mut d = distance(&lower, &l).min(distance(&lower, base));
+            let len = l.chars().count();
+            if l.contains(&lower) || lower.contains(&l) {
+                let extra = base.chars().count().abs_diff(chars);
+                d = d.min(1 + extra / 8);
+            }
+            (d, len, n)
         })
         .collect();
     scored.sort();
     scored
         .into_iter()
         .take(5)
-        .map(|(_, n)| n.to_string())
+        .map(|(_, _, n)| n.to_string())
         .collect()
 }
 
@@ -235,5 +246,24 @@ mod tests {
         };
         assert_eq!(near[..2], ["hot_a", "hot_b"]);
         assert_eq!(distance("kitten", "sitting"), 3);
+    }
+
+    /// Seen in a CI clone whose recording had kernel frames: `lef` named a kernel
+    /// function containing "lef" before `leaf`, one edit away.
+    #[test]
+    fn a_near_typo_comes_before_a_long_name_containing_it() {
+        let names = [
+            "can_vma_merge_left.constprop.0",
+            "finish_task_switch.isra.0",
+            "leaf",
+            "irqentry_exit_to_user_mode",
+        ];
+        assert_eq!(nearest("lef", names)[0], "leaf");
+        assert_eq!(nearest("merge", names)[0], "can_vma_merge_left.constprop.0");
+        assert_eq!(
+            nearest("finish_task_swtch", names)[0],
+            "finish_task_switch.isra.0"
+        );
+        assert_eq!(nearest("LEAF_", names)[0], "leaf");
     }
 }
