@@ -98,7 +98,9 @@ pub fn annotate(p: &Profile, event: usize, name: &str) -> Result<Annotation, Mis
         .into_iter()
         .max_by(|a, b| (a.1).1.cmp(&(b.1).1).then_with(|| b.0.cmp(&a.0)))
     else {
-        return Err(Missing::NoSuchFunction(nearest(name, names)));
+        return Err(Missing::NoSuchFunction(hwprof_pmu::error::nearest_names(
+            name, names,
+        )));
     };
     Ok(Annotation {
         function: name.to_string(),
@@ -148,56 +150,6 @@ pub fn hottest(p: &Profile, event: usize, min: f64) -> Vec<String> {
     hot.into_iter().map(|(_, n)| n.to_string()).collect()
 }
 
-/// Up to five of `names` nearest to `name`, nearest first. A name's distance is the
-/// smaller of its edit distance to `name` (of the whole name, or of its base without a
-/// compiler's suffix such as `.constprop.0` or `.isra.0`) and, when it contains `name`
-/// (or is contained in it), one plus an eighth of the characters its base has beyond
-/// it; so `lef` finds `leaf` (one edit) before `can_vma_merge_left.constprop.0` (2:
-/// contains it, 15 characters more), and `merge` finds that one before `leaf` (4 edits). Ties go
-/// to the shorter name, then by name.
-fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let lower = name.to_lowercase();
-    let chars = lower.chars().count();
-    let mut scored: Vec<(usize, usize, &str)> = names
-        .into_iter()
-        .map(|n| {
-            let l = n.to_lowercase();
-            let base = match l.get(1..).and_then(|t| t.find('.')) {
-                Some(dot) => &l[..dot + 1],
-                None => &l[..],
-            };
-            let mut d = distance(&lower, &l).min(distance(&lower, base));
-            let len = l.chars().count();
-            if l.contains(&lower) || lower.contains(&l) {
-                let extra = base.chars().count().abs_diff(chars);
-                d = d.min(1 + extra / 8);
-            }
-            (d, len, n)
-        })
-        .collect();
-    scored.sort();
-    scored
-        .into_iter()
-        .take(5)
-        .map(|(_, _, n)| n.to_string())
-        .collect()
-}
-
-/// Levenshtein distance, by characters.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,25 +197,5 @@ mod tests {
             panic!("found");
         };
         assert_eq!(near[..2], ["hot_a", "hot_b"]);
-        assert_eq!(distance("kitten", "sitting"), 3);
-    }
-
-    /// Seen in a CI clone whose recording had kernel frames: `lef` named a kernel
-    /// function containing "lef" before `leaf`, one edit away.
-    #[test]
-    fn a_near_typo_comes_before_a_long_name_containing_it() {
-        let names = [
-            "can_vma_merge_left.constprop.0",
-            "finish_task_switch.isra.0",
-            "leaf",
-            "irqentry_exit_to_user_mode",
-        ];
-        assert_eq!(nearest("lef", names)[0], "leaf");
-        assert_eq!(nearest("merge", names)[0], "can_vma_merge_left.constprop.0");
-        assert_eq!(
-            nearest("finish_task_swtch", names)[0],
-            "finish_task_switch.isra.0"
-        );
-        assert_eq!(nearest("LEAF_", names)[0], "leaf");
     }
 }

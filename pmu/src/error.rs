@@ -250,32 +250,57 @@ pub fn io_text(e: &std::io::Error) -> String {
 /// The nearest of `candidates` to `name` by edit distance, if it is close enough to be a
 /// plausible typo (case-insensitive).
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
-    let lname = name.to_ascii_lowercase();
+    let lname = name.to_lowercase();
     let mut best: Option<(usize, &str)> = None;
     for c in candidates {
-        let d = edit_distance(&lname, &c.to_ascii_lowercase());
+        let d = strsim::levenshtein(&lname, &c.to_lowercase());
         if best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));
         }
     }
     let (d, c) = best?;
-    let limit = (name.len() / 3).clamp(2, 6);
-    (d <= limit).then(|| c.to_string())
+    (d <= typo_limit(name)).then(|| c.to_string())
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
+/// How many edits a plausible typo of `name` makes.
+fn typo_limit(name: &str) -> usize {
+    (name.chars().count() / 3).clamp(2, 6)
+}
+
+/// Up to five of `names` near `name` (a function the user asked for), nearest first,
+/// never names that merely come first. A name's distance is the smaller of its edit
+/// distance to `name` (of the whole name, or of its base without a compiler's suffix
+/// such as `.constprop.0` or `.isra.0`) and, when it contains `name` (or is contained
+/// in it), one plus an eighth of the characters its base has beyond it; a name is near
+/// when that is a plausible typo's. So `lef` finds `leaf` (one edit) before
+/// `can_vma_merge_left.constprop.0` (2: contains it, 15 characters more), and `merge`
+/// finds that one before `leaf` (4 edits). Ties go to the shorter name, then by name.
+pub fn nearest_names<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let lower = name.to_lowercase();
+    let chars = lower.chars().count();
+    let limit = typo_limit(name);
+    let mut scored: Vec<(usize, usize, &str)> = names
+        .into_iter()
+        .filter_map(|n| {
+            let l = n.to_lowercase();
+            let base = match l.get(1..).and_then(|t| t.find('.')) {
+                Some(dot) => &l[..dot + 1],
+                None => &l[..],
+            };
+            let mut d = strsim::levenshtein(&lower, &l).min(strsim::levenshtein(&lower, base));
+            if l.contains(&lower) || lower.contains(&l) {
+                d = d.min(1 + base.chars().count().abs_diff(chars) / 8);
+            }
+            (d <= limit).then(|| (d, l.chars().count(), n))
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.2 == b.2);
+    scored
+        .into_iter()
+        .take(5)
+        .map(|(_, _, n)| n.to_string())
+        .collect()
 }
 
 #[cfg(test)]
@@ -302,5 +327,31 @@ mod tests {
             Some("instructions")
         );
         assert_eq!(nearest("zzzzzzzzzzzz", names), None);
+    }
+
+    /// Seen in a CI clone whose recording had kernel frames: `annotate lef` named a
+    /// kernel function containing "lef" before `leaf`, one edit away.
+    #[test]
+    fn a_near_typo_comes_before_a_long_name_containing_it() {
+        let names = [
+            "can_vma_merge_left.constprop.0",
+            "finish_task_switch.isra.0",
+            "leaf",
+            "irqentry_exit_to_user_mode",
+        ];
+        assert_eq!(
+            nearest_names("lef", names),
+            ["leaf", "can_vma_merge_left.constprop.0"]
+        );
+        assert_eq!(
+            nearest_names("merge", names)[0],
+            "can_vma_merge_left.constprop.0"
+        );
+        assert_eq!(
+            nearest_names("finish_task_swtch", names)[0],
+            "finish_task_switch.isra.0"
+        );
+        assert_eq!(nearest_names("LEAF_", names), ["leaf"]);
+        assert!(nearest_names("zzzzzz", names).is_empty());
     }
 }

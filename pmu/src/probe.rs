@@ -70,7 +70,7 @@ pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> 
                 ));
             }
             None => {
-                let near = nearest_names(func, &names);
+                let near = crate::error::nearest_names(func, names.iter().map(String::as_str));
                 return Err(if near.is_empty() {
                     format!(
                         "no function '{func}' in {} (and none with a similar name; `nm -C {}` lists them)",
@@ -102,34 +102,6 @@ pub fn resolve(path: &str, func: &str, offset: u64) -> Result<Resolved, String> 
         "address {vaddr:#x} is in no loadable segment of {}",
         abs.display()
     ))
-}
-
-/// Up to five names close to `want`: those containing it (or contained in it) first,
-/// then plausible typos by edit distance; never names that merely come first.
-fn nearest_names(want: &str, names: &[String]) -> Vec<String> {
-    let lw = want.to_ascii_lowercase();
-    let mut scored: Vec<(usize, &String)> = names
-        .iter()
-        .filter_map(|n| {
-            let ln = n.to_ascii_lowercase();
-            let d = if ln.contains(&lw) || lw.contains(&ln) {
-                0
-            } else {
-                strsim(&lw, &ln)
-            };
-            (d < usize::MAX / 2).then_some((d, n))
-        })
-        .collect();
-    scored.sort();
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(5).map(|(_, n)| n.clone()).collect()
-}
-
-fn strsim(a: &str, b: &str) -> usize {
-    crate::error::nearest(a, [b]).map_or(usize::MAX / 2, |_| {
-        // nearest() only tells "close enough"; rank close ones by length difference.
-        a.len().abs_diff(b.len()) + 1
-    })
 }
 
 /// `true` when the ELF file at `path` has no symbol table (`.symtab`): only its dynamic
