@@ -130,29 +130,34 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
     };
 
     // The tracks, in thread id order (then the thread's main track first): a (merged)
-    // sample is of one thread and track.
+    // sample is of one thread and track. Each named by its thread's last sample's
+    // command (as samply names a thread by its last COMM: `python3`, not the `bash`
+    // that forked it and exec'd), the process by its main thread's.
     let track_of = |s: &Sample| match role(s) {
         Role::Own => s.event,
         _ => u32::MAX,
     };
-    let mut tracks: Vec<(u32, u32, usize)> = p
+    let mut tracks: Vec<(u32, u32, std::cmp::Reverse<usize>)> = p
         .samples
         .iter()
         .enumerate()
         .filter(|(_, s)| role(s) != Role::None)
-        .map(|(i, s)| (s.tid, track_of(s), i))
+        .map(|(i, s)| (s.tid, track_of(s), std::cmp::Reverse(i)))
         .collect();
     tracks.sort_unstable();
     tracks.dedup_by_key(|&mut (tid, track, _)| (tid, track));
     let zero = Timestamp::from_nanos_since_reference(0);
     let mut processes: HashMap<u32, ProcessHandle> = HashMap::default();
     let mut threads: HashMap<(u32, u32), ThreadHandle> = HashMap::default();
-    for (tid, track, i) in tracks {
+    for (tid, track, std::cmp::Reverse(i)) in tracks {
         let Some(s) = p.samples.get(i) else { continue };
         let comm = p.comm(s);
         let process = *processes
             .entry(s.pid)
             .or_insert_with(|| fx.add_process(comm, s.pid, zero));
+        if tid == s.pid {
+            fx.set_process_name(process, comm);
+        }
         let t = fx.add_thread(process, tid, zero, tid == s.pid && track == u32::MAX);
         let name = match role(s) {
             Role::Own => {

@@ -68,6 +68,9 @@ pub fn document(e: &Export, name: &str) -> Json {
             let t = tracks
                 .entry((i, s.pid, s.tid))
                 .or_insert_with(|| (s.comm, Vec::new(), Vec::new()));
+            // Named by the thread's last command (`python3`, not the `bash` it was
+            // before its exec), as perf's thread and samply's track are.
+            t.0 = s.comm;
             let stack: Vec<u32> = s
                 .stack
                 .iter()

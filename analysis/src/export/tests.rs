@@ -188,3 +188,30 @@ fn firefox_puts_the_first_event_on_the_thread_and_others_beside_it() {
     assert_eq!(v["threads"][0]["samples"]["length"], 2);
     assert_eq!(v["threads"][1]["samples"]["length"], 1);
 }
+
+/// A thread that exec'd (`bash` forked it, `python3` is what it ran) is named by its
+/// last command in every format that names threads: the python recording's two busy
+/// threads were tracks named `bash` where perf reports `python3`.
+#[test]
+fn a_thread_is_named_by_its_last_command() {
+    let mut e = export();
+    e.profile.comms.push("python3".to_string());
+    if let Some(last) = e.profile.samples.last_mut() {
+        last.comm = 1;
+    }
+    let doc = super::speedscope::document(&e, "x.data");
+    let names: Vec<&str> = doc["profiles"]
+        .as_array()
+        .expect("profiles")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names[0], "python3 10/11: cycles");
+    let mut main = e;
+    for s in &mut main.profile.samples {
+        s.tid = s.pid;
+    }
+    let v = serde_json::to_value(super::firefox::profile(&main, "hwprof")).expect("json");
+    assert_eq!(v["threads"][0]["name"], "python3");
+    assert_eq!(v["threads"][0]["processName"], "python3");
+}
