@@ -749,7 +749,14 @@ fn symbolize_file(
             Input::VirtOffset(virt.as_slice())
         }
     };
-    let mut elf = Elf::new(src_path);
+    // A file with zlib sections is read from its copy inflated by the bound check
+    // (crate::elfcheck), not inflated a second time.
+    let inflated = source
+        .dwarf
+        .then(|| crate::elfcheck::inflated(src_path))
+        .flatten();
+    let blaze_path = inflated.as_deref().unwrap_or(src_path);
+    let mut elf = Elf::new(blaze_path);
     elf.debug_syms = source.dwarf;
     let src = Source::Elf(elf);
     // Debug info that cannot be read (a compression blazesym lacks) must not cost the
@@ -757,7 +764,7 @@ fn symbolize_file(
     let syms = match blaze.symbolize(&src, input) {
         Ok(syms) => syms,
         Err(_) => {
-            let mut elf = Elf::new(src_path);
+            let mut elf = Elf::new(blaze_path);
             elf.debug_syms = false;
             match blaze.symbolize(&Source::Elf(elf), input) {
                 Ok(syms) => syms,
@@ -769,7 +776,7 @@ fn symbolize_file(
     // DWARF names are short (`decode_sample` for a Rust path, `__GI___libc_read` for
     // libc's `read`); lines and inlined frames stay DWARF's. Among aliases (several
     // symbols at one address), perf's choice (crate::aliases).
-    let mut elf = Elf::new(src_path);
+    let mut elf = Elf::new(blaze_path);
     elf.debug_syms = false;
     let elf_syms: Vec<Option<(String, u64)>> = match blaze.symbolize(&Source::Elf(elf), input) {
         Ok(v) => v
@@ -918,5 +925,71 @@ mod tests {
             "a mismatching build id never uses the local file"
         );
         assert_eq!(s.lookups(), 2);
+    }
+
+    /// A program built twice, once with its DWARF compressed (`-gz=zlib`, read through
+    /// the inflated copy of crate::elfcheck): every offset of `main` names the same
+    /// frames, inlined ones and lines included (a broken copy leaves them out: blazesym
+    /// then reads the ELF symbols only).
+    #[test]
+    fn compressed_dwarf_names_what_plain_dwarf_names() {
+        use object::{Object, ObjectSection, ObjectSymbol};
+        let d = std::env::temp_dir().join(format!("hwprof-symbolizer-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let c = d.join("inl.c");
+        std::fs::write(
+            &c,
+            "static volatile int sink;\n\
+             static inline __attribute__((always_inline)) void add(int x) {\n\
+                 sink += x * 3;\n\
+             }\n\
+             int main(int argc, char **argv) {\n\
+                 (void)argv;\n\
+                 for (int i = 0; i < argc * 1000; i++) add(i);\n\
+                 return sink;\n\
+             }\n",
+        )
+        .unwrap();
+        let (plain, packed) = (d.join("plain"), d.join("packed"));
+        for (out, gz) in [(&plain, "-gz=none"), (&packed, "-gz=zlib")] {
+            if !hwprof_testkit::compile_c(&c, out, &["-g", "-O2", gz]) {
+                return;
+            }
+        }
+        assert!(
+            crate::elfcheck::inflated(&packed).is_some(),
+            "no zlib sections"
+        );
+        let bytes = std::fs::read(&plain).unwrap();
+        let o = object::File::parse(bytes.as_slice()).unwrap();
+        let main = o.symbols().find(|s| s.name() == Ok("main")).unwrap();
+        let text = o.section_by_name(".text").unwrap();
+        let (file_off, _) = text.file_range().unwrap();
+        let offsets: Vec<(u64, bool)> = (main.address()..main.address() + main.size())
+            .map(|a| (a - text.address() + file_off, false))
+            .collect();
+        let mut s = Symbolizer::new(true, false);
+        let mut frames = |p: &Path| {
+            let id = s.module_id(Module::File {
+                path: p.display().to_string(),
+                build_id: None,
+            });
+            s.resolve(id, &offsets)
+        };
+        let (a, b) = (frames(&plain), frames(&packed));
+        let inlined = a.iter().filter(|f| f.iter().any(|f| f.inlined)).count();
+        assert!(
+            inlined > 0,
+            "no offset of main is in the inlined add: {a:?}"
+        );
+        for ((&(off, _), fa), fb) in offsets.iter().zip(&a).zip(&b) {
+            let key = |f: &[Frame]| -> Vec<(String, Option<u32>, bool)> {
+                f.iter()
+                    .map(|f| (f.name().to_string(), f.line, f.inlined))
+                    .collect()
+            };
+            assert_eq!(key(fa), key(fb), "at offset {off:#x}");
+        }
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
