@@ -282,11 +282,9 @@ pub fn run(a: ProbeArgs, stop: &Stop) -> anyhow::Result<u8> {
     }
     .map_err(|e| source_of(*e).context("probing"))?;
     let (stats, code) = (&done.stats, done.exit_code());
-    if stats.lost > 0 || stats.lost_samples > 0 {
+    if let Some(what) = crate::sampling::lost_words(stats.lost, stats.lost_samples) {
         eprintln!(
-            "hwprof: warning: {} and {} lost (the ring buffer was full): counts are lower bounds",
-            crate::render::plural(stats.lost, "record"),
-            crate::render::plural(stats.lost_samples, "sample")
+            "hwprof: warning: {what} lost (the ring buffer was full): counts are lower bounds"
         );
     }
     let results = match attached {

@@ -268,13 +268,21 @@ fn note(quiet: bool, n: &str) {
 /// Warns when the kernel lost records or samples.
 pub(crate) fn warn_lost(done: &Recorded) {
     let s = &done.stats;
-    if s.lost > 0 || s.lost_samples > 0 {
+    if let Some(what) = lost_words(s.lost, s.lost_samples) {
         eprintln!(
-            "hwprof: warning: {} and {} lost (the ring buffer was full): raise --mmap-pages or lower -F",
-            crate::render::plural(s.lost, "record"),
-            crate::render::plural(s.lost_samples, "sample")
+            "hwprof: warning: {what} lost (the ring buffer was full): raise --mmap-pages or lower -F"
         );
     }
+}
+
+/// "N records and M samples", leaving out a zero count; `None` when both are.
+pub(crate) fn lost_words(records: u64, samples: u64) -> Option<String> {
+    let parts: Vec<String> = [(records, "record"), (samples, "sample")]
+        .into_iter()
+        .filter(|&(n, _)| n > 0)
+        .map(|(n, what)| crate::render::plural(n, what))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" and "))
 }
 
 /// Says which modules cut frame-pointer stacks short (built without frame pointers)

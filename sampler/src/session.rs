@@ -110,10 +110,13 @@ struct Opened {
 #[derive(Debug)]
 struct RingSlot {
     ring: Ring,
-    /// Index in `Session::fds` of the fd that owns the mapping.
+    /// Index in `Session::fds` of the fd that owns the mapping; the ring serves it and
+    /// the fds after it, up to the next ring's owner.
     owner: usize,
     /// The CPU.
     cpu: u32,
+    /// Records the kernel said it dropped on this ring (`PERF_RECORD_LOST`).
+    announced: u64,
 }
 
 /// An opened sampling session, ready to [`run`](Session::run).
@@ -369,7 +372,12 @@ impl Session {
                 )
             })?;
         }
-        self.rings.push(RingSlot { ring, owner, cpu });
+        self.rings.push(RingSlot {
+            ring,
+            owner,
+            cpu,
+            announced: 0,
+        });
         Ok(())
     }
 

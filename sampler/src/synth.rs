@@ -27,6 +27,7 @@ mod rtype {
     pub const COMM: u32 = 3;
     pub const FORK: u32 = 7;
     pub const MMAP2: u32 = 10;
+    pub const LOST_SAMPLES: u32 = 13;
 }
 
 /// `PERF_RECORD_MISC_*` bits written here.
@@ -327,6 +328,13 @@ pub fn mmap_record(attr: &Attr, pid: i32, m: &Mapping) -> Option<Vec<u8>> {
     }
     r.str(name.as_bytes());
     r.finish(attr, pid, pid)
+}
+
+/// `PERF_RECORD_LOST_SAMPLES` of `lost` records (pid and tid -1: no one task's).
+pub fn lost_samples_record(attr: &Attr, lost: u64) -> Option<Vec<u8>> {
+    let mut r = Rec::new(rtype::LOST_SAMPLES, 0);
+    r.u64(lost);
+    r.finish(attr, u32::MAX, u32::MAX)
 }
 
 /// `PERF_RECORD_COMM` for thread `tid` of `pid`.

@@ -116,7 +116,10 @@ pub(crate) struct Builder<'r> {
     pub samples: Vec<RawSample>,
     /// With [`Options::merge`]: the index in `samples` of each distinct sample.
     pub merged: Option<HashMap<MergeKey, u32>>,
+    /// Sums of `PERF_RECORD_LOST` and of `PERF_RECORD_LOST_SAMPLES` (see
+    /// [`Profile::lost`]).
     pub lost: u64,
+    pub lost_samples: u64,
     /// Per attr: the period of a sample without PERIOD.
     pub fixed_period: Vec<u64>,
     /// Per attr: it records LBR call stacks (`--call-graph lbr`: BRANCH_STACK with
@@ -328,6 +331,7 @@ impl<'a, 'r> ProfileBuilder<'a, 'r> {
             samples: Vec::new(),
             merged: opts.merge.then(HashMap::default),
             lost: 0,
+            lost_samples: 0,
             fixed_period,
             lbr_call_stack,
             unwind,
@@ -380,6 +384,10 @@ impl Visitor for Builder<'_> {
 
     fn lost(&mut self, n: u64) {
         self.lost += n;
+    }
+
+    fn lost_samples(&mut self, n: u64) {
+        self.lost_samples += n;
     }
 }
 
@@ -529,7 +537,7 @@ impl Builder<'_> {
             frames,
             comms: procs.take_comms(),
             samples,
-            lost: self.lost,
+            lost: self.lost.max(self.lost_samples),
             unwound: self.unwind.as_ref().map_or(0, |u| u.unwinder.stats.unwound),
             truncated: self.marked_truncated
                 + self

@@ -187,7 +187,10 @@ pub struct Profile {
     pub comms: Vec<String>,
     /// The samples, in file order.
     pub samples: Vec<Sample>,
-    /// Records the kernel reported lost (LOST) plus samples lost (LOST_SAMPLES).
+    /// What was lost: the larger of the sums of `PERF_RECORD_LOST` (ring drops the
+    /// kernel announced) and of `PERF_RECORD_LOST_SAMPLES` (which `perf record` 6.0+ and
+    /// hwprof write at the end from each event's own count of its drops, announced or
+    /// not; perf's "Total Lost Samples"). Not their sum: a drop is in both.
     pub lost: u64,
     /// Recorded samples whose user stack was unwound here from its registers and stack
     /// copy (DWARF unwinding: `--call-graph dwarf` recorded with raw stacks).

@@ -70,8 +70,15 @@ pub trait Visitor {
     /// A sample (`rec` its record), with `procs` as they were at its time.
     fn sample(&mut self, procs: &mut Processes, rec: &Record<'_>, s: &Sample<'_>) -> Result<()>;
 
-    /// Samples the kernel or the recorder lost (LOST, LOST_SAMPLES).
+    /// Records the kernel dropped for a full ring, as a `PERF_RECORD_LOST` says.
     fn lost(&mut self, _n: u64) {}
+
+    /// Samples lost as a `PERF_RECORD_LOST_SAMPLES` says: those the hardware could not
+    /// take, or (written by `perf record` 6.0+ and hwprof at the end) each event's own
+    /// count of its drops, which includes those `PERF_RECORD_LOST`s announced.
+    fn lost_samples(&mut self, n: u64) {
+        self.lost(n);
+    }
 }
 
 /// How a [`replay`] put the records in time order.
@@ -315,7 +322,8 @@ fn release<V: Visitor + ?Sized>(
                 st.give(procs, v, (p.off, p.n), rec, s)?;
                 held.gave((p.time != NO_TIME).then_some(p.time));
             }
-            Body::Lost { lost, .. } | Body::LostSamples { lost } => v.lost(*lost),
+            Body::Lost { lost, .. } => v.lost(*lost),
+            Body::LostSamples { lost } => v.lost_samples(*lost),
             _ => {}
         }
         held.start = end;

@@ -83,6 +83,13 @@ fn lost(n: u64, time: u64) -> Vec<u8> {
     record(2, 0, b)
 }
 
+/// `PERF_RECORD_LOST_SAMPLES` of `n`.
+fn lost_samples(n: u64, time: u64) -> Vec<u8> {
+    let mut b = u64s(&[n]);
+    b.extend(sid(0, time));
+    record(13, 0, b)
+}
+
 /// A sample: IP|TID|TIME|PERIOD|CALLCHAIN.
 fn sample_rec(pid: u32, time: u64, period: u64, chain: &[u64]) -> Vec<u8> {
     let ip = chain
@@ -391,4 +398,36 @@ fn a_mismatching_build_id_never_uses_the_local_file() {
         b.leaf + 1 - start + pgoff,
         "file offset, as perf's dso+0x..."
     );
+}
+
+/// perf record (6.0+) writes, at the end, each event's own count of its drops as
+/// `PERF_RECORD_LOST_SAMPLES`, which includes the drops a `PERF_RECORD_LOST` already
+/// announced: a recording of 340 drops holds both (seen: `perf report` says "Total Lost
+/// Samples: 340", hwprof said 680). What was lost is the larger, not the sum; a
+/// recording with only one of them is that one.
+#[test]
+fn a_drop_announced_and_counted_is_lost_once() {
+    let dir = common::scratch("synthetic-lost");
+    let cases: [(&[Vec<u8>], u64); 3] = [
+        (&[lost(340, 13), lost_samples(340, 20)], 340),
+        (&[lost(300, 13), lost_samples(340, 20)], 340),
+        (&[lost(354, 13)], 354),
+    ];
+    for (i, (lostrecs, want)) in cases.iter().enumerate() {
+        let mut recs = vec![
+            comm(7, "w", false, 1),
+            sample_rec(7, 10, 1, &[CTX_USER, 0x1000]),
+        ];
+        recs.extend(lostrecs.iter().cloned());
+        let pd = write(
+            &dir.join(format!("lost{i}.data")),
+            &recs,
+            &Features::default(),
+        );
+        let b = ProfileBuilder::new(&pd, &Options::default())
+            .symbolizer(Symbolizer::new(false, false))
+            .build()
+            .unwrap();
+        assert_eq!(b.profile.lost, *want, "case {i}");
+    }
 }

@@ -34,7 +34,9 @@ pub struct RunStats {
     pub records: u64,
     /// `PERF_RECORD_SAMPLE` records.
     pub samples: u64,
-    /// Sum of `PERF_RECORD_LOST.lost` (records the kernel dropped for a full ring).
+    /// Sum of `PERF_RECORD_LOST.lost` (records the kernel dropped for a full ring), and
+    /// the drops no such record announced, counted by the events themselves and
+    /// written at the end as `PERF_RECORD_LOST_SAMPLES` ([`Session::run`]).
     pub lost: u64,
     /// Sum of `PERF_RECORD_LOST_SAMPLES.lost` (samples the kernel could not take).
     pub lost_samples: u64,
@@ -276,7 +278,54 @@ impl Session {
                 }
             }
         }
+        if result.is_ok() {
+            result = self.write_unannounced(&mut sink, &mut stats);
+        }
         result.map(|()| stats)
+    }
+
+    /// Drops that no `PERF_RECORD_LOST` announced: a record dropped after the last one
+    /// a ring took is announced only by the next one it takes, and after the end there
+    /// is none. With `PERF_FORMAT_LOST` (Linux 6.0+) each event counts the records it
+    /// could not write: read at the end, each ring's count goes into the file as one
+    /// `PERF_RECORD_LOST_SAMPLES` (as `perf record` writes the counts it reads, one per
+    /// fd), and what it holds beyond the ring's `PERF_RECORD_LOST`s into
+    /// [`RunStats::lost`]. An inherited event's copies in other tasks count apart and
+    /// the kernel does not add them up, so their drops are known from the ring's
+    /// `PERF_RECORD_LOST` only: a ring's drops are at least each of the two numbers,
+    /// and readers take the larger (hwprof's `Profile::lost`; perf's "Total Lost
+    /// Samples" is the second).
+    fn write_unannounced<F>(&mut self, sink: &mut F, stats: &mut RunStats) -> Result<()>
+    where
+        F: FnMut(&[u8]) -> std::io::Result<()>,
+    {
+        let Some(attr) = self.attrs.first() else {
+            return Ok(());
+        };
+        for (i, r) in self.rings.iter().enumerate() {
+            let end = self.rings.get(i + 1).map_or(self.fds.len(), |n| n.owner);
+            let counted: u64 = self
+                .fds
+                .get(r.owner..end)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(|o| {
+                    let attr = self.attrs.get(o.event)?;
+                    read_lost(&o.fd, attr.read_format)
+                })
+                .sum();
+            if counted == 0 {
+                continue;
+            }
+            if let Some(rec) = crate::synth::lost_samples_record(attr, counted) {
+                // Ring drops like those of PERF_RECORD_LOST: counted with them, once.
+                stats.records += 1;
+                stats.bytes += rec.len() as u64;
+                stats.lost += counted.saturating_sub(r.announced);
+                sink(&rec).map_err(|e| Error::io("writing records", e))?;
+            }
+        }
+        Ok(())
     }
 
     /// Lets the command exec (its events start there), or enables every event and then
@@ -311,6 +360,7 @@ impl Session {
         let before = stats.records;
         for r in &mut self.rings {
             while r.ring.has_data() {
+                let lost = stats.lost;
                 let d = r
                     .ring
                     .drain(|rec| {
@@ -319,6 +369,7 @@ impl Session {
                     })
                     .map_err(|e| Error::io("writing records", e))?;
                 stats.add(&d);
+                r.announced += stats.lost - lost;
             }
         }
         if stats.records != before {
@@ -375,4 +426,24 @@ impl Session {
             .map(Some)
             .map_err(|e| Error::io(format!("waiting for '{}'", self.argv0), e))
     }
+}
+
+/// The count of records event `fd` could not write (`PERF_FORMAT_LOST`), read from the
+/// fd; `None` when its `read_format` (not a group's) has no such count or the read
+/// fails (an event of a task that is gone).
+fn read_lost(fd: &OwnedFd, read_format: u64) -> Option<u64> {
+    use hwprof_pmu::attr::read_format as rf;
+    if read_format & rf::LOST == 0 || read_format & rf::GROUP != 0 {
+        return None;
+    }
+    // value, then each of these that is asked for, in this order.
+    let before = [rf::TOTAL_TIME_ENABLED, rf::TOTAL_TIME_RUNNING, rf::ID]
+        .iter()
+        .filter(|&&b| read_format & b != 0)
+        .count();
+    let mut buf = [0u8; 40];
+    let n = sys::read(fd, &mut buf).ok()?;
+    let at = (1 + before) * 8;
+    let bytes = buf.get(at..at + 8).filter(|_| n >= at + 8)?;
+    Some(u64::from_le_bytes(bytes.try_into().ok()?))
 }
