@@ -576,6 +576,38 @@ fn duration_ends_a_command_and_exits_zero() {
 const DURATION_SPAN_S: (f64, f64) = (0.09, 0.58);
 const DURATION_ELAPSED_MAX_S: f64 = 0.82;
 
+/// `record -m 1 -e context-switches -c 1 -o OUT -- sleeper SLEEPS 2`: one page of ring,
+/// one sample per switch, a sleep every 2 ms.
+fn one_page_of_switches(out: &Path, sleeps: &str) -> Vec<String> {
+    let sleeper = wl("sleeper");
+    let out = out.to_str().unwrap_or_default();
+    [
+        "record",
+        "-m",
+        "1",
+        "-e",
+        "context-switches",
+        "-c",
+        "1",
+        "-o",
+        out,
+        "--",
+        &sleeper,
+        sleeps,
+        "2",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The sum of the `lost` fields of the records of type `ty`.
+fn lost_in(recs: &[serde_json::Value], ty: &str) -> u64 {
+    of_type(recs, ty)
+        .iter()
+        .filter_map(|l| l["lost"].as_u64())
+        .sum()
+}
+
 /// Four times more data than the ring holds, produced slower than hwprof drains it:
 /// the samples arrive, so the reader hands the space back to the kernel (publishes
 /// `data_tail`). `sleeper 500 2` switches out once per sleep, one context-switch sample
@@ -589,21 +621,7 @@ const DURATION_ELAPSED_MAX_S: f64 = 0.82;
 #[test]
 fn a_small_ring_wraps_without_losing_records() {
     let out = scratch_path("rec_small_ring.data");
-    let r = hwprof(&[
-        "record",
-        "-m",
-        "1",
-        "-e",
-        "context-switches",
-        "-c",
-        "1",
-        "-o",
-        out.to_str().unwrap(),
-        "--",
-        &wl("sleeper"),
-        "500",
-        "2",
-    ]);
+    let r = hwprof(&one_page_of_switches(&out, "500"));
     r.assert_ok();
     let n = summary_samples(&r.stderr);
     let recs = records(&out);
@@ -616,13 +634,7 @@ fn a_small_ring_wraps_without_losing_records() {
     // load (4 times that allowed).
     assert!((475..=512).contains(&n), "{n} samples\n{}", r.dump());
     assert_eq!(of_type(&recs, "sample").len() as u64, n);
-    let sum = |ty: &str| -> u64 {
-        of_type(&recs, ty)
-            .iter()
-            .filter_map(|l| l["lost"].as_u64())
-            .sum()
-    };
-    let lost = sum("lost").max(sum("lost_samples"));
+    let lost = lost_in(&recs, "lost").max(lost_in(&recs, "lost_samples"));
     assert!(lost <= 25, "{lost} samples lost\n{}", r.dump());
     assert!(n + lost >= 500, "{n} samples and {lost} lost\n{}", r.dump());
     let _ = std::fs::remove_file(&out);
@@ -646,21 +658,8 @@ fn drops_no_lost_record_announces_are_counted_from_the_events() {
         return;
     }
     let out = scratch_path("rec_unannounced.data");
-    let mut rec = Background::spawn(Command::new(hwprof_bin()).args([
-        "record",
-        "-m",
-        "1",
-        "-e",
-        "context-switches",
-        "-c",
-        "1",
-        "-o",
-        out.to_str().unwrap(),
-        "--",
-        &wl("sleeper"),
-        "1000",
-        "2",
-    ]));
+    let mut rec =
+        Background::spawn(Command::new(hwprof_bin()).args(one_page_of_switches(&out, "1000")));
     let me = rec.pid();
     // The command, once it runs the workload (its comm changes at exec).
     let child = || -> Option<i32> {
@@ -684,12 +683,7 @@ fn drops_no_lost_record_announces_are_counted_from_the_events() {
     assert!(signal(me, libc::SIGSTOP));
     assert!(eventually(Duration::from_secs(30), || stopped(me)));
     // The command has ended: a zombie its stopped parent has not reaped.
-    let ended = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-    };
+    let ended = || task_state(pid) == Some('Z');
     assert!(
         eventually(Duration::from_secs(120), ended),
         "sleeper never ended"
@@ -701,13 +695,7 @@ fn drops_no_lost_record_announces_are_counted_from_the_events() {
     assert!(status.success(), "{status}\n{err}");
     let recs = records(&out);
     let samples = of_type(&recs, "sample").len() as u64;
-    let sum = |ty: &str| -> u64 {
-        of_type(&recs, ty)
-            .iter()
-            .filter_map(|l| l["lost"].as_u64())
-            .sum()
-    };
-    let (announced, counted) = (sum("lost"), sum("lost_samples"));
+    let (announced, counted) = (lost_in(&recs, "lost"), lost_in(&recs, "lost_samples"));
     report!(
         "sleeper 1000 2 with hwprof stopped till its end: {samples} samples, {announced} lost announced (LOST), {counted} counted by the events (LOST_SAMPLES)\n{}",
         err.trim()

@@ -502,10 +502,14 @@ pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 /// Whether process `pid` is stopped (its state letter is `T`).
 pub fn stopped(pid: i32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('T'))
-    })
+    task_state(pid) == Some('T')
+}
+
+/// The state letter of task `pid` in `/proc/PID/stat` (`R`, `S`, `T`, `Z`...), `None`
+/// when it is gone.
+pub fn task_state(pid: i32) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
 /// The ids of the BPF programs whose fds process `pid` holds (each once).
