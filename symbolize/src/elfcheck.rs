@@ -201,11 +201,19 @@ fn verdict(path: &Path) -> Verdict {
     dwp.push(".dwp");
     let links = Path::new(&dwp).symlink_metadata().is_ok();
     let r = examine(file, meta.size(), links);
-    memo()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(key, r.clone());
-    r
+    settle(
+        &mut memo().lock().unwrap_or_else(PoisonError::into_inner),
+        key,
+        r,
+    )
+}
+
+/// The answer for `key`: the one already in `memo` when another thread examined the
+/// file meanwhile, else `r`, kept. The first stays, so that every path handed out names
+/// a copy the memo keeps open for good (a copy dropped would free its fd number for
+/// another file, which blazesym would then read).
+fn settle(memo: &mut HashMap<Key, Verdict>, key: Key, r: Verdict) -> Verdict {
+    memo.entry(key).or_insert(r).clone()
 }
 
 /// [`check`] of an open file of `size` bytes, without the memo.
@@ -710,6 +718,18 @@ mod tests {
         );
         let copy = inflated(&exe).expect("an inflated copy");
         assert_eq!(inflated(&exe), Some(copy.clone()), "made once per file");
+        // Examined by two threads at once: the second's copy is dropped, the first's
+        // is what both get (and stays open).
+        let first = examine(File::open(&exe).unwrap(), original.len() as u64, false);
+        let second = examine(File::open(&exe).unwrap(), original.len() as u64, false);
+        let path = |v: &Verdict| v.clone().ok().flatten().map(|i| i.path.clone());
+        assert_ne!(path(&first), path(&second), "two examinations, two copies");
+        let mut memo = HashMap::new();
+        let key = (0, 0, 0, 0, 0);
+        let a = settle(&mut memo, key, first.clone());
+        let b = settle(&mut memo, key, second);
+        assert_eq!(path(&a), path(&first));
+        assert_eq!(path(&b), path(&first), "the second caller got its own copy");
         let after = section_bytes(&std::fs::read(&copy).unwrap());
         assert_eq!(after.len(), before.len());
         for ((n, _, a), (m, z, b)) in before.iter().zip(&after) {
