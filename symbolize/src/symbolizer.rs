@@ -321,10 +321,7 @@ impl Symbolizer {
                     match self.source(*module, &path, build_id.as_ref()) {
                         Some(src) => files.push((*module, path, src, todo)),
                         None => {
-                            let u = todo
-                                .iter()
-                                .map(|&(o, _)| vec![unknown(Some(&path), o, FrameKind::User)])
-                                .collect();
+                            let u = unknowns(Some(&path), &todo, FrameKind::User);
                             self.store(*module, &todo, u);
                         }
                     }
@@ -395,11 +392,7 @@ impl Symbolizer {
             }
             for ((m, path, _, todo), r) in files.iter().zip(by_job) {
                 // A worker that panicked: the module's addresses stay unresolved.
-                let r = r.unwrap_or_else(|| {
-                    todo.iter()
-                        .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
-                        .collect()
-                });
+                let r = r.unwrap_or_else(|| unknowns(Some(path), todo, FrameKind::User));
                 self.store(*m, todo, r);
             }
         }
@@ -438,15 +431,9 @@ impl Symbolizer {
             Module::KernelModule { name } => self.lookup_kernel(&name, todo),
             Module::Anon { name, pid } => self.lookup_jit(&name, pid, todo),
             Module::Other { name } if name == VDSO && self.kernel_trusted => self.lookup_vdso(todo),
-            Module::Other { name } => todo
-                .iter()
-                .map(|&(o, _)| vec![unknown(Some(&name), o, FrameKind::User)])
-                .collect(),
+            Module::Other { name } => unknowns(Some(&name), todo, FrameKind::User),
             Module::Truncated => todo.iter().map(|_| vec![Frame::truncated()]).collect(),
-            Module::Unmapped => todo
-                .iter()
-                .map(|&(o, _)| vec![unknown(None, o, FrameKind::User)])
-                .collect(),
+            Module::Unmapped => unknowns(None, todo, FrameKind::User),
         }
     }
 
@@ -457,22 +444,20 @@ impl Symbolizer {
     /// `__vdso_clock_gettime`, not the weak `clock_gettime`), as perf names the vDSO of
     /// a recording of the running kernel from its own.
     fn lookup_vdso(&mut self, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
-        let unknowns = || -> Vec<Vec<Frame>> {
-            todo.iter()
-                .map(|&(o, _)| vec![unknown(Some(VDSO), o, FrameKind::User)])
-                .collect()
-        };
+        let all_unknown = || unknowns(Some(VDSO), todo, FrameKind::User);
         let vdso = self.vdso.get_or_insert_with(Vdso::of_this_process);
         let Some(Vdso { start, end, image }) = vdso.as_ref() else {
-            return unknowns();
+            return all_unknown();
         };
         let (start, end) = (*start, *end);
         let addrs: Vec<u64> = todo
             .iter()
             .map(|&(o, r)| {
-                let q = if r { o.saturating_sub(1) } else { o };
                 // An offset past this vDSO's end names nothing (address 0).
-                start.checked_add(q).filter(|&a| a < end).unwrap_or(0)
+                start
+                    .checked_add(looked_up(o, r))
+                    .filter(|&a| a < end)
+                    .unwrap_or(0)
             })
             .collect();
         let mut process = Process::new(Pid::Slf);
@@ -484,7 +469,7 @@ impl Symbolizer {
             .blaze
             .symbolize(&Source::Process(process), Input::AbsAddr(&addrs))
         else {
-            return unknowns();
+            return all_unknown();
         };
         // blazesym gives a vDSO symbol's address in the image (linked at 0): its offset.
         let starts: Vec<u64> = syms
@@ -569,10 +554,7 @@ impl Symbolizer {
         }
         match self.source(id, path, build_id) {
             Some(source) => symbolize_file(&self.blaze, path, &source, todo),
-            None => todo
-                .iter()
-                .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
-                .collect(),
+            None => unknowns(Some(path), todo, FrameKind::User),
         }
     }
     /// Starts reading `/proc/kallsyms` on another thread when kernel addresses may be
@@ -589,10 +571,7 @@ impl Symbolizer {
 
     fn lookup_kernel(&mut self, name: &str, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
         if !self.kernel_trusted {
-            return todo
-                .iter()
-                .map(|&(o, _)| vec![unknown(Some(name), o, FrameKind::Kernel)])
-                .collect();
+            return unknowns(Some(name), todo, FrameKind::Kernel);
         }
         if self.kallsyms.is_none() {
             let ks = match self.kallsyms_pending.take() {
@@ -603,26 +582,23 @@ impl Symbolizer {
         }
         let ks = self.kallsyms.get_or_insert_with(Kallsyms::default);
         todo.iter()
-            .map(|&(o, r)| {
-                let q = if r { o.saturating_sub(1) } else { o };
-                match ks.lookup(q) {
-                    Some(s) => {
-                        let module = match s.module {
-                            Some(m) => format!("[{m}]"),
-                            None => KERNEL_MODULE.to_string(),
-                        };
-                        vec![Frame {
-                            function: Some(s.name.to_string()),
-                            module: Some(module),
-                            module_offset: s.addr,
-                            file: None,
-                            line: None,
-                            inlined: false,
-                            kind: FrameKind::Kernel,
-                        }]
-                    }
-                    None => vec![unknown(Some(name), o, FrameKind::Kernel)],
+            .map(|&(o, r)| match ks.lookup(looked_up(o, r)) {
+                Some(s) => {
+                    let module = match s.module {
+                        Some(m) => format!("[{m}]"),
+                        None => KERNEL_MODULE.to_string(),
+                    };
+                    vec![Frame {
+                        function: Some(s.name.to_string()),
+                        module: Some(module),
+                        module_offset: s.addr,
+                        file: None,
+                        line: None,
+                        inlined: false,
+                        kind: FrameKind::Kernel,
+                    }]
                 }
+                None => vec![unknown(Some(name), o, FrameKind::Kernel)],
             })
             .collect()
     }
@@ -634,9 +610,8 @@ impl Symbolizer {
             .entry(pid)
             .or_insert_with(|| PerfMap::load(Path::new(&map_path)));
         todo.iter()
-            .map(|&(o, r)| {
-                let q = if r { o.saturating_sub(1) } else { o };
-                match map.as_ref().and_then(|m| m.lookup(q)) {
+            .map(
+                |&(o, r)| match map.as_ref().and_then(|m| m.lookup(looked_up(o, r))) {
                     Some(s) => vec![Frame {
                         function: Some(s.name.clone()),
                         module: Some(map_path.clone()),
@@ -647,8 +622,8 @@ impl Symbolizer {
                         kind: FrameKind::Jit,
                     }],
                     None => vec![unknown(Some(name), o, FrameKind::User)],
-                }
-            })
+                },
+            )
             .collect()
     }
 
@@ -726,16 +701,9 @@ fn symbolize_file(
     source: &SymSource,
     todo: &[(u64, bool)],
 ) -> Vec<Vec<Frame>> {
-    let unknowns = || -> Vec<Vec<Frame>> {
-        todo.iter()
-            .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
-            .collect()
-    };
+    let all_unknown = || unknowns(Some(path), todo, FrameKind::User);
     let src_path = &source.elf;
-    let query: Vec<u64> = todo
-        .iter()
-        .map(|&(o, r)| if r { o.saturating_sub(1) } else { o })
-        .collect();
+    let query: Vec<u64> = todo.iter().map(|&(o, r)| looked_up(o, r)).collect();
     // A debug file is asked by virtual offset (an offset outside the mapped file's
     // segments asks for 0, which names nothing, keeping the batch in order).
     let virt: Vec<u64>;
@@ -756,29 +724,25 @@ fn symbolize_file(
         .then(|| crate::elfcheck::inflated(src_path))
         .flatten();
     let blaze_path = inflated.as_deref().unwrap_or(src_path);
-    let mut elf = Elf::new(blaze_path);
-    elf.debug_syms = source.dwarf;
-    let src = Source::Elf(elf);
+    let elf_source = |debug_syms: bool| {
+        let mut elf = Elf::new(blaze_path);
+        elf.debug_syms = debug_syms;
+        Source::Elf(elf)
+    };
     // Debug info that cannot be read (a compression blazesym lacks) must not cost the
     // ELF symbols: retry without it.
-    let syms = match blaze.symbolize(&src, input) {
+    let syms = match blaze.symbolize(&elf_source(source.dwarf), input) {
         Ok(syms) => syms,
-        Err(_) => {
-            let mut elf = Elf::new(blaze_path);
-            elf.debug_syms = false;
-            match blaze.symbolize(&Source::Elf(elf), input) {
-                Ok(syms) => syms,
-                Err(_) => return unknowns(),
-            }
-        }
+        Err(_) => match blaze.symbolize(&elf_source(false), input) {
+            Ok(syms) => syms,
+            Err(_) => return all_unknown(),
+        },
     };
     // The outer function's name comes from the ELF symbol table, as perf shows it:
     // DWARF names are short (`decode_sample` for a Rust path, `__GI___libc_read` for
     // libc's `read`); lines and inlined frames stay DWARF's. Among aliases (several
     // symbols at one address), perf's choice (crate::aliases).
-    let mut elf = Elf::new(blaze_path);
-    elf.debug_syms = false;
-    let elf_syms: Vec<Option<(String, u64)>> = match blaze.symbolize(&Source::Elf(elf), input) {
+    let elf_syms: Vec<Option<(String, u64)>> = match blaze.symbolize(&elf_source(false), input) {
         Ok(v) => v
             .into_iter()
             .map(|s| match s {
@@ -840,6 +804,19 @@ fn code_location(ci: Option<&CodeInfo<'_>>) -> (Option<String>, Option<u32>) {
         Some(ci) => (Some(ci.to_path().display().to_string()), ci.line),
         None => (None, None),
     }
+}
+
+/// `[unknown]` frames naming `module`, one per offset of `todo`.
+fn unknowns(module: Option<&str>, todo: &[(u64, bool)], kind: FrameKind) -> Vec<Vec<Frame>> {
+    todo.iter()
+        .map(|&(o, _)| vec![unknown(module, o, kind)])
+        .collect()
+}
+
+/// The address looked up for offset `o`: the byte before it when it is a return
+/// address (the call, not the instruction after it, which may be another function's).
+fn looked_up(o: u64, ret: bool) -> u64 {
+    if ret { o.saturating_sub(1) } else { o }
 }
 
 fn unknown(module: Option<&str>, offset: u64, kind: FrameKind) -> Frame {

@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use super::{SymSource, find_source, new_blaze, symbolize_file, unknown};
+use super::{SymSource, find_source, new_blaze, symbolize_file};
 use crate::buildid::BuildId;
 use crate::locate::Locator;
 use crate::module::ModuleId;
@@ -96,12 +96,9 @@ impl Pending {
     }
 }
 
-/// `[unknown]` frames naming the module, one per offset.
+/// `[unknown]` frames naming the batch's module, one per offset.
 fn unknowns((_, path, offsets): &Batch) -> Vec<Vec<Frame>> {
-    offsets
-        .iter()
-        .map(|&(o, _)| vec![unknown(Some(path), o, FrameKind::User)])
-        .collect()
+    super::unknowns(Some(path), offsets, FrameKind::User)
 }
 
 /// The thread: loads what it is given, then looks up in it.
