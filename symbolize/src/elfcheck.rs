@@ -237,29 +237,22 @@ fn examine(file: File, size: u64, links: bool) -> Verdict {
         return Ok(None);
     }
     let mut copy = (!links && !layout.links)
-        .then(|| Copy::start(&reader))
+        .then(|| Copy::start(&reader, size))
         .flatten();
     for z in &layout.zlib {
-        let at = copy.as_mut().and_then(|c| c.align(z.align).ok());
-        let out = match (&mut copy, at) {
-            (Some(c), Some(_)) => inflate(&reader, z, &mut c.out)?,
-            _ => inflate(&reader, z, &mut io::sink())?,
-        };
-        // A stream that is corrupt or short is left to the readers (within the claim).
-        match at {
-            Some(at) if out == Ok(z.claimed) => {
-                if let Some(c) = &mut copy {
-                    c.placed.push((at, z.claimed));
-                    c.end = at + z.claimed;
+        match &mut copy {
+            Some(c) => {
+                if !c.add(&reader, z)? {
+                    copy = None;
                 }
             }
-            _ => copy = None,
+            // Checked only: a corrupt or short stream is the readers' to stop at.
+            None => {
+                let _ = inflate(&reader, z, &mut io::sink())?;
+            }
         }
     }
-    Ok(copy
-        .filter(|c| c.copied == size)
-        .and_then(|c| c.finish(&layout))
-        .map(Arc::new))
+    Ok(copy.and_then(|c| c.finish(&layout)).map(Arc::new))
 }
 
 /// A zlib-compressed section to inflate: its stream's place in the file and its claim,
@@ -301,16 +294,12 @@ fn sections<Elf: FileHeader<Endian = Endianness>>(
     let mut links = false;
     let mut total: u64 = 0;
     for (index, s) in table.iter().enumerate() {
-        let name = || match table.section_name(endian, s) {
-            Ok(n) if !n.is_empty() => String::from_utf8_lossy(n).into_owned(),
-            _ => "[unnamed]".to_string(),
+        let raw_name = table.section_name(endian, s).unwrap_or_default();
+        let name = || match raw_name {
+            [] => "[unnamed]".to_string(),
+            n => String::from_utf8_lossy(n).into_owned(),
         };
-        if table
-            .section_name(endian, s)
-            .is_ok_and(|n| LINKS.contains(&n))
-        {
-            links = true;
-        }
+        links |= LINKS.contains(&raw_name);
         if s.sh_type(endian) == SHT_NOBITS {
             continue;
         }
@@ -419,8 +408,6 @@ fn inflate(file: &File, z: &Zlib, out: &mut dyn Write) -> Result<Result<u64, ()>
 /// An inflated copy in the making: the file's bytes, then each section inflated.
 struct Copy {
     out: io::BufWriter<File>,
-    /// How many bytes of the file were copied.
-    copied: u64,
     /// Where the copy ends.
     end: u64,
     /// Each zlib section's place in the copy: offset, size (in `Layout::zlib`'s order).
@@ -428,8 +415,9 @@ struct Copy {
 }
 
 impl Copy {
-    /// A sealable `memfd` holding the bytes of `file`; `None` when one cannot be made.
-    fn start(file: &File) -> Option<Copy> {
+    /// A sealable `memfd` holding the `size` bytes of `file`; `None` when one cannot be
+    /// made (or the file is no longer that long).
+    fn start(file: &File, size: u64) -> Option<Copy> {
         use rustix::fs::MemfdFlags;
         let fd = rustix::fs::memfd_create(
             "hwprof-inflated",
@@ -439,13 +427,28 @@ impl Copy {
         let mut mem = File::from(fd);
         let mut src = file.try_clone().ok()?;
         io::Seek::rewind(&mut src).ok()?;
-        let end = io::copy(&mut src, &mut mem).ok()?;
+        let end = io::copy(&mut src, &mut mem).ok().filter(|&n| n == size)?;
         Some(Copy {
             out: io::BufWriter::with_capacity(256 << 10, mem),
-            copied: end,
             end,
             placed: Vec::new(),
         })
+    }
+
+    /// Inflates section `z` of `file` onto the end of the copy (checked as
+    /// [`inflate`] checks it); `false` when the copy cannot hold it (a write failed, or
+    /// the stream is corrupt or short: left to the readers, and the copy given up).
+    fn add(&mut self, file: &File, z: &Zlib) -> Result<bool, Rejected> {
+        let Ok(at) = self.align(z.align) else {
+            let _ = inflate(file, z, &mut io::sink())?;
+            return Ok(false);
+        };
+        if inflate(file, z, &mut self.out)? != Ok(z.claimed) {
+            return Ok(false);
+        }
+        self.placed.push((at, z.claimed));
+        self.end = at + z.claimed;
+        Ok(true)
     }
 
     /// Pads the copy to a multiple of `align` (8 when the header's is not a power of
