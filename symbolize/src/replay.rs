@@ -75,10 +75,9 @@ pub trait Visitor {
 
     /// Samples lost as a `PERF_RECORD_LOST_SAMPLES` says: those the hardware could not
     /// take, or (written by `perf record` 6.0+ and hwprof at the end) each event's own
-    /// count of its drops, which includes those `PERF_RECORD_LOST`s announced.
-    fn lost_samples(&mut self, n: u64) {
-        self.lost(n);
-    }
+    /// count of its drops, which includes those `PERF_RECORD_LOST`s announced (so not
+    /// to be added to [`Visitor::lost`]'s: see `Profile::lost`).
+    fn lost_samples(&mut self, _n: u64) {}
 }
 
 /// How a [`replay`] put the records in time order.
@@ -428,7 +427,7 @@ fn two_sweeps<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut
         match &rec.body {
             Body::Sample(s) => st.give(procs, v, seq, rec, s)?,
             Body::Lost { lost, .. } => v.lost(*lost),
-            Body::LostSamples { lost } => v.lost(*lost),
+            Body::LostSamples { lost } => v.lost_samples(*lost),
             _ => {}
         }
         Ok(())

@@ -180,9 +180,10 @@ fn round() -> Vec<u8> {
     record(68, 0, Vec::new())
 }
 
-/// Each sample's (time, file of its ip), in the order given.
+/// Each sample's (time, file of its ip), in the order given; the LOST and the
+/// LOST_SAMPLES counts.
 #[derive(Default)]
-struct Files(Vec<(u64, Option<String>)>, u64);
+struct Files(Vec<(u64, Option<String>)>, u64, u64);
 
 impl Visitor for Files {
     fn sample(&mut self, procs: &mut Processes, _: &Record<'_>, s: &Sample<'_>) -> Result<()> {
@@ -193,12 +194,22 @@ impl Visitor for Files {
     fn lost(&mut self, n: u64) {
         self.1 += n;
     }
+
+    fn lost_samples(&mut self, n: u64) {
+        self.2 += n;
+    }
 }
 
 fn lost(n: u64, time: u64) -> Vec<u8> {
     let mut b = u64s(&[1, n]);
     b.extend(sid(P, time));
     record(2, 0, b)
+}
+
+fn lost_samples(n: u64, time: u64) -> Vec<u8> {
+    let mut b = u64s(&[n]);
+    b.extend(sid(P, time));
+    record(13, 0, b)
 }
 
 /// With rounds, one read: the exec's MMAP2 (t=11) comes after the sample it precedes
@@ -252,6 +263,8 @@ fn without_rounds_small_files_are_held_and_large_ones_read_twice() {
     }
     recs.push(exec(P, "new", 10));
     recs.push(mmap2(P, 0x1000, "/bin/new", 11));
+    recs.push(lost(3, 130));
+    recs.push(lost_samples(5, 131));
     let pd = write(dir.path(), &recs);
     let want: Vec<_> = (0..100)
         .map(|t| (20 + t, Some("/bin/new".to_string())))
@@ -266,6 +279,8 @@ fn without_rounds_small_files_are_held_and_large_ones_read_twice() {
         let order = replay_within(&pd, &mut procs, &mut seen, limits).unwrap();
         assert_eq!(order, Order { sweeps, late: 0 }, "limit {limit}");
         assert_eq!(seen.0, want, "limit {limit}");
+        // Each kind of lost record as what it is, in both reads.
+        assert_eq!((seen.1, seen.2), (3, 5), "limit {limit}");
     }
 }
 
