@@ -57,6 +57,12 @@ pub use sample::{
 use crate::error::{Error, Result};
 use cursor::Cursor;
 
+/// The counter values a `read()` of an event's fd gave (the layout of a
+/// `PERF_RECORD_READ`'s values), per the event's `read_format`.
+pub fn read_values(bytes: &[u8], read_format: u64) -> Result<ReadValues> {
+    sample::decode_read(&mut Cursor::new(bytes, 0, "counter read"), read_format)
+}
+
 /// `PERF_RECORD_*` type numbers (kernel types below 64, perf.data user types from 64).
 pub mod kind {
     #![allow(missing_docs)]

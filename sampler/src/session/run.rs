@@ -279,12 +279,13 @@ impl Session {
             }
         }
         if result.is_ok() {
-            result = self.write_unannounced(&mut sink, &mut stats);
+            result = self.write_lost_counts(&mut sink, &mut stats);
         }
         result.map(|()| stats)
     }
 
-    /// Drops that no `PERF_RECORD_LOST` announced: a record dropped after the last one
+    /// Each ring's drops as its events counted them, for the drops no `PERF_RECORD_LOST`
+    /// announced: a record dropped after the last one
     /// a ring took is announced only by the next one it takes, and after the end there
     /// is none. With `PERF_FORMAT_LOST` (Linux 6.0+) each event counts the records it
     /// could not write: read at the end, each ring's count goes into the file as one
@@ -295,7 +296,7 @@ impl Session {
     /// `PERF_RECORD_LOST` only: a ring's drops are at least each of the two numbers,
     /// and readers take the larger (hwprof's `Profile::lost`; perf's "Total Lost
     /// Samples" is the second).
-    fn write_unannounced<F>(&mut self, sink: &mut F, stats: &mut RunStats) -> Result<()>
+    fn write_lost_counts<F>(&mut self, sink: &mut F, stats: &mut RunStats) -> Result<()>
     where
         F: FnMut(&[u8]) -> std::io::Result<()>,
     {
@@ -429,21 +430,17 @@ impl Session {
 }
 
 /// The count of records event `fd` could not write (`PERF_FORMAT_LOST`), read from the
-/// fd; `None` when its `read_format` (not a group's) has no such count or the read
-/// fails (an event of a task that is gone).
+/// fd; `None` when its `read_format` has no such count, is a group's (a read gives
+/// every member's, which their own fds give again), or the read fails (an event of a
+/// task that is gone).
 fn read_lost(fd: &OwnedFd, read_format: u64) -> Option<u64> {
     use hwprof_pmu::attr::read_format as rf;
-    if read_format & rf::LOST == 0 || read_format & rf::GROUP != 0 {
+    if read_format & rf::GROUP != 0 {
         return None;
     }
-    // value, then each of these that is asked for, in this order.
-    let before = [rf::TOTAL_TIME_ENABLED, rf::TOTAL_TIME_RUNNING, rf::ID]
-        .iter()
-        .filter(|&&b| read_format & b != 0)
-        .count();
+    // value, time enabled, time running, id, lost: at most five words.
     let mut buf = [0u8; 40];
     let n = sys::read(fd, &mut buf).ok()?;
-    let at = (1 + before) * 8;
-    let bytes = buf.get(at..at + 8).filter(|_| n >= at + 8)?;
-    Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    let values = crate::record::read_values(buf.get(..n)?, read_format).ok()?;
+    values.values.first()?.lost
 }
