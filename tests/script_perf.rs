@@ -353,10 +353,12 @@ fn default_output_lists_what_perf_script_lists() {
                     same_sym += 1;
                     continue;
                 }
-                // Allowed: perf names PLT entries (`getppid@plt`) where hwprof names the symbol before; a return
-                // address at a function's first byte (after a call that does not
-                // return) is named by perf for the function it starts (or nothing,
-                // past the last function of a file), by hwprof for the call's; libdw's names of the whole functions it takes as inlined.
+                // Allowed: perf names PLT entries (`getppid@plt`) where hwprof names
+                // the symbol before; a return address at a function's first byte
+                // (after a call that does not return) is named by perf for the
+                // function it starts (or nothing, past the last function of a file), by
+                // hwprof for the call's; libdw's names of the whole functions it takes
+                // as inlined.
                 let allowed = fb.lines.iter().any(|l| l.sym.contains("@plt"))
                     || (i > 0
                         && fb.lines.iter().all(|l| {

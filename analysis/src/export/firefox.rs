@@ -24,6 +24,7 @@
 //! `Kernel` (the waits' leaves in `Off-CPU` and `I/O`).
 
 use rustc_hash::FxHashMap as HashMap;
+use std::cmp::Reverse;
 use std::io::Write;
 
 use fxprof_processed_profile::{
@@ -137,19 +138,19 @@ pub fn profile(e: &Export, product: &str) -> FxProfile {
         Role::Own => s.event,
         _ => u32::MAX,
     };
-    let mut tracks: Vec<(u32, u32, std::cmp::Reverse<usize>)> = p
+    let mut tracks: Vec<(u32, u32, Reverse<usize>)> = p
         .samples
         .iter()
         .enumerate()
         .filter(|(_, s)| role(s) != Role::None)
-        .map(|(i, s)| (s.tid, track_of(s), std::cmp::Reverse(i)))
+        .map(|(i, s)| (s.tid, track_of(s), Reverse(i)))
         .collect();
     tracks.sort_unstable();
     tracks.dedup_by_key(|&mut (tid, track, _)| (tid, track));
     let zero = Timestamp::from_nanos_since_reference(0);
     let mut processes: HashMap<u32, ProcessHandle> = HashMap::default();
     let mut threads: HashMap<(u32, u32), ThreadHandle> = HashMap::default();
-    for (tid, track, std::cmp::Reverse(i)) in tracks {
+    for (tid, track, Reverse(i)) in tracks {
         let Some(s) = p.samples.get(i) else { continue };
         let comm = p.comm(s);
         let process = *processes
