@@ -665,10 +665,8 @@ fn drops_no_lost_record_announces_are_counted_from_the_events() {
     let child = || -> Option<i32> {
         std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
             let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
-            let ppid: i32 = rest.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == me && comm == "sleeper").then_some(pid)
+            let t = task_stat(pid)?;
+            (t.ppid == me && t.comm == "sleeper").then_some(pid)
         })
     };
     let mut pid = None;

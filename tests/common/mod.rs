@@ -508,8 +508,25 @@ pub fn stopped(pid: i32) -> bool {
 /// The state letter of task `pid` in `/proc/PID/stat` (`R`, `S`, `T`, `Z`...), `None`
 /// when it is gone.
 pub fn task_state(pid: i32) -> Option<char> {
+    task_stat(pid).map(|t| t.state)
+}
+
+/// What `/proc/PID/stat` says of task `pid`.
+pub struct TaskStat {
+    pub comm: String,
+    pub state: char,
+    pub ppid: i32,
+}
+
+/// `/proc/PID/stat` of task `pid`, `None` when it is gone.
+pub fn task_stat(pid: i32) -> Option<TaskStat> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
+    let (head, rest) = stat.rsplit_once(')')?;
+    let comm = head.split_once('(')?.1.to_string();
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some(TaskStat { comm, state, ppid })
 }
 
 /// The ids of the BPF programs whose fds process `pid` holds (each once).
