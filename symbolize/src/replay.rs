@@ -466,6 +466,18 @@ impl Positions {
 #[derive(Debug, Default)]
 pub struct SideBand {
     queues: HashMap<u32, Queue>,
+    /// Per parent, its children's FORKs not yet applied (time, position, child): each is
+    /// applied before the parent's next record after it, so that a child copies its
+    /// parent as it was at the fork even when a later sample of the parent (earlier in
+    /// the file, from another ring) has brought the parent past it.
+    forks: HashMap<u32, Forks>,
+}
+
+/// A parent's pending forks ([`SideBand::forks`]).
+#[derive(Debug, Default)]
+struct Forks {
+    q: VecDeque<(u64, Pos, u32)>,
+    unsorted: bool,
 }
 
 /// One process's queued records, and whether they are in (time, position) order.
@@ -478,6 +490,15 @@ struct Queue {
 impl SideBand {
     /// Holds `ev`, of time `time` and position `at`.
     pub fn push(&mut self, time: u64, at: Pos, ev: Event) {
+        if let Event::Fork { pid, ppid, .. } = ev
+            && pid != ppid
+        {
+            let f = self.forks.entry(ppid).or_default();
+            if f.q.back().is_some_and(|&(t, p, _)| (t, p) > (time, at)) {
+                f.unsorted = true;
+            }
+            f.q.push_back((time, at, pid));
+        }
         let q = self.queues.entry(ev.pid()).or_default();
         if q.q.back().is_some_and(|&(t, p, _)| (t, p) > (time, at)) {
             q.unsorted = true;
@@ -487,7 +508,8 @@ impl SideBand {
 
     /// Applies the held records of `pid` due at `at` (a sample's time and position):
     /// earlier times, or an equal time earlier in the file (perf's order); without a
-    /// sample time, file order. A FORK first advances its parent to it.
+    /// sample time, file order. A FORK first advances its parent to it, and a parent's
+    /// children's FORKs before its next record are applied before that record.
     pub fn advance(&mut self, procs: &mut Processes, pid: u32, at: (Option<u64>, Pos)) {
         let Some(q) = self.queues.get_mut(&pid) else {
             return;
@@ -511,15 +533,51 @@ impl SideBand {
             if !due {
                 return;
             }
+            if let Some(&(t, sq, _)) = self.queues.get(&pid).and_then(|q| q.q.front()) {
+                self.fork_children(procs, pid, (t, sq));
+            }
             let Some((t, sq, ev)) = self.queues.get_mut(&pid).and_then(|q| q.q.pop_front()) else {
                 return;
             };
             if let Event::Fork { ppid, .. } = ev
                 && ppid != pid
             {
+                if let Some(f) = self.forks.get_mut(&ppid) {
+                    if f.unsorted {
+                        f.q.make_contiguous().sort_unstable();
+                        f.unsorted = false;
+                    }
+                    if let Ok(i) = f.q.binary_search(&(t, sq, pid)) {
+                        f.q.remove(i);
+                    }
+                }
                 self.advance(procs, ppid, (Some(t), sq));
             }
             procs.apply(ev);
+        }
+    }
+
+    /// Applies the FORKs of `parent`'s children that came before `before` (the time and
+    /// position of the parent's next record), each child's held records up to its fork
+    /// with them: the children copy the parent as it is now, before that record changes
+    /// it.
+    fn fork_children(&mut self, procs: &mut Processes, parent: u32, before: (u64, Pos)) {
+        loop {
+            let Some(f) = self.forks.get_mut(&parent) else {
+                return;
+            };
+            if f.unsorted {
+                f.q.make_contiguous().sort_unstable();
+                f.unsorted = false;
+            }
+            let Some(&(t, (off, n), child)) = f.q.front() else {
+                return;
+            };
+            if (t, (off, n)) >= before {
+                return;
+            }
+            f.q.pop_front();
+            self.advance(procs, child, (Some(t), (off, n.saturating_add(1))));
         }
     }
 }

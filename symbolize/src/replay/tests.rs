@@ -176,6 +176,34 @@ fn a_fork_brings_the_parent_up_to_it() {
     assert_eq!(files, [Some("/bin/q"), None]);
 }
 
+/// A parent's sample after its exec comes (in the file) before its child's sample from
+/// before it: the child, forked before the exec, still has the parent's old program and
+/// name (perf names it so), and the parent its new ones.
+#[test]
+fn a_child_copies_its_parent_as_at_the_fork_when_the_parent_went_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let pd = write(
+        dir.path(),
+        &[
+            exec(Q, "old", 0),
+            mmap2(Q, 0x1000, "/bin/old", 1),
+            fork(P, Q, 5),
+            exec(Q, "new", 10),
+            mmap2(Q, 0x1000, "/bin/new", 11),
+            // Another CPU's ring: the parent after its exec, then the child.
+            sample_rec(Q, 30, 0x1800),
+            sample_rec(P, 7, 0x1800),
+            sample_rec(P, 31, 0x1800),
+        ],
+    );
+    let mut procs = Processes::default();
+    let mut seen = Seen::default();
+    replay(&pd, &mut procs, &mut seen).unwrap();
+    let old = (P, Some("/bin/old".to_string()), "old".to_string());
+    let new = (Q, Some("/bin/new".to_string()), "new".to_string());
+    assert_eq!(seen.0, [new, old.clone(), old]);
+}
+
 fn round() -> Vec<u8> {
     record(68, 0, Vec::new())
 }
