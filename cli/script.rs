@@ -73,7 +73,7 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
         let mut procs = Processes::new(hwprof_symbolize::buildid::by_path(data.features()));
         let res = hwprof_symbolize::replay::replay(&data, &mut procs, &mut v);
         // Print what was decoded before an error, then report it.
-        v.text.finish(&procs, &mut v.buf);
+        v.text.finish(&procs, &mut v.buf, &mut flusher(&mut *v.w))?;
         v.w.write_all(&v.buf)?;
         v.w.flush()?;
         res.with_context(|| format!("reading {}", a.input.file.display()))?;
@@ -154,15 +154,23 @@ impl<W: Write> hwprof_symbolize::replay::Visitor for PerfVisitor<'_, W> {
             unwound = true;
         }
         let chain = unwound.then_some(&self.chain[..]);
-        self.text.sample(procs, &mut self.buf, rec, s, chain);
-        if self.buf.len() >= FLUSH_AT {
-            self.w
-                .write_all(&self.buf)
-                .map_err(|source| hwprof_symbolize::Error::Io {
-                    what: "writing to stdout".into(),
-                    source,
-                })?;
-            self.buf.clear();
+        let mut flush = flusher(&mut *self.w);
+        self.text
+            .sample(procs, &mut self.buf, rec, s, chain, &mut flush)
+            .and_then(|()| flush(&mut self.buf))
+            .map_err(|source| hwprof_symbolize::Error::Io {
+                what: "writing to stdout".into(),
+                source,
+            })
+    }
+}
+
+/// What writes a buffer out to `w` once it holds [`FLUSH_AT`] bytes, and empties it.
+fn flusher<W: Write>(w: &mut W) -> impl FnMut(&mut Vec<u8>) -> io::Result<()> + '_ {
+    move |buf| {
+        if buf.len() >= FLUSH_AT {
+            w.write_all(buf)?;
+            buf.clear();
         }
         Ok(())
     }

@@ -239,6 +239,14 @@ const UNWOUND: u32 = 1 << 18;
 const BATCH_TEXT: usize = 1 << 20;
 /// ... or until this many samples wait, or new stacks have this many locations.
 const BATCH_FRAMES: usize = 1 << 16;
+/// While symbols are still being read on other threads (`/proc/kallsyms`, which the
+/// kernel takes some 40 ms to generate, and the first files' DWARF: see
+/// [`Symbolizer::reading_ahead`]), a batch waits until this much text instead (and
+/// [`BATCH_FRAMES_AHEAD`]), so that the replay goes on meanwhile rather than wait for
+/// them at its first batch.
+const BATCH_TEXT_AHEAD: usize = 16 << 20;
+/// [`BATCH_FRAMES`] while symbols are read ahead.
+const BATCH_FRAMES_AHEAD: usize = 1 << 18;
 
 /// The most bytes [`Stacks`] holds past a batch: then it is emptied and fills again.
 /// A recording of many distinct stacks (an interpreter's, say) would otherwise keep
@@ -358,19 +366,32 @@ impl PerfText {
         rec: &Record,
         s: &Sample,
         unwound: Option<&[u64]>,
-    ) {
+        flush: &mut impl FnMut(&mut Vec<u8>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         self.take(procs, out, rec, s, unwound);
-        if self.text.len() >= BATCH_TEXT
-            || self.pending.len() >= BATCH_FRAMES
-            || self.fresh_locs.len() >= BATCH_FRAMES
+        let full = |text: usize, frames: usize| {
+            self.text.len() >= text
+                || self.pending.len() >= frames
+                || self.fresh_locs.len() >= frames
+        };
+        if full(BATCH_TEXT, BATCH_FRAMES)
+            && (!self.sym.reading_ahead() || full(BATCH_TEXT_AHEAD, BATCH_FRAMES_AHEAD))
         {
-            self.finish(procs, out);
+            return self.finish(procs, out, flush);
         }
+        Ok(())
     }
 
     /// Writes what is held to `out`: the new stacks' text (symbolizing the locations
-    /// not seen before, one batch per module) in the samples' text.
-    pub fn finish(&mut self, procs: &Processes, out: &mut Vec<u8>) {
+    /// not seen before, one batch per module) in the samples' text, calling `flush`
+    /// with `out` as it grows (it writes `out` out and empties it once it holds enough),
+    /// so that `out` stays small whatever the batch's size.
+    pub fn finish(
+        &mut self,
+        procs: &Processes,
+        out: &mut Vec<u8>,
+        flush: &mut impl FnMut(&mut Vec<u8>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         let mut todo: HashMap<ModuleId, Vec<(u64, bool)>> = HashMap::default();
         for (key, _) in &self.fresh_locs {
             if !self.lines.contains_key(key) {
@@ -407,18 +428,26 @@ impl PerfText {
         }
         self.fresh_locs.clear();
         let mut from = 0;
+        let mut written = Ok(());
         for p in &self.pending {
             out.extend_from_slice(&self.text[from..p.at]);
             out.extend_from_slice(self.stacks.text(p.stack).unwrap_or_default());
             from = p.at;
+            written = flush(out);
+            if written.is_err() {
+                break;
+            }
         }
-        out.extend_from_slice(&self.text[from..]);
+        if written.is_ok() {
+            out.extend_from_slice(&self.text[from..]);
+        }
         self.text.clear();
         self.pending.clear();
         // Nothing refers to a stack now: the cache may start again (see STACKS_HELD).
         if self.stacks.held() > STACKS_HELD {
             self.stacks.clear();
         }
+        written
     }
 
     /// One sample: its head, then its stack's text, or its place to wait for it.

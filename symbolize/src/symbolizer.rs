@@ -569,6 +569,16 @@ impl Symbolizer {
         }
     }
 
+    /// Whether symbols are still being read on other threads (`/proc/kallsyms`, files
+    /// given to [`Symbolizer::prefetch`]): a lookup now may wait for them, which a
+    /// caller with other work to do may put off.
+    pub fn reading_ahead(&self) -> bool {
+        self.kallsyms_pending
+            .as_ref()
+            .is_some_and(|h| !h.is_finished())
+            || self.ahead.as_ref().is_some_and(ahead::Ahead::loading)
+    }
+
     fn lookup_kernel(&mut self, name: &str, todo: &[(u64, bool)]) -> Vec<Vec<Frame>> {
         if !self.kernel_trusted {
             return unknowns(Some(name), todo, FrameKind::Kernel);
@@ -902,6 +912,26 @@ mod tests {
             "a mismatching build id never uses the local file"
         );
         assert_eq!(s.lookups(), 2);
+    }
+
+    /// Files given to `prefetch` are being read until the thread has loaded them,
+    /// those it cannot find too; then `reading_ahead` says no more (script puts its
+    /// batches off until then).
+    #[test]
+    fn reading_ahead_ends_once_the_prefetched_files_are_loaded() {
+        let mut s = Symbolizer::new(true, false);
+        assert!(!s.reading_ahead(), "nothing given yet");
+        let missing = |n: u32| Module::File {
+            path: format!("/nonexistent/hwprof-test-{}-{n}", std::process::id()),
+            build_id: None,
+        };
+        s.prefetch(&missing(1));
+        s.prefetch(&missing(2));
+        // The thread takes its jobs in order: this lookup is answered after both loads.
+        let id = s.module_id(missing(2));
+        let f = s.resolve(id, &[(0x1000, false)]);
+        assert_eq!(f[0][0].name(), "[unknown]");
+        assert!(!s.reading_ahead(), "both files are loaded (not found)");
     }
 
     /// A program built twice, once with its DWARF compressed (`-gz=zlib`, read through

@@ -11,6 +11,8 @@
 //! check), and the replay of a big recording takes longer than that, so on two CPUs
 //! it costs no wall time at all.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
@@ -36,6 +38,8 @@ enum Job {
 pub(super) struct Ahead {
     jobs: Sender<Job>,
     loaded: HashSet<ModuleId>,
+    /// Files given to the thread and not loaded yet.
+    loading: Arc<AtomicUsize>,
     _thread: JoinHandle<()>,
 }
 
@@ -44,13 +48,16 @@ impl Ahead {
     /// their addresses are looked up, as without it).
     pub(super) fn start(inline: bool, locator: Locator) -> Option<Ahead> {
         let (jobs, rx) = channel();
+        let loading = Arc::new(AtomicUsize::new(0));
+        let left = Arc::clone(&loading);
         let thread = std::thread::Builder::new()
             .name("symbols".into())
-            .spawn(move || work(inline, &locator, rx))
+            .spawn(move || work(inline, &locator, rx, &left))
             .ok()?;
         Some(Ahead {
             jobs,
             loaded: HashSet::default(),
+            loading,
             _thread: thread,
         })
     }
@@ -59,10 +66,18 @@ impl Ahead {
     pub(super) fn load(&mut self, id: ModuleId, path: &str, build_id: Option<&BuildId>) {
         if self.loaded.insert(id) {
             let job = Job::Load(id, path.to_string(), build_id.cloned());
+            self.loading.fetch_add(1, Ordering::Relaxed);
             if self.jobs.send(job).is_err() {
                 self.loaded.remove(&id);
+                self.loading.fetch_sub(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Whether files given to the thread are still being loaded (a lookup in them
+    /// would wait for it).
+    pub(super) fn loading(&self) -> bool {
+        self.loading.load(Ordering::Relaxed) > 0
     }
 
     /// Whether module `id` was given to the thread (its batches go there).
@@ -101,13 +116,24 @@ fn unknowns((_, path, offsets): &Batch) -> Vec<Vec<Frame>> {
     super::unknowns(Some(path), offsets, FrameKind::User)
 }
 
+/// Counts a file loaded when dropped (even by a panic in blazesym: the file is then
+/// not being loaded any more either).
+struct Loaded<'a>(&'a AtomicUsize);
+
+impl Drop for Loaded<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// The thread: loads what it is given, then looks up in it.
-fn work(inline: bool, locator: &Locator, jobs: Receiver<Job>) {
+fn work(inline: bool, locator: &Locator, jobs: Receiver<Job>, loading: &AtomicUsize) {
     let blaze = new_blaze(inline);
     let mut sources: HashMap<ModuleId, Option<SymSource>> = HashMap::default();
     for job in jobs {
         match job {
             Job::Load(id, path, build_id) => {
+                let _done = Loaded(loading);
                 let src = find_source(locator, &path, build_id.as_ref());
                 if let Some(src) = &src {
                     // Any offset makes blazesym parse the file (its result is not kept).
