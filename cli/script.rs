@@ -61,8 +61,9 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
     if a.header {
         p.header(&data)?;
     }
+    const STDOUT: &str = "writing to stdout";
     if let Some(text) = perf_text {
-        w.write_all(&p.buf)?;
+        w.write_all(&p.buf).context(STDOUT)?;
         let mut v = PerfVisitor {
             text,
             unwinder: p.unwinder.take(),
@@ -73,23 +74,26 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
         let mut procs = Processes::new(hwprof_symbolize::buildid::by_path(data.features()));
         let res = hwprof_symbolize::replay::replay(&data, &mut procs, &mut v);
         // Print what was decoded before an error, then report it.
-        v.text.finish(&procs, &mut v.buf, &mut flusher(&mut *v.w))?;
-        v.w.write_all(&v.buf)?;
-        v.w.flush()?;
+        let finished = v.text.finish(&procs, &mut v.buf, &mut flusher(&mut *v.w));
+        finished
+            .and_then(|()| v.w.write_all(&v.buf))
+            .and_then(|()| v.w.flush())
+            .context(STDOUT)?;
         res.with_context(|| format!("reading {}", a.input.file.display()))?;
         return Ok(0);
     }
     let res = data.for_each_record(|off, rec| -> anyhow::Result<()> {
         p.record(off, rec);
         if p.buf.len() >= FLUSH_AT {
-            w.write_all(&p.buf)?;
+            w.write_all(&p.buf).context(STDOUT)?;
             p.buf.clear();
         }
         Ok(())
     });
     // Print what was decoded before an error, then report it.
-    w.write_all(&p.buf)?;
-    w.flush()?;
+    w.write_all(&p.buf)
+        .and_then(|()| w.flush())
+        .context(STDOUT)?;
     res.with_context(|| format!("reading {}", a.input.file.display()))?;
     Ok(0)
 }

@@ -384,3 +384,45 @@ fn header_flag_and_closed_pipe() {
     assert!(r.stderr.is_empty(), "{}", r.dump());
     assert_eq!(r.code(), 0, "{}", r.dump());
 }
+
+/// stdout on a full device (a private `mknod c 1 7`, as /dev/full): one line naming
+/// what failed, exit 1, for the perf text (its batches written as they are made) and
+/// the record dump alike.
+#[test]
+fn a_full_stdout_is_one_line_naming_it() {
+    let Some(f) = fixture("perf.data.callgraph-3.8") else {
+        return;
+    };
+    let dir = common::scratch_path("script-full");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let full = dir.join("full");
+    let made = Command::new("mknod")
+        .arg(&full)
+        .args(["c", "1", "7"])
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        common::skip(common::Why::Setup, "mknod c 1 7 (root)");
+        return;
+    }
+    for extra in ["", "-D"] {
+        let r = common::run_cmd(
+            Command::new("bash").args([
+                "-c",
+                &format!(
+                    "exec {} script {extra} -i {} > {}",
+                    common::hwprof_bin(),
+                    f.display(),
+                    full.display()
+                ),
+            ]),
+            common::TIMEOUT,
+        );
+        assert_eq!(r.code(), 1, "script {extra}: {}", r.dump());
+        assert_eq!(
+            r.stderr.trim_end(),
+            "hwprof: writing to stdout: No space left on device",
+            "script {extra}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
