@@ -340,22 +340,19 @@ fn threads_forks_and_exec_are_followed_and_untouched() {
     assert!(bare.status.success(), "{bare:?}");
     let bare_out = String::from_utf8_lossy(&bare.stdout).into_owned();
     assert_eq!(bare_out, "thread 262144\nchild 131072\nexec 65536\n");
-    for engine in ENGINES {
-        let out = scratch_path(&format!("io_family_{engine}.txt"));
-        let run = hwprof(&[
-            "io",
-            "--engine",
-            engine,
-            "--report",
-            "-o",
-            out.to_str().expect("utf-8"),
-            "--",
-            &exe,
-            z,
-        ]);
+    // `hwprof io --engine ENGINE --report|--folded -o FILE -- io_family ZERO`: what
+    // the program printed, hwprof's stderr, and FILE.
+    let traced = |engine: &str, how: &str| -> (String, String, String) {
+        let out = scratch_path(&format!("io_family_{engine}{how}"));
+        let o = out.to_str().expect("utf-8");
+        let run = hwprof(&["io", "--engine", engine, how, "-o", o, "--", &exe, z]);
         run.assert_ok();
-        assert_eq!(run.stdout, bare_out, "{engine}: the program's own output");
-        let report = std::fs::read_to_string(&out).expect("the report");
+        let file = std::fs::read_to_string(&out).expect("its output");
+        (run.stdout, run.stderr, file)
+    };
+    for engine in ENGINES {
+        let (printed, stderr, report) = traced(engine, "--report");
+        assert_eq!(printed, bare_out, "{engine}: the program's own output");
         // Every read, in each process (the loader's reads of libc in the two programs
         // besides): on the perf engine, fds that live less than its /proc polls are
         // named `fd N` (docs/io.md), so the file is checked on the BPF engine.
@@ -373,8 +370,7 @@ fn threads_forks_and_exec_are_followed_and_untouched() {
             .unwrap_or_else(|| panic!("{engine}: no read row\n{report}"));
         assert!(
             (112..=116).contains(&reads),
-            "{engine}: 64 + 32 + 16 reads, and the loader's: {reads}\n{report}\n{}",
-            run.stderr
+            "{engine}: 64 + 32 + 16 reads, and the loader's: {reads}\n{report}\n{stderr}"
         );
         if engine == "bpf" {
             let (calls, bytes, _) = row(&report, "read", z)
@@ -387,20 +383,7 @@ fn threads_forks_and_exec_are_followed_and_untouched() {
         }
         // The report lists only the ten longest-waiting stacks, and the loader's failed
         // opens may outwait a process's reads; the folded stacks hold every stack.
-        let folded_out = scratch_path(&format!("io_family_{engine}.folded"));
-        let folded = hwprof(&[
-            "io",
-            "--engine",
-            engine,
-            "--folded",
-            "-o",
-            folded_out.to_str().expect("utf-8"),
-            "--",
-            &exe,
-            z,
-        ]);
-        folded.assert_ok();
-        let folded = std::fs::read_to_string(&folded_out).expect("the folded stacks");
+        let (_, _, folded) = traced(engine, "--folded");
         // Each under its process's name: the child forked before the exec keeps the
         // parent's name then (as perf names it), the exec'd program is `exe`.
         for (comm, f) in [
