@@ -22,14 +22,14 @@ __attribute__((noinline)) unsigned long leaf(unsigned long x, unsigned long n) {
 }
 
 /* The + 1 keeps the calls from becoming tail calls (a jump leaves no frame). */
-__attribute__((noinline)) unsigned long via_a(unsigned long x) {
+__attribute__((noinline)) unsigned long via_a(unsigned long x, unsigned long n) {
     frame_sink = __builtin_frame_address(0);
-    return leaf(x, 2 * UNIT) + 1;
+    return leaf(x, 2 * n) + 1;
 }
 
-__attribute__((noinline)) unsigned long via_b(unsigned long x) {
+__attribute__((noinline)) unsigned long via_b(unsigned long x, unsigned long n) {
     frame_sink = __builtin_frame_address(0);
-    return leaf(x, UNIT) + 1;
+    return leaf(x, n) + 1;
 }
 
 static double cpu_ms(void) {
@@ -40,11 +40,20 @@ static double cpu_ms(void) {
 
 int main(int argc, char **argv) {
     double ms = argc > 1 ? atof(argv[1]) : 400;
-    unsigned long x = 1, rounds = 0;
+    /* Each pair of calls does its own amount of work (UNIT/2 to 3*UNIT/2 for via_b, twice
+     * that for via_a, from a fixed xorshift sequence): with one length the loop's period and
+     * the sampling timer's kept step, and the samples fell on one phase of it for a whole
+     * run (via_a 53% and via_b 45% on a loaded machine). */
+    unsigned long x = 1, rounds = 0, r = 88172645463325252UL;
     double end = cpu_ms() + ms;
     do {
-        for (int i = 0; i < 20; i++)
-            x = via_b(via_a(x));
+        for (int i = 0; i < 20; i++) {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            unsigned long n = UNIT / 2 + r % UNIT;
+            x = via_b(via_a(x, n), n);
+        }
         rounds++;
     } while (cpu_ms() < end);
     printf("rounds %lu %lu\n", rounds, x & 1);
