@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::io::{self, Write};
 use std::path::Path;
 
 use hwprof_analysis::annotate::{Annotation, Missing, annotate, hottest};
@@ -52,10 +51,7 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<u8> {
             listings.join("\n")
         }
     };
-    let stdout = io::stdout();
-    let mut w = stdout.lock();
-    w.write_all(out.as_bytes())?;
-    w.flush()?;
+    crate::destination::print(out.as_bytes())?;
     Ok(0)
 }
 

@@ -2,7 +2,6 @@
 //! from the clap definitions (clap_complete, clap_mangen), so they never drift from the
 //! flags.
 
-use std::io::Write;
 use std::path::Path;
 
 use clap::CommandFactory;
@@ -14,7 +13,7 @@ pub fn completions(a: &CompletionsArgs) -> anyhow::Result<u8> {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "hwprof", &mut out);
-    std::io::stdout().lock().write_all(&out)?;
+    crate::destination::print(&out)?;
     Ok(0)
 }
 
@@ -25,7 +24,7 @@ pub fn man(a: &ManArgs) -> anyhow::Result<u8> {
     let Some(dir) = &a.dir else {
         let mut out = Vec::new();
         clap_mangen::Man::new(cmd).render(&mut out)?;
-        std::io::stdout().lock().write_all(&out)?;
+        crate::destination::print(&out)?;
         return Ok(0);
     };
     // As clap_mangen::generate_to, each page written whole (a temporary file renamed).

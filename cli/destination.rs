@@ -42,6 +42,16 @@ pub fn convert(e: Error) -> anyhow::Error {
     }
 }
 
+/// Writes a command's text to stdout and flushes it; a failure says it was stdout's
+/// (`writing to stdout: No space left on device`), keeping the error in its chain (a
+/// closed pipe is still one: [`crate::error::is_broken_pipe`]).
+pub fn print(text: &[u8]) -> anyhow::Result<()> {
+    let mut w = std::io::stdout().lock();
+    w.write_all(text)
+        .and_then(|()| w.flush())
+        .context("writing to stdout")
+}
+
 /// stdout as an [`Output`] stream (a duplicate of fd 1, named `-`): what `-o -` and
 /// the commands that print data (`--folded`, `--json`) write into.
 pub fn stdout() -> anyhow::Result<Output> {

@@ -11,7 +11,6 @@ mod fixture;
 mod graph;
 mod text;
 
-use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::Context;
@@ -85,10 +84,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
             }
         }
     };
-    let stdout = io::stdout();
-    let mut w = stdout.lock();
-    w.write_all(out.as_bytes())?;
-    w.flush()?;
+    crate::destination::print(out.as_bytes())?;
     Ok(0)
 }
 

@@ -690,3 +690,46 @@ fn temporaries_of_killed_runs_are_removed_by_the_next_run() {
             .is_symlink()
     );
 }
+
+/// stdout on a full device (a private `mknod c 1 7`, as /dev/full): one line naming
+/// what failed, exit 1, for the commands that print their text there (`script` as it
+/// goes, its record dump, `report`, `completions`).
+#[test]
+fn a_full_stdout_is_one_line_naming_it() {
+    let Some(f) = fixture("perf.data.callgraph-3.8") else {
+        return;
+    };
+    let dir = scratch_path("full-stdout");
+    fs::create_dir_all(&dir).expect("scratch dir");
+    let full = dir.join("full");
+    let made = Command::new("mknod")
+        .arg(&full)
+        .args(["c", "1", "7"])
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        skip(Why::Setup, "mknod c 1 7 (root)");
+        return;
+    }
+    let f = f.display();
+    for args in [
+        format!("script -i {f}"),
+        format!("script -D -i {f}"),
+        format!("report -i {f}"),
+        "completions bash".to_string(),
+    ] {
+        let r = run_cmd(
+            Command::new("bash").args([
+                "-c",
+                &format!("exec {} {args} > {}", hwprof_bin(), full.display()),
+            ]),
+            TIMEOUT,
+        );
+        assert_eq!(r.code(), 1, "{args}: {}", r.dump());
+        assert_eq!(
+            r.stderr.trim_end(),
+            "hwprof: writing to stdout: No space left on device",
+            "{args}"
+        );
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
