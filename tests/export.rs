@@ -876,11 +876,7 @@ fn pprof_exports_off_cpu_allocations_and_io_in_their_units() {
     // I/O time: ns, and calls.
     let zero_dir = fresh_dir("export-io-zero");
     let zero = zero_dir.join("zero");
-    let made = Command::new("mknod")
-        .arg(&zero)
-        .args(["c", "1", "5"])
-        .status();
-    if !made.is_ok_and(|s| s.success()) {
+    if !mknod_char(&zero, 1, 5) {
         skip(Why::Setup, "mknod c 1 5 (root)");
         return;
     }

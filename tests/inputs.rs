@@ -42,12 +42,8 @@ impl Scratch {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create scratch dir");
         let ok = |c: &mut Command| c.status().is_ok_and(|s| s.success());
-        let made = ok(Command::new("mknod")
-            .arg(dir.join("zero"))
-            .args(["c", "1", "5"]))
-            && ok(Command::new("mknod")
-                .arg(dir.join("urandom"))
-                .args(["c", "1", "9"]))
+        let made = common::mknod_char(&dir.join("zero"), 1, 5)
+            && common::mknod_char(&dir.join("urandom"), 1, 9)
             && ok(Command::new("mkfifo").arg(dir.join("fifo")))
             && ok(Command::new("mkfifo").arg(dir.join("fifo2")));
         if !made {

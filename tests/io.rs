@@ -9,7 +9,6 @@
 #[macro_use]
 mod common;
 
-use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -45,10 +44,7 @@ fn zero_dir() -> Option<(Scratch, PathBuf)> {
     )));
     std::fs::create_dir_all(&dir.0).expect("scratch dir");
     let path = dir.0.join("zero");
-    let c = CString::new(path.to_str().expect("utf-8")).expect("no NUL");
-    // SAFETY: c is a valid NUL-terminated path; mknod only reads it.
-    let r = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 5)) };
-    if r != 0 {
+    if !mknod_char(&path, 1, 5) {
         skip(
             Why::Setup,
             "cannot mknod a character device (root needed) for the io tests",

@@ -415,11 +415,7 @@ fn errors_are_one_line() {
     let dev_dir = common::scratch_path("metrics-dev");
     std::fs::create_dir_all(&dev_dir).expect("mkdir");
     let zero = dev_dir.join("zero");
-    let made = Command::new("mknod")
-        .arg(&zero)
-        .args(["c", "1", "5"])
-        .status()
-        .is_ok_and(|s| s.success());
+    let made = common::mknod_char(&zero, 1, 5);
     let mut inputs = vec![(dev_dir.clone(), "is a directory")];
     if made {
         inputs.push((zero.clone(), "is a device"));

@@ -28,12 +28,7 @@ fn mode_of(p: &Path) -> u32 {
 /// user may not make device nodes).
 fn private_null(dir: &Path) -> Option<PathBuf> {
     let p = dir.join("null");
-    let ok = Command::new("mknod")
-        .arg(&p)
-        .args(["c", "1", "3"])
-        .status()
-        .is_ok_and(|st| st.success());
-    if !ok {
+    if !mknod_char(&p, 1, 3) {
         report!("SKIPPED: mknod failed (needs root): device outputs not checked");
         return None;
     }
@@ -702,11 +697,7 @@ fn a_full_stdout_is_one_line_naming_it() {
     let dir = scratch_path("full-stdout");
     fs::create_dir_all(&dir).expect("scratch dir");
     let full = dir.join("full");
-    let made = Command::new("mknod")
-        .arg(&full)
-        .args(["c", "1", "7"])
-        .status();
-    if !made.is_ok_and(|s| s.success()) {
+    if !mknod_char(&full, 1, 7) {
         skip(Why::Setup, "mknod c 1 7 (root)");
         return;
     }

@@ -29,6 +29,17 @@ pub fn s(p: &Path) -> String {
     p.to_str().expect("utf-8 path").to_string()
 }
 
+/// Makes a private character device `major`,`minor` at `p` (`mknod P c MAJOR MINOR`: a
+/// copy of what `/dev/null`, `/dev/zero` or `/dev/full` is, never those themselves);
+/// `false` where this user may not make device nodes (not root).
+pub fn mknod_char(p: &Path, major: u32, minor: u32) -> bool {
+    Command::new("mknod")
+        .arg(p)
+        .args(["c", &major.to_string(), &minor.to_string()])
+        .status()
+        .is_ok_and(|st| st.success())
+}
+
 /// Makes a FIFO at `p` (`mkfifo`).
 pub fn mkfifo(p: &Path) {
     let ok = Command::new("mkfifo")
