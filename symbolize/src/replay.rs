@@ -434,9 +434,6 @@ fn two_sweeps<V: Visitor + ?Sized>(pd: &PerfData, procs: &mut Processes, v: &mut
     })
 }
 
-/// A queued side-band record: (time, position in the file, record).
-type Queued = (u64, Pos, Event);
-
 /// A record's position in the file (or stream): its offset, and its number among the
 /// records at that offset (those inside one `COMPRESSED` record share its offset).
 pub type Pos = (u64, u32);
@@ -465,26 +462,48 @@ impl Positions {
 /// ring by ring (`probe --stacks`) does the same once its records are in.
 #[derive(Debug, Default)]
 pub struct SideBand {
-    queues: HashMap<u32, Queue>,
-    /// Per parent, its children's FORKs not yet applied (time, position, child): each is
-    /// applied before the parent's next record after it, so that a child copies its
-    /// parent as it was at the fork even when a later sample of the parent (earlier in
-    /// the file, from another ring) has brought the parent past it.
-    forks: HashMap<u32, Forks>,
+    queues: HashMap<u32, Timed<Event>>,
+    /// Per parent, its children's FORKs (the child's pid): each is applied before the
+    /// parent's next record after it, so that a child copies its parent as it was at
+    /// the fork even when a later sample of the parent (earlier in the file, from
+    /// another ring) has brought the parent past it. A FORK its child's own sample
+    /// applied first stays here until the parent passes it, and then applies nothing.
+    forks: HashMap<u32, Timed<u32>>,
 }
 
-/// A parent's pending forks ([`SideBand::forks`]).
-#[derive(Debug, Default)]
-struct Forks {
-    q: VecDeque<(u64, Pos, u32)>,
+/// Items of a time and position each ([`Pos`]), given in (time, position) order.
+#[derive(Debug)]
+struct Timed<T> {
+    q: VecDeque<(u64, Pos, T)>,
+    /// An item came before one pushed earlier: sort before the next look.
     unsorted: bool,
 }
 
-/// One process's queued records, and whether they are in (time, position) order.
-#[derive(Debug, Default)]
-struct Queue {
-    q: VecDeque<Queued>,
-    unsorted: bool,
+impl<T> Default for Timed<T> {
+    fn default() -> Self {
+        Timed {
+            q: VecDeque::new(),
+            unsorted: false,
+        }
+    }
+}
+
+impl<T> Timed<T> {
+    fn push(&mut self, time: u64, at: Pos, x: T) {
+        if self.q.back().is_some_and(|&(t, p, _)| (t, p) > (time, at)) {
+            self.unsorted = true;
+        }
+        self.q.push_back((time, at, x));
+    }
+
+    /// The items, first the earliest.
+    fn in_order(&mut self) -> &mut VecDeque<(u64, Pos, T)> {
+        if self.unsorted {
+            self.q.make_contiguous().sort_by_key(|&(t, p, _)| (t, p));
+            self.unsorted = false;
+        }
+        &mut self.q
+    }
 }
 
 impl SideBand {
@@ -493,17 +512,9 @@ impl SideBand {
         if let Event::Fork { pid, ppid, .. } = ev
             && pid != ppid
         {
-            let f = self.forks.entry(ppid).or_default();
-            if f.q.back().is_some_and(|&(t, p, _)| (t, p) > (time, at)) {
-                f.unsorted = true;
-            }
-            f.q.push_back((time, at, pid));
+            self.forks.entry(ppid).or_default().push(time, at, pid);
         }
-        let q = self.queues.entry(ev.pid()).or_default();
-        if q.q.back().is_some_and(|&(t, p, _)| (t, p) > (time, at)) {
-            q.unsorted = true;
-        }
-        q.q.push_back((time, at, ev));
+        self.queues.entry(ev.pid()).or_default().push(time, at, ev);
     }
 
     /// Applies the held records of `pid` due at `at` (a sample's time and position):
@@ -511,46 +522,26 @@ impl SideBand {
     /// sample time, file order. A FORK first advances its parent to it, and a parent's
     /// children's FORKs before its next record are applied before that record.
     pub fn advance(&mut self, procs: &mut Processes, pid: u32, at: (Option<u64>, Pos)) {
-        let Some(q) = self.queues.get_mut(&pid) else {
-            return;
-        };
-        if q.q.is_empty() {
-            // Most samples: nothing held for their process.
-            return;
-        }
-        if q.unsorted {
-            q.q.make_contiguous().sort_by_key(|&(t, s, _)| (t, s));
-            q.unsorted = false;
-        }
         loop {
-            let due = match self.queues.get(&pid).and_then(|q| q.q.front()) {
-                Some(&(t, sq, _)) => match at.0 {
-                    Some(st) => t < st || (t == st && sq < at.1),
-                    None => sq < at.1,
-                },
-                None => false,
+            let Some(&(t, sq, _)) = self.queues.get_mut(&pid).and_then(|q| q.in_order().front())
+            else {
+                // Most samples: nothing held for their process.
+                return;
+            };
+            let due = match at.0 {
+                Some(st) => t < st || (t == st && sq < at.1),
+                None => sq < at.1,
             };
             if !due {
                 return;
             }
-            if let Some(&(t, sq, _)) = self.queues.get(&pid).and_then(|q| q.q.front()) {
-                self.fork_children(procs, pid, (t, sq));
-            }
+            self.fork_children(procs, pid, (t, sq));
             let Some((t, sq, ev)) = self.queues.get_mut(&pid).and_then(|q| q.q.pop_front()) else {
                 return;
             };
             if let Event::Fork { ppid, .. } = ev
                 && ppid != pid
             {
-                if let Some(f) = self.forks.get_mut(&ppid) {
-                    if f.unsorted {
-                        f.q.make_contiguous().sort_unstable();
-                        f.unsorted = false;
-                    }
-                    if let Ok(i) = f.q.binary_search(&(t, sq, pid)) {
-                        f.q.remove(i);
-                    }
-                }
                 self.advance(procs, ppid, (Some(t), sq));
             }
             procs.apply(ev);
@@ -562,20 +553,10 @@ impl SideBand {
     /// with them: the children copy the parent as it is now, before that record changes
     /// it.
     fn fork_children(&mut self, procs: &mut Processes, parent: u32, before: (u64, Pos)) {
-        loop {
-            let Some(f) = self.forks.get_mut(&parent) else {
-                return;
-            };
-            if f.unsorted {
-                f.q.make_contiguous().sort_unstable();
-                f.unsorted = false;
-            }
-            let Some(&(t, (off, n), child)) = f.q.front() else {
-                return;
-            };
-            if (t, (off, n)) >= before {
-                return;
-            }
+        while let Some(f) = self.forks.get_mut(&parent)
+            && let Some(&(t, (off, n), child)) = f.in_order().front()
+            && (t, (off, n)) < before
+        {
             f.q.pop_front();
             self.advance(procs, child, (Some(t), (off, n.saturating_add(1))));
         }

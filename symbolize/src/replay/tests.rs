@@ -204,6 +204,32 @@ fn a_child_copies_its_parent_as_at_the_fork_when_the_parent_went_on() {
     assert_eq!(seen.0, [new, old.clone(), old]);
 }
 
+/// The child's own sample applies its FORK first; the parent, passing the fork later,
+/// applies nothing again: the child keeps what it copied, the parent goes on.
+#[test]
+fn a_fork_the_child_applied_first_is_not_applied_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let pd = write(
+        dir.path(),
+        &[
+            exec(Q, "old", 0),
+            mmap2(Q, 0x1000, "/bin/old", 1),
+            fork(P, Q, 5),
+            exec(Q, "new", 10),
+            mmap2(Q, 0x1000, "/bin/new", 11),
+            sample_rec(P, 7, 0x1800),
+            sample_rec(Q, 30, 0x1800),
+            sample_rec(P, 31, 0x1800),
+        ],
+    );
+    let mut procs = Processes::default();
+    let mut seen = Seen::default();
+    replay(&pd, &mut procs, &mut seen).unwrap();
+    let old = (P, Some("/bin/old".to_string()), "old".to_string());
+    let new = (Q, Some("/bin/new".to_string()), "new".to_string());
+    assert_eq!(seen.0, [old.clone(), new, old]);
+}
+
 fn round() -> Vec<u8> {
     record(68, 0, Vec::new())
 }
