@@ -42,6 +42,9 @@ pub fn convert(e: Error) -> anyhow::Error {
     }
 }
 
+/// What a failed write to stdout says it was doing.
+pub const WRITING_STDOUT: &str = "writing to stdout";
+
 /// Writes a command's text to stdout and flushes it; a failure says it was stdout's
 /// (`writing to stdout: No space left on device`), keeping the error in its chain (a
 /// closed pipe is still one: [`crate::error::is_broken_pipe`]).
@@ -49,7 +52,7 @@ pub fn print(text: &[u8]) -> anyhow::Result<()> {
     let mut w = std::io::stdout().lock();
     w.write_all(text)
         .and_then(|()| w.flush())
-        .context("writing to stdout")
+        .context(WRITING_STDOUT)
 }
 
 /// stdout as an [`Output`] stream (a duplicate of fd 1, named `-`): what `-o -` and

@@ -61,7 +61,7 @@ pub fn run(a: ScriptArgs) -> anyhow::Result<u8> {
     if a.header {
         p.header(&data)?;
     }
-    const STDOUT: &str = "writing to stdout";
+    use crate::destination::WRITING_STDOUT as STDOUT;
     if let Some(text) = perf_text {
         w.write_all(&p.buf).context(STDOUT)?;
         let mut v = PerfVisitor {
@@ -163,7 +163,7 @@ impl<W: Write> hwprof_symbolize::replay::Visitor for PerfVisitor<'_, W> {
             .sample(procs, &mut self.buf, rec, s, chain, &mut flush)
             .and_then(|()| flush(&mut self.buf))
             .map_err(|source| hwprof_symbolize::Error::Io {
-                what: "writing to stdout".into(),
+                what: crate::destination::WRITING_STDOUT.into(),
                 source,
             })
     }

@@ -285,9 +285,8 @@ impl Session {
     }
 
     /// Each ring's drops as its events counted them, for the drops no `PERF_RECORD_LOST`
-    /// announced: a record dropped after the last one
-    /// a ring took is announced only by the next one it takes, and after the end there
-    /// is none. With `PERF_FORMAT_LOST` (Linux 6.0+) each event counts the records it
+    /// announced: a record dropped after the last one a ring took is announced only by
+    /// the next one it takes, and after the end there is none. With `PERF_FORMAT_LOST` (Linux 6.0+) each event counts the records it
     /// could not write: read at the end, each ring's count goes into the file as one
     /// `PERF_RECORD_LOST_SAMPLES` (as `perf record` writes the counts it reads, one per
     /// fd), and what it holds beyond the ring's `PERF_RECORD_LOST`s into
